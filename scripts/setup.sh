@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs every Debian package and npm module that Cairva's build, tests and
+# benchmarks need. Idempotent: safe to run again; it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Boost 1.81 is installed as individual packages: libboost-dev/libboost-all-dev
+# pull in 1.74, which conflicts (see STACK.md).
+PACKAGES=(
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates curl
+  libboost-system1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libboost-context1.81-dev libboost-coroutine1.81-dev
+  libssl-dev openssl
+  libsimdjson-dev libsqlite3-dev sqlite3 libpq-dev libpq5
+  libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
+  postgresql-15 postgresql-client-15
+  wrk nginx-light gnuplot-nox hyperfine
+  clang-14 libfuzzer-14-dev libclang-rt-14-dev
+)
+
+missing=()
+# Node may come from NodeSource (npm bundled, conflicting with Debian's npm package).
+if ! command -v node >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+    missing+=("$p")
+  fi
+done
+# Always refresh the security-relevant libraries the machine may hold stale.
+if [ ${#missing[@]} -gt 0 ] || [ "${CAIRVA_SETUP_UPGRADE:-1}" = 1 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  fi
+  apt-get install -y -qq --only-upgrade libssl-dev openssl libpq5 libpq-dev >/dev/null || true
+fi
+
+# nginx-light starts a service on install on some machines: the benchmark starts its own.
+if command -v systemctl >/dev/null 2>&1; then systemctl disable --now nginx >/dev/null 2>&1 || true; fi
+
+# The official OpenAI client for end-to-end tests.
+if [ ! -d tests/e2e/node_modules/openai ]; then
+  (cd tests/e2e && npm install --no-audit --no-fund --loglevel=error)
+fi
+echo "setup: done"

@@ -1,0 +1,68 @@
+#include "base/ids.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+
+#include <array>
+
+#include "base/assert.h"
+
+namespace cairva {
+namespace {
+
+constexpr int id_random_chars = 24;
+constexpr int secret_random_chars = 43;
+
+void random_bytes(unsigned char* out, size_t n) {
+  CAIRVA_ASSERT(RAND_bytes(out, static_cast<int>(n)) == 1);
+}
+
+}  // namespace
+
+std::string new_id(std::string_view prefix) {
+  static constexpr char kAlphabet[] = "abcdefghijklmnopqrstuvwxyz234567";
+  std::array<unsigned char, id_random_chars> raw;
+  random_bytes(raw.data(), raw.size());
+  std::string id;
+  id.reserve(prefix.size() + 1 + id_random_chars);
+  id.append(prefix).push_back('_');
+  for (unsigned char b : raw) id.push_back(kAlphabet[b & 31]);
+  return id;
+}
+
+std::string new_secret() {
+  static constexpr char kAlphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  std::string s = "cv_";
+  while (s.size() < 3 + secret_random_chars) {
+    std::array<unsigned char, 64> raw;
+    random_bytes(raw.data(), raw.size());
+    for (unsigned char b : raw) {
+      if (b >= 248) continue;  // 248 = 4 * 62: rejection keeps the choice uniform
+      s.push_back(kAlphabet[b % 62]);
+      if (s.size() == 3 + secret_random_chars) break;
+    }
+  }
+  return s;
+}
+
+std::string hash_secret(std::string_view secret) {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  CAIRVA_ASSERT(EVP_Digest(secret.data(), secret.size(), md, &len, EVP_sha256(), nullptr) == 1);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned i = 0; i < len; ++i) {
+    out.push_back(kHex[md[i] >> 4]);
+    out.push_back(kHex[md[i] & 15]);
+  }
+  return out;
+}
+
+bool constant_time_equal(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+}  // namespace cairva

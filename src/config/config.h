@@ -1,0 +1,55 @@
+// Config: the TOML file of SPEC §8, parsed and validated once at start-up into an
+// immutable value. Every default is a named constant here.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+
+namespace cairva::config {
+
+inline constexpr const char* listen_default = "127.0.0.1:8080";
+inline constexpr const char* admin_listen_default = "127.0.0.1:8081";
+inline constexpr const char* admin_token_env_default = "CAIRVA_ADMIN_TOKEN";
+inline constexpr const char* store_url_default = "sqlite://cairva.db";
+inline constexpr int pool_size_default = 8;
+inline constexpr int pool_size_max = 256;
+inline constexpr int64_t default_max_tokens_default = 1024;
+inline constexpr int64_t in_flight_timeout_s_default = 600;
+inline constexpr int64_t provider_timeout_s_default = 600;
+
+struct Provider {
+  std::string name;
+  std::string base_url;      // e.g. https://api.openai.com/v1
+  std::string api_key_env;   // env var holding the supplier's key; empty = no key sent
+  std::string api_key;       // resolved from api_key_env at load time; never logged
+  int64_t timeout_s = provider_timeout_s_default;
+};
+
+struct Config {
+  std::string source;  // the file it came from, or "(defaults)"
+  std::string listen = listen_default;
+  std::string admin_listen = admin_listen_default;
+  std::string admin_token_env = admin_token_env_default;
+  std::string admin_token;  // resolved from admin_token_env; empty = admin API refuses all
+  std::string store_url = store_url_default;
+  bool store_sync_full = false;  // store.sync = "full"
+  int pool_size = pool_size_default;
+  int64_t default_max_tokens = default_max_tokens_default;
+  int64_t in_flight_timeout_s = in_flight_timeout_s_default;
+  std::vector<Provider> providers;
+  int threads = 0;  // [server] threads: event loops; 0 = one per core
+};
+
+// Reads and validates `path`. Errors name the file, the key and the problem in one line,
+// e.g. "cairva.toml: holds.default_max_tokens: expected a positive integer, got \"x\"".
+Result<Config> load_config_file(const std::string& path);
+// Parses TOML text (for tests); `source` names it in errors.
+Result<Config> parse_config(const std::string& toml_text, const std::string& source);
+// The configuration used when no file is given: defaults, the embedded store
+// ./cairva.db, and no provider.
+Config default_config();
+
+}  // namespace cairva::config

@@ -1,0 +1,92 @@
+// Admission (SPEC §3, §4): a pure decision over an allocation's state at `now`.
+// Stores compute the AllocationSnapshot under the allocation's lock (the embedded store
+// from its in-memory AllocationLedger, PostgreSQL from its tables) and apply the returned
+// changes in the same critical section.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <variant>
+
+#include "base/error_code.h"
+#include "base/time.h"
+#include "core/types.h"
+
+namespace cairva::core {
+
+// Everything admission reads about one allocation, as of `now`.
+struct AllocationSnapshot {
+  AgreementState agreement_state = AgreementState::in_force;
+  AllocationState state = AllocationState::ready;
+  Terms terms;
+  Tokens booked;                  // sum of usage events
+  Tokens held;                    // sum of holds of in_flight and usage_pending requests
+  int64_t requests_last_minute = 0;  // admitted requests with started_at > now - 60 s
+  int64_t tokens_last_minute = 0;    // input+output of events with booked_at > now - 60 s
+  int64_t in_flight = 0;             // in_flight requests not yet stale
+  int64_t usage_pending = 0;
+
+  // max(0, allowance - booked - held), per direction.
+  Tokens remaining() const;
+};
+
+// What the request asks for, read by the wire layer.
+struct RequestFacts {
+  int64_t input_estimate = 0;
+  std::optional<int64_t> max_completion_tokens;
+  std::optional<int64_t> max_tokens;
+  int64_t n = 1;
+  int64_t default_max_tokens = 1024;
+};
+
+// Why a request was refused, declared in the seed's check order: when several checks
+// fail, the lowest enumerator is the answer.
+enum class Refusal : uint8_t {
+  agreement_cancelled,   // 403 allocation_not_active
+  depleted,              // 402 allocation_depleted
+  expired,               // 403 allocation_expired (now >= ends_at, or already expired)
+  window_not_open,       // 403 allocation_not_active (now < starts_at)
+  suspended,             // 403 allocation_not_active
+  requests_per_minute,   // 429 rate_limited, Retry-After 60
+  max_concurrency,       // 429 rate_limited, Retry-After 2
+  tokens_per_minute,     // 429 rate_limited, Retry-After 60
+  allowance_exhausted,   // 402 allocation_exhausted
+};
+
+struct Refused {
+  Refusal reason;
+  ErrorCode code;               // the wire code
+  int retry_after_s = 0;        // 0 when no Retry-After header applies
+  std::string_view limit;       // "requests_per_minute" | "tokens_per_minute" | "max_concurrency" | ""
+  std::string_view message;     // human text for the error body
+};
+
+struct Admitted {
+  Tokens hold;                          // input estimate, per-choice limit * n
+  int64_t per_choice_limit = 0;         // what the provider is asked for, per choice
+  std::optional<int64_t> lowered_to;    // set when the limit was lowered to fit
+};
+
+struct AdmissionDecision {
+  std::variant<Admitted, Refused> outcome;
+  // State changes the store applies even when refused (ready->active, ->expired).
+  std::optional<AllocationState> new_state;
+  std::optional<AgreementState> new_agreement_state;
+
+  bool admitted() const { return std::holds_alternative<Admitted>(outcome); }
+};
+
+// Pure. REQUIRES: the caller holds the allocation's lock while it computes `snap`,
+// calls this, and applies the result.
+AdmissionDecision decide_admission(const AllocationSnapshot& snap, const RequestFacts& facts,
+                                   UnixMicros now);
+
+// The allocation's state as shown at `now` by status endpoints (ready->active and
+// ->expired as admission would apply them, without applying them).
+AllocationState effective_state(const AllocationSnapshot& snap, UnixMicros now);
+
+// True when `booked` has reached the allowance in either direction (SPEC §5 Depletion).
+bool is_depleted(const Tokens& allowance, const Tokens& booked);
+
+}  // namespace cairva::core

@@ -1,0 +1,1 @@
+// Implemented by the core work (issue #2).
