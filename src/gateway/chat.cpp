@@ -1,0 +1,270 @@
+#include "gateway/chat.h"
+
+#include <algorithm>
+#include <array>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "core/estimate.h"
+#include "gateway/store_await.h"
+#include "http/limits.h"
+#include "wire/chat_request.h"
+#include "wire/completion.h"
+#include "wire/sse.h"
+
+namespace cairva::gateway {
+namespace {
+
+namespace net = boost::asio;
+using upstream::UpstreamConnection;
+using upstream::ProviderEndpoint;
+constexpr auto nothrow = net::as_tuple(net::use_awaitable);
+
+// Response headers of the provider passed on to the client.
+constexpr std::array<std::string_view, 2> forwarded_provider_headers = {"x-request-id", "openai-processing-ms"};
+
+bool is_2xx(unsigned status) { return status >= 200 && status < 300; }
+
+struct Flow {
+  const Gateway& gw;
+  upstream::UpstreamPool& pool;
+  ClientExchange& ex;
+  const store::KeyGrant& grant;
+  const ProviderEndpoint* provider = nullptr;
+  std::optional<int64_t> lowered_to;
+  UnixMicros deadline_mono = 0;  // in_flight_timeout_s after admission, monotonic
+  std::unique_ptr<UpstreamConnection> conn;
+  std::optional<bhttp::response_parser<bhttp::empty_body>> head;
+
+  net::awaitable<Result<store::SettleResult>> settle(store::SettleKind kind, std::string provider_request_id = {},
+                                                     core::Tokens usage = {}) {
+    store::SettleCommand cmd{ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage};
+    co_return co_await await_store<store::SettleResult>(
+        [this, cmd = std::move(cmd)](store::Callback<store::SettleResult> cb) mutable {
+          gw.store.settle(std::move(cmd), std::move(cb));
+        });
+  }
+
+  void stamp(bhttp::fields& h) const {
+    ex.stamp(h);
+    if (lowered_to) h.set("x-cairva-max-tokens-lowered", std::to_string(*lowered_to));
+    if (!head) return;
+    for (auto name : forwarded_provider_headers) {
+      auto it = head->get().find(name);
+      if (it != head->get().end()) h.set(name, it->value());
+    }
+  }
+
+  std::chrono::steady_clock::duration until_deadline() const {
+    return std::chrono::microseconds(std::max<int64_t>(0, deadline_mono - gw.clock.monotonic_micros()));
+  }
+
+  // Sends the request and reads the provider's response headers into `head`. A pooled
+  // connection that the provider closed while idle fails before any response byte: that
+  // one attempt is retried on a fresh connection.
+  net::awaitable<Status> send_upstream(std::string& body) {
+    for (int attempt = 0;; ++attempt) {
+      auto acquired = co_await pool.acquire(*provider);
+      if (!acquired) co_return acquired.error();
+      conn = std::move(*acquired);
+      bhttp::request<bhttp::string_body> req{bhttp::verb::post, provider->base_path + "/chat/completions", 11};
+      req.set(bhttp::field::host, provider->host);
+      req.set(bhttp::field::content_type, "application/json");
+      req.set(bhttp::field::accept, "application/json, text/event-stream");
+      if (!provider->authorization.empty()) req.set(bhttp::field::authorization, provider->authorization);
+      req.set("x-cairva-request-id", ex.request_id);
+      req.keep_alive(true);
+      req.body() = body;
+      req.prepare_payload();
+      conn->expires_after(std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(provider->timeout_s),
+                                                                        until_deadline()));
+      auto ec = co_await conn->write(req);
+      if (!ec) {
+        head.emplace();
+        head->header_limit(static_cast<std::uint32_t>(http::provider_header_bytes_max));
+        head->body_limit(boost::none);
+        ec = co_await conn->read_header(*head);
+      }
+      if (!ec) co_return Status{};
+      const bool idle_close = ec == bhttp::error::end_of_stream || ec == net::error::eof ||
+                              ec == net::error::connection_reset || ec == net::error::broken_pipe;
+      if (conn->reused && idle_close && attempt == 0) continue;
+      conn.reset();
+      if (ec == beast::error::timeout) {
+        co_return make_error(ErrorCode::provider_timeout, "provider " + provider->name + " did not respond in time");
+      }
+      co_return make_error(ErrorCode::provider_unavailable, "provider " + provider->name + " failed: " + ec.message());
+    }
+  }
+
+  std::string header_request_id() const {
+    auto it = head->get().find("x-request-id");
+    return it == head->get().end() ? std::string() : std::string(it->value());
+  }
+
+  void maybe_release(bool clean) {
+    if (conn && clean) pool.release(*provider, std::move(conn));
+    conn.reset();
+  }
+
+  // A provider error status: release the hold, pass the provider's status and body on.
+  net::awaitable<bool> relay_provider_error(bhttp::response_parser<bhttp::string_body>& p, boost::system::error_code ec) {
+    auto settled = co_await settle(store::SettleKind::failed);
+    (void)settled;  // a failed settlement releases nothing durable-critical; the sweep covers it
+    maybe_release(!ec && p.keep_alive());
+    if (ec) co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider error response was cut off");
+    bhttp::fields extra;
+    stamp(extra);
+    co_return co_await ex.send_json(static_cast<int>(p.get().result_int()), std::move(p.get().body()), &extra);
+  }
+
+  net::awaitable<bool> plain() {
+    bhttp::response_parser<bhttp::string_body> p(std::move(*head));
+    p.body_limit(http::provider_body_bytes_max);
+    conn->expires_after(until_deadline());
+    auto ec = co_await conn->read(p);
+    if (!is_2xx(p.get().result_int())) co_return co_await relay_provider_error(p, ec);
+    if (ec) {
+      // The provider accepted the work but the body was lost: it may have been billed.
+      conn.reset();
+      co_await settle(store::SettleKind::usage_missing);
+      co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider response was cut off");
+    }
+    maybe_release(p.keep_alive());
+    auto& body = p.get().body();
+    auto info = wire::read_completion(body);
+    if (!info) {
+      co_await settle(store::SettleKind::usage_missing);
+      co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider sent a malformed response");
+    }
+    std::string provider_id = info->id.empty() ? header_request_id() : info->id;
+    if (provider_id.empty()) provider_id = ex.request_id;
+    Result<store::SettleResult> settled =
+        info->usage ? co_await settle(store::SettleKind::usage, provider_id, *info->usage)
+                    : co_await settle(store::SettleKind::usage_missing);
+    if (!settled) co_return co_await ex.send_error(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message);
+    bhttp::fields extra;
+    stamp(extra);
+    co_return co_await ex.send_json(static_cast<int>(p.get().result_int()),
+                                    wire::with_usage_source(body, !info->usage.has_value()), &extra);
+  }
+
+  // Writes one chunk to the client unless it has gone; a client that goes away does not
+  // stop the relay: the provider's stream is still read so that the usage is booked.
+  net::awaitable<void> to_client(std::string_view bytes, bool& client_ok) {
+    if (!client_ok || bytes.empty()) co_return;
+    ex.stream.expires_after(std::chrono::seconds(http::client_write_timeout_s));
+    auto [ec, n] = co_await net::async_write(ex.stream, bhttp::make_chunk(net::buffer(bytes)), nothrow);
+    if (ec) client_ok = false;
+  }
+
+  net::awaitable<bool> streamed(bool client_wants_usage) {
+    bhttp::response<bhttp::empty_body> res{static_cast<bhttp::status>(head->get().result_int()), ex.version};
+    res.set(bhttp::field::content_type, "text/event-stream");
+    res.set(bhttp::field::cache_control, "no-cache");
+    stamp(res.base());
+    res.chunked(true);
+    res.keep_alive(ex.keep_alive);
+    bhttp::response_serializer<bhttp::empty_body> sr{res};
+    ex.status_sent = static_cast<int>(res.result_int());
+    ex.stream.expires_after(std::chrono::seconds(http::client_write_timeout_s));
+    auto [hec, hn] = co_await bhttp::async_write_header(ex.stream, sr, nothrow);
+    bool client_ok = !hec;
+
+    bhttp::response_parser<bhttp::buffer_body> p(std::move(*head));
+    p.body_limit(boost::none);  // a stream is bounded by time (in-flight timeout), not size
+    std::array<char, http::stream_read_buffer_bytes> buf;
+    wire::StreamRelay relay(client_wants_usage);
+    std::string out;
+    bool cut = false;
+    while (!p.is_done()) {
+      p.get().body().data = buf.data();
+      p.get().body().size = buf.size();
+      conn->expires_after(until_deadline());
+      auto ec = co_await conn->read_some(p);
+      if (ec == bhttp::error::need_buffer) ec = {};
+      const size_t n = buf.size() - p.get().body().size;
+      if (n > 0 && !relay.feed(std::string_view(buf.data(), n), out)) {
+        cut = true;  // an event over the size bound: treat the stream as cut off
+        break;
+      }
+      co_await to_client(out, client_ok);
+      out.clear();
+      if (ec) {
+        cut = true;
+        break;
+      }
+    }
+    maybe_release(!cut && p.keep_alive());
+    std::string provider_id = relay.provider_id().empty() ? header_request_id() : std::string(relay.provider_id());
+    if (provider_id.empty()) provider_id = ex.request_id;
+    Result<store::SettleResult> settled = relay.usage() ? co_await settle(store::SettleKind::usage, provider_id, *relay.usage())
+                                                        : co_await settle(store::SettleKind::usage_missing);
+    if (!settled) {
+      // Without a durable booking the client must not see a complete stream.
+      co_return false;
+    }
+    relay.finish(out);
+    co_await to_client(out, client_ok);
+    if (!client_ok) co_return false;
+    auto [lec, ln] = co_await net::async_write(ex.stream, bhttp::make_chunk_last(), nothrow);
+    co_return !lec && ex.keep_alive;
+  }
+};
+
+}  // namespace
+
+net::awaitable<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool, ClientExchange& ex,
+                                     const store::KeyGrant& grant, std::string body) {
+  auto inspected = wire::inspect_chat_request(body);
+  if (!inspected) co_return co_await ex.send_error(ErrorCode::invalid_request, inspected.error().message);
+  const wire::ChatRequest& chat = *inspected;
+  const std::string model(chat.model);
+  if (!grant.models.empty() && std::find(grant.models.begin(), grant.models.end(), model) == grant.models.end()) {
+    co_return co_await ex.send_error(ErrorCode::model_not_allowed, "model \"" + model + "\" is not in this agreement's models");
+  }
+  store::AdmitCommand cmd;
+  cmd.request_id = ex.request_id;
+  cmd.allocation_id = grant.allocation_id;
+  cmd.key_id = grant.key_id;
+  cmd.model = model;
+  cmd.stream = chat.stream;
+  cmd.facts = core::RequestFacts{core::input_estimate(chat.prompt), chat.max_completion_tokens, chat.max_tokens,
+                                 chat.n, gw.config.default_max_tokens};
+  auto admitted = co_await await_store<store::AdmitResult>([&gw, &cmd](store::Callback<store::AdmitResult> cb) {
+    gw.store.admit(std::move(cmd), std::move(cb));
+  });
+  if (!admitted) co_return co_await ex.send_error(ErrorCode::store_unavailable, admitted.error().message);
+  ex.rate = admitted->after;
+  if (const auto* refused = std::get_if<core::Refused>(&admitted->decision.outcome)) {
+    co_return co_await ex.send_error(refused->code, refused->message, refused->limit, refused->retry_after_s);
+  }
+  const auto& adm = std::get<core::Admitted>(admitted->decision.outcome);
+
+  Flow flow{gw, pool, ex, grant};
+  flow.lowered_to = adm.lowered_to;
+  flow.deadline_mono = gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
+  flow.provider = gw.find_provider(grant.provider);
+  if (!flow.provider) {
+    co_await flow.settle(store::SettleKind::failed);
+    co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider \"" + grant.provider + "\" is not configured");
+  }
+  wire::RewritePlan plan;
+  plan.per_choice_limit = adm.lowered_to;
+  plan.include_usage = chat.stream && !chat.include_usage;
+  std::string upstream_body = (plan.per_choice_limit || plan.include_usage) ? wire::rewrite_chat_request(body, chat, plan)
+                                                                          : std::move(body);
+  auto sent = co_await flow.send_upstream(upstream_body);
+  if (!sent) {
+    co_await flow.settle(store::SettleKind::failed);
+    co_return co_await ex.send_error(sent.error().code, sent.error().message);
+  }
+  if (chat.stream && is_2xx(flow.head->get().result_int())) co_return co_await flow.streamed(chat.include_usage);
+  co_return co_await flow.plain();
+}
+
+}  // namespace cairva::gateway

@@ -1,0 +1,20 @@
+// The chat completion flow (SPEC §3–§5): inspect → admit → forward → relay → settle.
+#pragma once
+
+#include <string>
+
+#include <boost/asio/awaitable.hpp>
+
+#include "gateway/exchange.h"
+#include "gateway/gateway.h"
+#include "store/rows.h"
+
+namespace cairva::gateway {
+
+// Serves one authenticated POST /v1/chat/completions whose body has been read.
+// Returns false when the client connection must close.
+boost::asio::awaitable<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool,
+                                             ClientExchange& ex, const store::KeyGrant& grant,
+                                             std::string body);
+
+}  // namespace cairva::gateway

@@ -1,0 +1,43 @@
+// ClientExchange: one request/response on a client connection, with the headers every
+// response carries (SPEC §6): x-cairva-request-id always, x-ratelimit-* when the caller
+// is authenticated. Used by the session loop and the chat completion flow.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
+
+#include "base/error_code.h"
+#include "core/admission.h"
+#include "store/rows.h"
+
+namespace cairva::gateway {
+
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
+
+struct ClientExchange {
+  beast::tcp_stream& stream;
+  unsigned version = 11;
+  bool keep_alive = true;
+  std::string request_id;                        // x-cairva-request-id
+  std::optional<core::AllocationSnapshot> rate;  // for x-ratelimit-* headers
+  int status_sent = 0;                           // for logs and metrics
+
+  // Sets x-cairva-request-id and, when known, the x-ratelimit-* headers.
+  void stamp(bhttp::fields& headers) const;
+  // Writes a complete JSON response. Returns false when the connection is lost.
+  boost::asio::awaitable<bool> send_json(int status, std::string body,
+                                         const bhttp::fields* extra = nullptr);
+  // Writes an OpenAI-shaped error; `retry_after_s` > 0 adds Retry-After.
+  boost::asio::awaitable<bool> send_error(ErrorCode code, std::string_view message,
+                                          std::string_view limit = {}, int retry_after_s = 0);
+};
+
+}  // namespace cairva::gateway

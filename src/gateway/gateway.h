@@ -1,0 +1,40 @@
+// The public API: everything one event loop needs to serve `POST /v1/chat/completions`,
+// `GET /v1/allocations/current` and `GET /healthz`.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "base/time.h"
+#include "config/config.h"
+#include "store/store.h"
+#include "upstream/connection.h"
+#include "upstream/provider_endpoint.h"
+
+namespace cairva::gateway {
+
+// Shared, immutable after start-up (the Store is thread-safe).
+struct Gateway {
+  const config::Config& config;
+  store::Store& store;
+  const Clock& clock;
+  std::vector<upstream::ProviderEndpoint> providers;
+
+  const upstream::ProviderEndpoint* find_provider(const std::string& name) const {
+    for (const auto& p : providers) {
+      if (p.name == name) return &p;
+    }
+    return nullptr;
+  }
+};
+
+// One client connection's keep-alive loop on the calling event loop. `pool` is that
+// loop's upstream pool.
+boost::asio::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool,
+                                            boost::asio::ip::tcp::socket socket);
+
+}  // namespace cairva::gateway

@@ -1,0 +1,150 @@
+#include "gateway/serve.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
+
+#include "admin/admin_api.h"
+#include "admin/metrics.h"
+#include "gateway/admin_server.h"
+#include "gateway/gateway.h"
+#include "http/listener.h"
+#include "store/open.h"
+
+namespace cairva::gateway {
+namespace {
+
+namespace net = boost::asio;
+
+// How often every gateway sweeps stale in-flight requests (SPEC §9: at least once a second).
+constexpr auto sweep_interval = std::chrono::seconds(1);
+
+struct Loop {
+  explicit Loop(net::ssl::context& tls) : ctx(1), pool(ctx.get_executor(), tls) {}
+  net::io_context ctx;
+  upstream::UpstreamPool pool;
+};
+
+// Runs store.sweep_stale() every sweep_interval on its own thread, so a slow store never
+// stalls an event loop.
+class Sweeper {
+ public:
+  explicit Sweeper(store::Store& store) : thread_([this, &store] { run(store); }) {}
+  ~Sweeper() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  void run(store::Store& store) {
+    std::unique_lock lock(mutex_);
+    while (!cv_.wait_for(lock, sweep_interval, [this] { return stop_; })) {
+      lock.unlock();
+      auto swept = store.sweep_stale();
+      if (!swept) std::fprintf(stderr, "cairva: sweep failed: %s\n", swept.error().message.c_str());
+      lock.lock();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // GUARDED_BY(mutex_)
+  std::thread thread_;
+};
+
+int loop_count(const config::Config& cfg) {
+  if (cfg.threads > 0) return cfg.threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+}  // namespace
+
+int run_serve(const config::Config& cfg) {
+  auto clock = std::make_shared<SystemClock>();
+  store::StoreOptions options;
+  options.url = cfg.store_url;
+  options.sync_full = cfg.store_sync_full;
+  options.pool_size = cfg.pool_size;
+  options.in_flight_timeout_s = cfg.in_flight_timeout_s;
+  for (const auto& p : cfg.providers) options.providers.push_back(p.name);
+  auto opened = store::open_store(options, clock);
+  if (!opened) {
+    std::fprintf(stderr, "cairva: store %s: %s\n", cfg.store_url.c_str(), opened.error().message.c_str());
+    return 1;
+  }
+  std::unique_ptr<store::Store> store = std::move(*opened);
+
+  Gateway gw{cfg, *store, *clock, {}};
+  for (const auto& p : cfg.providers) {
+    auto ep = upstream::make_endpoint(p);
+    if (!ep) {
+      std::fprintf(stderr, "cairva: %s: %s\n", cfg.source.c_str(), ep.error().message.c_str());
+      return 2;
+    }
+    gw.providers.push_back(std::move(*ep));
+  }
+  auto public_ep = http::parse_listen_address(cfg.listen);
+  auto admin_ep = http::parse_listen_address(cfg.admin_listen);
+  if (!public_ep || !admin_ep) {
+    std::fprintf(stderr, "cairva: listen address: %s\n", (!public_ep ? public_ep : admin_ep).error().message.c_str());
+    return 2;
+  }
+
+  auto tls = upstream::make_client_tls_context();
+  std::vector<std::unique_ptr<Loop>> loops;
+  http::tcp::endpoint bound = *public_ep;
+  for (int i = 0; i < loop_count(cfg); ++i) {
+    loops.push_back(std::make_unique<Loop>(*tls));
+    Loop& loop = *loops.back();
+    auto r = http::start_listener(loop.ctx, bound, true, [&gw, &loop](http::tcp::socket s) {
+      return public_session(gw, loop.pool, std::move(s));
+    });
+    if (!r) {
+      std::fprintf(stderr, "cairva: %s\n", r.error().message.c_str());
+      return 1;
+    }
+    bound = *r;
+  }
+
+  net::io_context admin_ctx(1);
+  admin::AdminApi admin_api(*store, cfg.admin_token, clock, [&store] { return admin::render_metrics(*store); });
+  auto admin_bound = http::start_listener(admin_ctx, *admin_ep, false, [&admin_api](http::tcp::socket s) {
+    return admin_session(admin_api, std::move(s));
+  });
+  if (!admin_bound) {
+    std::fprintf(stderr, "cairva: admin: %s\n", admin_bound.error().message.c_str());
+    return 1;
+  }
+  std::printf("cairva listening on %s:%u (admin %s:%u), store %s, %zu event loops\n",
+              bound.address().to_string().c_str(), bound.port(), admin_bound->address().to_string().c_str(),
+              admin_bound->port(), cfg.store_url.c_str(), loops.size());
+  if (cfg.admin_token.empty()) {
+    std::printf("cairva: no admin token in $%s: the admin API refuses every call\n", cfg.admin_token_env.c_str());
+  }
+  std::fflush(stdout);
+
+  Sweeper sweeper(*store);
+  net::signal_set signals(admin_ctx, SIGINT, SIGTERM);
+  signals.async_wait([&](auto, int) {
+    admin_ctx.stop();
+    for (auto& l : loops) l->ctx.stop();
+  });
+  std::vector<std::thread> threads;
+  for (auto& l : loops) threads.emplace_back([&l] { l->ctx.run(); });
+  admin_ctx.run();
+  for (auto& t : threads) t.join();
+  return 0;
+}
+
+}  // namespace cairva::gateway

@@ -1,0 +1,155 @@
+// The public listener's connection loop: read the header under size and time limits,
+// route (404, 405), authenticate (401), read the body (413), then dispatch.
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "base/ids.h"
+#include "gateway/chat.h"
+#include "gateway/exchange.h"
+#include "gateway/gateway.h"
+#include "gateway/store_await.h"
+#include "http/limits.h"
+#include "admin/entity_json.h"
+
+namespace cairva::gateway {
+namespace {
+
+namespace net = boost::asio;
+constexpr auto nothrow = net::as_tuple(net::use_awaitable);
+constexpr std::string_view bearer_prefix = "Bearer ";
+
+enum class Route { chat, allocation, healthz, unknown };
+
+Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
+  const auto q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  if (path == "/v1/chat/completions") {
+    method_ok = method == bhttp::verb::post;
+    return Route::chat;
+  }
+  if (path == "/v1/allocations/current") {
+    method_ok = method == bhttp::verb::get;
+    return Route::allocation;
+  }
+  if (path == "/healthz") {
+    method_ok = method == bhttp::verb::get || method == bhttp::verb::head;
+    return Route::healthz;
+  }
+  method_ok = false;
+  return Route::unknown;
+}
+
+bool has_body(const bhttp::request_parser<bhttp::empty_body>& p) {
+  return p.chunked() || (p.content_length() && *p.content_length() > 0);
+}
+
+// Waits for the first byte of a request with the idle timeout, then gives the rest of the
+// header header_read_timeout_s: an idle keep-alive connection is cheap, a slow sender is not.
+net::awaitable<void> read_header(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                         bhttp::request_parser<bhttp::empty_body>& parser, bool& got_bytes,
+                                         boost::system::error_code& ec) {
+  got_bytes = buffer.size() > 0;
+  if (!got_bytes) {
+    stream.expires_after(std::chrono::seconds(http::idle_timeout_s));
+    size_t n = 0;
+    std::tie(ec, n) = co_await stream.async_read_some(buffer.prepare(4096), nothrow);
+    if (ec) co_return;
+    buffer.commit(n);
+    got_bytes = true;
+  }
+  stream.expires_after(std::chrono::seconds(http::header_read_timeout_s));
+  std::tie(ec, std::ignore) = co_await bhttp::async_read_header(stream, buffer, parser, nothrow);
+}
+
+net::awaitable<Result<store::KeyGrant>> authenticate(const Gateway& gw, std::string_view authorization) {
+  if (!authorization.starts_with(bearer_prefix) || authorization.size() == bearer_prefix.size()) {
+    co_return make_error(ErrorCode::invalid_api_key, "missing API key: send Authorization: Bearer cv_...");
+  }
+  const std::string hash = hash_secret(authorization.substr(bearer_prefix.size()));
+  co_return co_await await_store<store::KeyGrant>(
+      [&gw, hash](store::Callback<store::KeyGrant> cb) { gw.store.authenticate(hash, std::move(cb)); });
+}
+
+net::awaitable<bool> allocation_current(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant) {
+  auto status = co_await await_store<store::AllocationStatus>(
+      [&gw, id = grant.allocation_id](store::Callback<store::AllocationStatus> cb) {
+        gw.store.allocation_status(id, std::move(cb));
+      });
+  if (!status) co_return co_await ex.send_error(status.error().code, status.error().message);
+  ex.rate = status->snapshot;
+  co_return co_await ex.send_json(200, admin::allocation_json(*status));
+}
+
+// Serves one request. Returns false when the connection must close.
+net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, beast::tcp_stream& stream,
+                               beast::flat_buffer& buffer) {
+  bhttp::request_parser<bhttp::empty_body> hp;
+  hp.header_limit(static_cast<std::uint32_t>(http::request_header_bytes_max));
+  hp.body_limit(boost::none);  // checked after authentication: 401 comes before 413
+  bool got_bytes = false;
+  boost::system::error_code ec;
+  co_await read_header(stream, buffer, hp, got_bytes, ec);
+  ClientExchange ex{stream};
+  ex.keep_alive = false;
+  if (ec) {
+    if (!got_bytes || ec == bhttp::error::end_of_stream || ec == net::error::eof ||
+        ec == net::error::connection_reset) {
+      co_return false;
+    }
+    ex.request_id = new_id("req");
+    if (ec == beast::error::timeout) {
+      co_await ex.send_error(ErrorCode::request_timeout, "request headers not received in time");
+    } else if (ec == bhttp::error::header_limit) {
+      co_await ex.send_error(ErrorCode::headers_too_large, "request headers exceed 16 KiB");
+    } else {
+      co_await ex.send_error(ErrorCode::invalid_request, "malformed HTTP request: " + ec.message());
+    }
+    co_return false;
+  }
+  auto& req = hp.get();
+  ex.version = req.version();
+  ex.keep_alive = req.keep_alive() && !has_body(hp);  // reset below once the body is read
+  ex.request_id = new_id("req");
+  bool method_ok = false;
+  const Route route = route_of(req.target(), req.method(), method_ok);
+  if (route == Route::unknown) co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(req.target()));
+  if (!method_ok) {
+    co_return co_await ex.send_error(ErrorCode::method_not_allowed,
+                                     std::string(req.method_string()) + " is not allowed on " + std::string(req.target()));
+  }
+  if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
+
+  auto grant = co_await authenticate(gw, req[bhttp::field::authorization]);
+  if (!grant) co_return co_await ex.send_error(ErrorCode::invalid_api_key, grant.error().message);
+  ex.rate = core::AllocationSnapshot{};
+  ex.rate->terms.limits = grant->limits;  // refined by admission; enough for early errors
+  if (route == Route::allocation) co_return co_await allocation_current(gw, ex, *grant);
+
+  if (hp.content_length() && *hp.content_length() > http::request_body_bytes_max) {
+    co_return co_await ex.send_error(ErrorCode::request_too_large, "request body exceeds 16 MiB");
+  }
+  bhttp::request_parser<bhttp::string_body> bp(std::move(hp));
+  bp.body_limit(http::request_body_bytes_max);
+  stream.expires_after(std::chrono::seconds(http::body_read_timeout_s));
+  std::tie(ec, std::ignore) = co_await bhttp::async_read(stream, buffer, bp, nothrow);
+  if (ec == bhttp::error::body_limit) co_return co_await ex.send_error(ErrorCode::request_too_large, "request body exceeds 16 MiB");
+  if (ec == beast::error::timeout) co_return co_await ex.send_error(ErrorCode::request_timeout, "request body not received in time");
+  if (ec) co_return false;
+  ex.keep_alive = bp.get().keep_alive();
+  co_return co_await chat_completion(gw, pool, ex, *grant, std::move(bp.get().body()));
+}
+
+}  // namespace
+
+net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  while (co_await serve_one(gw, pool, stream, buffer)) {
+  }
+  boost::system::error_code ignored;
+  stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+}
+
+}  // namespace cairva::gateway

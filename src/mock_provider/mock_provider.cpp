@@ -1,0 +1,345 @@
+#include "mock_provider/mock_provider.h"
+
+#include <simdjson.h>
+
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "base/time.h"
+#include "http/listener.h"
+
+namespace cairva::mock_provider {
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+constexpr auto nothrow = net::as_tuple(net::use_awaitable);
+
+constexpr int64_t prompt_tokens_default = 10;
+constexpr int64_t completion_tokens_default = 7;
+constexpr int64_t chunks_default = 3;
+constexpr size_t mock_body_bytes_max = size_t{32} << 20;
+
+struct Stats {
+  std::atomic<int64_t> requests{0};
+  std::atomic<int64_t> in_flight{0};
+  std::atomic<int64_t> peak_in_flight{0};
+  std::atomic<int64_t> next_id{1};
+  std::mutex last_mutex;
+  std::string last_body;           // GUARDED_BY(last_mutex)
+  std::string last_authorization;  // GUARDED_BY(last_mutex)
+};
+Stats& stats() {
+  static Stats s;
+  return s;
+}
+
+struct InFlight {
+  InFlight() {
+    auto now = stats().in_flight.fetch_add(1) + 1;
+    auto peak = stats().peak_in_flight.load();
+    while (now > peak && !stats().peak_in_flight.compare_exchange_weak(peak, now)) {
+    }
+  }
+  ~InFlight() { stats().in_flight.fetch_sub(1); }
+};
+
+struct Switches {
+  bool no_usage = false, malformed = false, no_id = false;
+  int status = 200;
+  int64_t delay_ms = 0, chunks = chunks_default, chunk_delay_ms = 0, cut_after = -1;
+  std::string id;
+  int64_t prompt = -1, completion = -1;
+};
+
+int64_t to_int(std::string_view s) {
+  int64_t v = 0;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+Switches parse_switches(std::string_view model) {
+  Switches sw;
+  const auto q = model.find('?');
+  if (q == std::string_view::npos) return sw;
+  std::string_view rest = model.substr(q + 1);
+  while (!rest.empty()) {
+    const auto amp = rest.find('&');
+    std::string_view item = rest.substr(0, amp);
+    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
+    const auto eq = item.find('=');
+    std::string_view key = item.substr(0, eq);
+    std::string_view val = eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
+    if (key == "no-usage") sw.no_usage = true;
+    else if (key == "malformed") sw.malformed = true;
+    else if (key == "no-id") sw.no_id = true;
+    else if (key == "status") sw.status = static_cast<int>(to_int(val));
+    else if (key == "delay-ms") sw.delay_ms = to_int(val);
+    else if (key == "chunks") sw.chunks = to_int(val);
+    else if (key == "chunk-delay-ms") sw.chunk_delay_ms = to_int(val);
+    else if (key == "cut-after") sw.cut_after = to_int(val);
+    else if (key == "id") sw.id = std::string(val);
+    else if (key == "usage") {
+      const auto comma = val.find(',');
+      sw.prompt = to_int(val.substr(0, comma));
+      if (comma != std::string_view::npos) sw.completion = to_int(val.substr(comma + 1));
+    }
+  }
+  return sw;
+}
+
+struct ChatFacts {
+  std::string model = "mock";
+  bool stream = false;
+  bool include_usage = false;
+  int64_t limit = -1;
+  int64_t n = 1;
+};
+
+bool read_facts(const std::string& body, ChatFacts& out) {
+  thread_local simdjson::ondemand::parser parser;
+  simdjson::padded_string padded(body);
+  simdjson::ondemand::document doc;
+  if (parser.iterate(padded).get(doc)) return false;
+  simdjson::ondemand::object obj;
+  if (doc.get_object().get(obj)) return false;
+  int64_t max_tokens = -1, max_completion = -1;
+  for (auto field : obj) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return false;
+    auto value = field.value();
+    if (key == "model") {
+      std::string_view m;
+      if (!value.get_string().get(m)) out.model = std::string(m);
+    } else if (key == "stream") {
+      bool b = false;
+      if (!value.get_bool().get(b)) out.stream = b;
+    } else if (key == "max_tokens") {
+      int64_t v;
+      if (!value.get_int64().get(v)) max_tokens = v;
+    } else if (key == "max_completion_tokens") {
+      int64_t v;
+      if (!value.get_int64().get(v)) max_completion = v;
+    } else if (key == "n") {
+      int64_t v;
+      if (!value.get_int64().get(v)) out.n = v;
+    } else if (key == "stream_options") {
+      simdjson::ondemand::object so;
+      if (!value.get_object().get(so)) {
+        bool b = false;
+        if (!so["include_usage"].get_bool().get(b)) out.include_usage = b;
+      }
+    }
+  }
+  out.limit = max_completion >= 0 ? max_completion : max_tokens;
+  return true;
+}
+
+std::string response_id(const Switches& sw) {
+  if (!sw.id.empty()) return sw.id;
+  return "chatcmpl-mock-" + std::to_string(stats().next_id.fetch_add(1));
+}
+
+std::string usage_json(const Switches& sw, const ChatFacts& f) {
+  const int64_t prompt = sw.prompt >= 0 ? sw.prompt : prompt_tokens_default;
+  int64_t completion = sw.completion;
+  if (completion < 0) {
+    completion = (f.limit >= 0 ? std::min(f.limit, completion_tokens_default) : completion_tokens_default) *
+                 std::max<int64_t>(f.n, 1);
+  }
+  return "{\"prompt_tokens\":" + std::to_string(prompt) + ",\"completion_tokens\":" + std::to_string(completion) +
+         ",\"total_tokens\":" + std::to_string(prompt + completion) + "}";
+}
+
+std::string id_member(const Switches& sw, const std::string& id) {
+  return sw.no_id ? std::string() : "\"id\":\"" + id + "\",";
+}
+
+std::string completion_body(const Switches& sw, const ChatFacts& f) {
+  std::string body = "{" + id_member(sw, response_id(sw)) +
+                     "\"object\":\"chat.completion\",\"created\":1700000000,\"model\":\"" + f.model +
+                     "\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":"
+                     "\"Hello from the mock provider.\"},\"finish_reason\":\"stop\"}]";
+  if (!sw.no_usage) body += ",\"usage\":" + usage_json(sw, f);
+  body += "}";
+  return body;
+}
+
+net::awaitable<void> sleep_ms(int64_t ms) {
+  if (ms <= 0) co_return;
+  net::steady_timer t(co_await net::this_coro::executor, std::chrono::milliseconds(ms));
+  co_await t.async_wait(nothrow);
+}
+
+// Streams the SSE reply. Returns false when the connection must close.
+net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw, const ChatFacts& f, unsigned version) {
+  http::response<http::empty_body> res{http::status::ok, version};
+  res.set(http::field::content_type, "text/event-stream");
+  res.set(http::field::cache_control, "no-cache");
+  res.chunked(true);
+  http::response_serializer<http::empty_body> sr{res};
+  auto [ec, n] = co_await http::async_write_header(stream, sr, nothrow);
+  if (ec) co_return false;
+  const std::string id = response_id(sw);
+  const std::string null_usage = f.include_usage && !sw.no_usage ? ",\"usage\":null" : "";
+  auto chunk = [&](const std::string& delta, const std::string& finish) {
+    return "data: {" + id_member(sw, id) + "\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"" +
+           f.model + "\",\"choices\":[{\"index\":0,\"delta\":" + delta + ",\"finish_reason\":" + finish + "}]" +
+           null_usage + "}\n\n";
+  };
+  std::vector<std::string> events;
+  events.push_back(chunk("{\"role\":\"assistant\",\"content\":\"\"}", "null"));
+  for (int64_t i = 0; i < sw.chunks; ++i) events.push_back(chunk("{\"content\":\"tok" + std::to_string(i) + " \"}", "null"));
+  events.push_back(chunk("{}", "\"stop\""));
+  if (f.include_usage && !sw.no_usage) {
+    events.push_back("data: {" + id_member(sw, id) +
+                     "\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"" + f.model +
+                     "\",\"choices\":[],\"usage\":" + usage_json(sw, f) + "}\n\n");
+  }
+  events.push_back("data: [DONE]\n\n");
+  int64_t sent = 0;
+  for (const auto& ev : events) {
+    if (sw.cut_after >= 0 && sent >= sw.cut_after) co_return false;
+    auto [wec, wn] = co_await net::async_write(stream, http::make_chunk(net::buffer(ev)), nothrow);
+    if (wec) co_return false;
+    ++sent;
+    if (sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
+  }
+  auto [lec, ln] = co_await net::async_write(stream, http::make_chunk_last(), nothrow);
+  co_return !lec;
+}
+
+template <class Body>
+net::awaitable<bool> send(beast::tcp_stream& stream, http::response<Body>& res) {
+  res.prepare_payload();
+  auto [ec, n] = co_await http::async_write(stream, res, nothrow);
+  co_return !ec && res.keep_alive();
+}
+
+net::awaitable<bool> json_reply(beast::tcp_stream& stream, unsigned version, bool keep_alive, int status, std::string body) {
+  http::response<http::string_body> res{static_cast<http::status>(status), version};
+  res.set(http::field::content_type, "application/json");
+  res.keep_alive(keep_alive);
+  res.body() = std::move(body);
+  co_return co_await send(stream, res);
+}
+
+net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_body>& req) {
+  InFlight in_flight;
+  stats().requests.fetch_add(1);
+  {
+    std::lock_guard lock(stats().last_mutex);
+    stats().last_body = req.body();
+    stats().last_authorization = std::string(req[http::field::authorization]);
+  }
+  ChatFacts facts;
+  if (!read_facts(req.body(), facts)) {
+    co_return co_await json_reply(stream, req.version(), req.keep_alive(), 400,
+                                  R"({"error":{"message":"mock: body is not a JSON object","type":"invalid_request_error"}})");
+  }
+  const Switches sw = parse_switches(facts.model);
+  co_await sleep_ms(sw.delay_ms);
+  if (sw.status != 200) {
+    co_return co_await json_reply(stream, req.version(), req.keep_alive(), sw.status,
+                                  R"({"error":{"message":"mock: scripted error","type":"mock_error","code":"mock_)" +
+                                      std::to_string(sw.status) + "\"}}");
+  }
+  if (sw.malformed) co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"id\": truncated");
+  if (facts.stream) co_return co_await stream_reply(stream, sw, facts, req.version()) && req.keep_alive();
+  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, completion_body(sw, facts));
+}
+
+net::awaitable<void> session(tcp::socket socket) {
+  beast::tcp_stream stream(std::move(socket));
+  beast::flat_buffer buffer;
+  for (;;) {
+    http::request_parser<http::string_body> parser;
+    parser.body_limit(mock_body_bytes_max);
+    auto [ec, n] = co_await http::async_read(stream, buffer, parser, nothrow);
+    if (ec) co_return;
+    auto& req = parser.get();
+    const std::string_view target = req.target();
+    bool keep = true;
+    if (req.method() == http::verb::post && target.ends_with("/chat/completions")) {
+      keep = co_await chat(stream, req);
+    } else if (target == "/mock/stats") {
+      keep = co_await json_reply(stream, req.version(), req.keep_alive(), 200,
+                                 "{\"requests\":" + std::to_string(stats().requests.load()) +
+                                     ",\"in_flight\":" + std::to_string(stats().in_flight.load()) +
+                                     ",\"peak_in_flight\":" + std::to_string(stats().peak_in_flight.load()) + "}");
+    } else if (target == "/mock/reset" && req.method() == http::verb::post) {
+      stats().requests = 0;
+      stats().peak_in_flight = stats().in_flight.load();
+      keep = co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"reset\":true}");
+    } else if (target == "/mock/last") {
+      http::response<http::string_body> res{http::status::ok, req.version()};
+      res.set(http::field::content_type, "application/json");
+      {
+        std::lock_guard lock(stats().last_mutex);
+        res.set("x-mock-authorization", stats().last_authorization);
+        res.body() = stats().last_body;
+      }
+      res.keep_alive(req.keep_alive());
+      keep = co_await send(stream, res);
+    } else {
+      keep = co_await json_reply(stream, req.version(), req.keep_alive(), 404,
+                                 R"({"error":{"message":"mock: unknown path","type":"not_found"}})");
+    }
+    if (!keep) break;
+  }
+  boost::system::error_code ignored;
+  stream.socket().shutdown(tcp::socket::shutdown_send, ignored);
+}
+
+}  // namespace
+
+int run(const Options& options) {
+  auto endpoint = cairva::http::parse_listen_address(options.listen);
+  if (!endpoint) {
+    std::fprintf(stderr, "mock-provider: --listen: %s\n", endpoint.error().message.c_str());
+    return 2;
+  }
+  const int threads = std::max(1, options.threads);
+  std::vector<std::unique_ptr<net::io_context>> loops;
+  tcp::endpoint bound = *endpoint;
+  for (int i = 0; i < threads; ++i) {
+    loops.push_back(std::make_unique<net::io_context>(1));
+    auto r = cairva::http::start_listener(*loops.back(), bound, true, session);
+    if (!r) {
+      std::fprintf(stderr, "mock-provider: %s\n", r.error().message.c_str());
+      return 1;
+    }
+    bound = *r;
+  }
+  std::printf("mock-provider listening on %s:%u\n", bound.address().to_string().c_str(), bound.port());
+  std::fflush(stdout);
+  net::signal_set signals(*loops[0], SIGINT, SIGTERM);
+  signals.async_wait([&](auto, int) {
+    for (auto& l : loops) l->stop();
+  });
+  std::vector<std::thread> workers;
+  for (int i = 1; i < threads; ++i) workers.emplace_back([&, i] { loops[i]->run(); });
+  loops[0]->run();
+  for (auto& w : workers) w.join();
+  return 0;
+}
+
+}  // namespace cairva::mock_provider

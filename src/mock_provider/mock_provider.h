@@ -1,0 +1,35 @@
+// The built-in OpenAI-compatible fake provider (`cairva mock-provider`): deterministic
+// replies with usage, streaming, and switches for the cases tests need.
+//
+// Switches ride in the request's `model`, after a '?', '&'-separated, so that they pass
+// through any gateway unchanged: "mock?no-usage&status=500&delay-ms=50".
+//   no-usage            reply without usage (no usage chunk when streaming)
+//   status=N            answer with HTTP status N and an OpenAI-style error body
+//   delay-ms=N          wait N ms before the response headers
+//   chunks=N            stream N content chunks (default 3)
+//   chunk-delay-ms=N    wait N ms between streamed chunks
+//   id=TEXT             use TEXT as the response id (default: a unique one)
+//   usage=P,C           report P prompt and C completion tokens
+//   cut-after=N         streaming: close the connection after N chunks, no [DONE]
+//   malformed           send a 200 whose body is not JSON
+//   no-id               omit the response id
+// Usage by default: prompt_tokens 10, completion_tokens min(limit, 7) where limit is
+// max_completion_tokens, else max_tokens, else 7; times n.
+//
+// Also: GET /mock/stats → {"requests","in_flight","peak_in_flight"}; POST /mock/reset
+// zeroes them; GET /mock/last → the last chat request's body and authorization header.
+#pragma once
+
+#include <string>
+
+namespace cairva::mock_provider {
+
+struct Options {
+  std::string listen = "127.0.0.1:9090";
+  int threads = 1;
+};
+
+// Runs until SIGINT/SIGTERM. Prints "mock-provider listening on HOST:PORT" once bound.
+int run(const Options& options);
+
+}  // namespace cairva::mock_provider

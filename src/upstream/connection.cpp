@@ -1,0 +1,65 @@
+#include "upstream/connection.h"
+
+#include <openssl/ssl.h>
+
+#include <boost/asio/ssl/host_name_verification.hpp>
+
+#include "http/limits.h"
+
+namespace cairva::upstream {
+
+std::unique_ptr<net::ssl::context> make_client_tls_context() {
+  auto ctx = std::make_unique<net::ssl::context>(net::ssl::context::tls_client);
+  ctx->set_default_verify_paths();
+  ctx->set_verify_mode(net::ssl::verify_peer);
+  return ctx;
+}
+
+net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire(const ProviderEndpoint& ep) {
+  auto& idle = idle_[ep.name];
+  if (!idle.empty()) {
+    auto conn = std::move(idle.back());
+    idle.pop_back();
+    conn->reused = true;
+    co_return std::move(conn);
+  }
+  co_return co_await connect(ep);
+}
+
+void UpstreamPool::release(const ProviderEndpoint& ep, std::unique_ptr<UpstreamConnection> conn) {
+  auto& idle = idle_[ep.name];
+  if (idle.size() >= http::upstream_idle_connections_max) return;  // closes it
+  conn->expires_never();
+  idle.push_back(std::move(conn));
+}
+
+net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::connect(const ProviderEndpoint& ep) {
+  auto it = resolved_.find(ep.name);
+  if (it == resolved_.end()) {
+    tcp::resolver resolver(ex_);
+    auto [ec, results] = co_await resolver.async_resolve(ep.host, ep.port, nothrow);
+    if (ec) co_return make_error(ErrorCode::provider_unavailable, "cannot resolve provider " + ep.name + ": " + ec.message());
+    it = resolved_.emplace(ep.name, std::move(results)).first;
+  }
+  beast::tcp_stream stream(ex_);
+  stream.expires_after(std::chrono::seconds(ep.timeout_s));
+  auto [ec, endpoint] = co_await stream.async_connect(it->second, nothrow);
+  if (ec) {
+    resolved_.erase(ep.name);  // the address may have moved: resolve again next time
+    if (ec == beast::error::timeout) co_return make_error(ErrorCode::provider_timeout, "provider " + ep.name + " did not accept a connection in time");
+    co_return make_error(ErrorCode::provider_unavailable, "cannot connect to provider " + ep.name + ": " + ec.message());
+  }
+  stream.socket().set_option(tcp::no_delay(true), ec);
+  if (!ep.tls) co_return std::make_unique<UpstreamConnection>(std::move(stream));
+
+  auto tls = std::make_unique<UpstreamConnection::Tls>(std::move(stream), tls_);
+  if (!SSL_set_tlsext_host_name(tls->native_handle(), ep.host.c_str())) {
+    co_return make_error(ErrorCode::provider_unavailable, "TLS: cannot set SNI for " + ep.host);
+  }
+  tls->set_verify_callback(net::ssl::host_name_verification(ep.host));
+  auto [hec] = co_await tls->async_handshake(net::ssl::stream_base::client, nothrow);
+  if (hec) co_return make_error(ErrorCode::provider_unavailable, "TLS handshake with provider " + ep.name + " failed: " + hec.message());
+  co_return std::make_unique<UpstreamConnection>(std::move(tls));
+}
+
+}  // namespace cairva::upstream

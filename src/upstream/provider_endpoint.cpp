@@ -1,0 +1,30 @@
+#include "upstream/provider_endpoint.h"
+
+#include <boost/url/parse.hpp>
+#include <boost/url/url_view.hpp>
+
+namespace cairva::upstream {
+
+Result<ProviderEndpoint> make_endpoint(const config::Provider& provider) {
+  auto parsed = boost::urls::parse_absolute_uri(provider.base_url);
+  if (!parsed) {
+    return make_error(ErrorCode::invalid_request, "providers." + provider.name + ".base_url: not a URL");
+  }
+  const boost::urls::url_view url = *parsed;
+  ProviderEndpoint ep;
+  ep.name = provider.name;
+  const std::string scheme(url.scheme());
+  if (scheme != "http" && scheme != "https") {
+    return make_error(ErrorCode::invalid_request, "providers." + provider.name + ".base_url: scheme must be http or https");
+  }
+  ep.tls = scheme == "https";
+  ep.host = std::string(url.host());
+  ep.port = url.has_port() ? std::string(url.port()) : (ep.tls ? "443" : "80");
+  ep.base_path = std::string(url.encoded_path());
+  while (!ep.base_path.empty() && ep.base_path.back() == '/') ep.base_path.pop_back();
+  if (!provider.api_key.empty()) ep.authorization = "Bearer " + provider.api_key;
+  ep.timeout_s = provider.timeout_s;
+  return ep;
+}
+
+}  // namespace cairva::upstream

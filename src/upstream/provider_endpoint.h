@@ -1,0 +1,25 @@
+// ProviderEndpoint: a configured provider resolved into what a connection needs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/result.h"
+#include "config/config.h"
+
+namespace cairva::upstream {
+
+struct ProviderEndpoint {
+  std::string name;
+  std::string host;
+  std::string port;
+  std::string base_path;      // "/v1" (no trailing slash)
+  bool tls = false;
+  std::string authorization;  // "Bearer <supplier key>", empty when none; never logged
+  int64_t timeout_s = 600;    // bound on waiting for the response headers
+};
+
+// Parses provider.base_url (http:// or https://) with Boost.URL.
+Result<ProviderEndpoint> make_endpoint(const config::Provider& provider);
+
+}  // namespace cairva::upstream
