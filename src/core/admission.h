@@ -89,4 +89,10 @@ AllocationState effective_state(const AllocationSnapshot& snap, UnixMicros now);
 // True when `booked` has reached the allowance in either direction (SPEC §5 Depletion).
 bool is_depleted(const Tokens& allowance, const Tokens& booked);
 
+// max(0, allowance - booked - held), per direction (SPEC §4).
+Tokens remaining_allowance(const Tokens& allowance, const Tokens& booked, const Tokens& held);
+
+// The enumerator's name ("max_concurrency", ...), for logs, metrics and test output.
+std::string_view refusal_name(Refusal r);
+
 }  // namespace cairva::core

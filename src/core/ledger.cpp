@@ -1,1 +1,300 @@
-// Implemented by the core work (issue #2).
+#include "core/ledger.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include "base/assert.h"
+#include "core/limits.h"
+
+namespace cairva::core {
+namespace {
+
+// Appends `t` to a time-ordered log, never earlier than its last entry, so that a clock
+// stepping back cannot unsort the log (the entry then ages out a little later).
+UnixMicros ordered_time(UnixMicros t, const std::deque<UnixMicros>& log) {
+  return log.empty() ? t : std::max(t, log.back());
+}
+
+bool is_open_state(RequestState s) {
+  return s == RequestState::in_flight || s == RequestState::usage_pending;
+}
+
+}  // namespace
+
+AllocationLedger::AllocationLedger(const Terms& terms) : terms_(terms) {}
+
+// ---------------------------------------------------------------- restore
+
+void AllocationLedger::restore_states(AgreementState agreement, AllocationState allocation) {
+  agreement_state_ = agreement;
+  state_ = allocation;
+}
+
+void AllocationLedger::restore_booked(const Tokens& booked) { booked_ = booked; }
+
+void AllocationLedger::restore_start(UnixMicros started_at) {
+  starts_.insert(std::upper_bound(starts_.begin(), starts_.end(), started_at), started_at);
+  // Only the newest requests_per_minute starts can decide a later admission.
+  while (static_cast<int64_t>(starts_.size()) > terms_.limits.requests_per_minute) {
+    starts_.pop_front();
+  }
+}
+
+void AllocationLedger::restore_booking(UnixMicros booked_at, int64_t tokens) {
+  const auto pos = std::upper_bound(
+      bookings_.begin(), bookings_.end(), booked_at,
+      [](UnixMicros t, const std::pair<UnixMicros, int64_t>& b) { return t < b.first; });
+  bookings_.insert(pos, {booked_at, tokens});
+  tokens_in_window_ += tokens;
+}
+
+void AllocationLedger::restore_booked_provider_id(const std::string& provider_request_id,
+                                                  const Tokens& counts) {
+  booked_provider_ids_.insert_or_assign(provider_request_id, counts);
+}
+
+void AllocationLedger::restore_open_request(const std::string& request_id,
+                                            const OpenRequest& req) {
+  if (!is_open_state(req.state)) return;  // settled requests are not the ledger's concern
+  auto [it, inserted] = open_.try_emplace(request_id, Open{req, in_flight_order_.end()});
+  if (!inserted) return;  // a repeated row: the first one stands
+  held_.input += req.hold.input;
+  held_.output += req.hold.output;
+  if (req.state == RequestState::usage_pending) {
+    ++usage_pending_;
+    return;
+  }
+  ++in_flight_;
+  // Keep the in-flight list ordered by start; rows usually arrive in order, so the
+  // search from the back is O(1) in practice.
+  auto pos = in_flight_order_.end();
+  while (pos != in_flight_order_.begin() && std::prev(pos)->first > req.started_at) --pos;
+  it->second.in_flight_pos = in_flight_order_.insert(pos, {req.started_at, &it->first});
+}
+
+// ---------------------------------------------------------------- admission
+
+void AllocationLedger::prune(UnixMicros now) {
+  const UnixMicros cutoff = now - rate_window_us;  // entries at or before it have aged out
+  while (!starts_.empty() && starts_.front() <= cutoff) starts_.pop_front();
+  while (!bookings_.empty() && bookings_.front().first <= cutoff) {
+    tokens_in_window_ -= bookings_.front().second;
+    bookings_.pop_front();
+  }
+}
+
+AllocationSnapshot AllocationLedger::snapshot(UnixMicros now) {
+  prune(now);
+  AllocationSnapshot s;
+  s.agreement_state = agreement_state_;
+  s.state = state_;
+  s.terms = terms_;
+  s.booked = booked_;
+  s.held = held_;
+  s.requests_last_minute = static_cast<int64_t>(starts_.size());
+  s.tokens_last_minute = tokens_in_window_;
+  s.in_flight = in_flight_;
+  s.usage_pending = usage_pending_;
+  return s;
+}
+
+void AllocationLedger::apply_state_changes(const AdmissionDecision& d) {
+  if (d.new_state) state_ = *d.new_state;
+  if (d.new_agreement_state) agreement_state_ = *d.new_agreement_state;
+}
+
+AdmissionDecision AllocationLedger::admit(const std::string& request_id, const RequestFacts& facts,
+                                          UnixMicros now) {
+  const AllocationSnapshot snap = snapshot(now);
+  AdmissionDecision d = decide_admission(snap, facts, now);
+  apply_state_changes(d);
+  if (!d.admitted()) return d;
+
+  const Tokens hold = std::get<Admitted>(d.outcome).hold;
+  CAIRVA_ASSERT(static_cast<int64_t>(starts_.size()) < terms_.limits.requests_per_minute);
+  CAIRVA_ASSERT(in_flight_ < terms_.limits.max_concurrency);
+  starts_.push_back(ordered_time(now, starts_));
+  held_.input += hold.input;
+  held_.output += hold.output;
+  // A hold never takes more than remains: booked + held stays within the allowance
+  // (unless real counts already overran it, in which case the hold is zero there).
+  CAIRVA_ASSERT(hold.input == 0 || booked_.input + held_.input <= terms_.allowance.input);
+  CAIRVA_ASSERT(hold.output == 0 || booked_.output + held_.output <= terms_.allowance.output);
+
+  auto [it, inserted] =
+      open_.try_emplace(request_id, Open{OpenRequest{RequestState::in_flight, hold, now},
+                                         in_flight_order_.end()});
+  CAIRVA_ASSERT(inserted);  // request ids are generated unique by the gateway
+  // Admission order is start order (times are taken under the allocation's lock), so the
+  // in-flight list stays sorted by appending; a clock stepping back only delays a sweep.
+  it->second.in_flight_pos = in_flight_order_.insert(in_flight_order_.end(), {now, &it->first});
+  ++in_flight_;
+  check_invariants();
+  return d;
+}
+
+// ---------------------------------------------------------------- settlement
+
+void AllocationLedger::release_hold(const Tokens& hold) {
+  held_.input -= hold.input;
+  held_.output -= hold.output;
+}
+
+void AllocationLedger::leave_in_flight(Open& open) {
+  CAIRVA_ASSERT(open.req.state == RequestState::in_flight);
+  in_flight_order_.erase(open.in_flight_pos);
+  open.in_flight_pos = in_flight_order_.end();
+  --in_flight_;
+}
+
+void AllocationLedger::close(OpenMap::iterator it) {
+  Open& open = it->second;
+  release_hold(open.req.hold);
+  if (open.req.state == RequestState::in_flight) {
+    leave_in_flight(open);
+  } else {
+    --usage_pending_;
+  }
+  open_.erase(it);
+}
+
+bool AllocationLedger::apply_booking(const Tokens& usage, UnixMicros now) {
+  booked_.input += usage.input;
+  booked_.output += usage.output;
+  prune(now);
+  if (const int64_t tokens = usage.total(); tokens > 0) {
+    const UnixMicros at = bookings_.empty() ? now : std::max(now, bookings_.back().first);
+    if (!bookings_.empty() && bookings_.back().first == at) {
+      bookings_.back().second += tokens;  // same instant: one entry keeps the log short
+    } else {
+      bookings_.emplace_back(at, tokens);
+    }
+    tokens_in_window_ += tokens;
+  }
+  const bool can_deplete = state_ == AllocationState::ready || state_ == AllocationState::active ||
+                           state_ == AllocationState::suspended;
+  if (!can_deplete || !is_depleted(terms_.allowance, booked_)) return false;
+  state_ = AllocationState::depleted;
+  if (agreement_state_ == AgreementState::in_force) agreement_state_ = AgreementState::completed;
+  return true;
+}
+
+BookOutcome AllocationLedger::book(const std::string& request_id,
+                                   const std::string& provider_request_id, const Tokens& usage,
+                                   UnixMicros now) {
+  CAIRVA_ASSERT(usage.input >= 0 && usage.output >= 0);
+  BookOutcome out;
+  const auto it = open_.find(request_id);
+  if (it == open_.end()) return out;  // unknown_request
+  if (const auto taken = booked_provider_ids_.find(provider_request_id);
+      taken != booked_provider_ids_.end()) {
+    // The same provider response again: the request is done, nothing more is booked.
+    out.result = taken->second == usage ? BookResult::duplicate : BookResult::conflict;
+    out.booked_event = taken->second;
+    close(it);
+    check_invariants();
+    return out;
+  }
+  close(it);
+  booked_provider_ids_.emplace(provider_request_id, usage);
+  out.result = BookResult::booked;
+  out.became_depleted = apply_booking(usage, now);
+  check_invariants();
+  return out;
+}
+
+bool AllocationLedger::mark_usage_pending(const std::string& request_id) {
+  const auto it = open_.find(request_id);
+  if (it == open_.end() || it->second.req.state != RequestState::in_flight) return false;
+  leave_in_flight(it->second);
+  it->second.req.state = RequestState::usage_pending;
+  ++usage_pending_;
+  check_invariants();
+  return true;
+}
+
+bool AllocationLedger::fail(const std::string& request_id) {
+  const auto it = open_.find(request_id);
+  if (it == open_.end()) return false;
+  close(it);  // the start stays in starts_: failed requests count for requests_per_minute
+  check_invariants();
+  return true;
+}
+
+ReconcileOutcome AllocationLedger::reconcile(const std::string& request_id,
+                                             const std::string& provider_request_id,
+                                             const Tokens& usage, UnixMicros now) {
+  CAIRVA_ASSERT(usage.input >= 0 && usage.output >= 0);
+  ReconcileOutcome out;
+  const auto it = open_.find(request_id);
+  if (it == open_.end()) return out;  // unknown_request
+  if (it->second.req.state != RequestState::usage_pending) {
+    out.result = ReconcileResult::not_pending;
+    return out;
+  }
+  if (booked_provider_ids_.contains(provider_request_id)) {
+    out.result = ReconcileResult::provider_id_taken;
+    return out;
+  }
+  close(it);
+  booked_provider_ids_.emplace(provider_request_id, usage);
+  out.result = ReconcileResult::booked;
+  out.became_depleted = apply_booking(usage, now);
+  check_invariants();
+  return out;
+}
+
+std::vector<std::string> AllocationLedger::sweep_stale(UnixMicros now,
+                                                       int64_t in_flight_timeout_s) {
+  const UnixMicros cutoff = now - in_flight_timeout_s * micros_per_second;
+  std::vector<std::string> swept;
+  while (!in_flight_order_.empty() && in_flight_order_.front().first <= cutoff) {
+    const std::string id = *in_flight_order_.front().second;
+    const bool moved = mark_usage_pending(id);
+    CAIRVA_ASSERT(moved);
+    swept.push_back(id);
+  }
+  return swept;
+}
+
+// ---------------------------------------------------------------- operator changes
+
+bool AllocationLedger::suspend() {
+  if (agreement_state_ != AgreementState::in_force) return false;
+  if (state_ == AllocationState::depleted || state_ == AllocationState::expired) return false;
+  state_ = AllocationState::suspended;
+  return true;
+}
+
+bool AllocationLedger::resume(UnixMicros now) {
+  if (agreement_state_ != AgreementState::in_force) return false;
+  if (state_ == AllocationState::depleted || state_ == AllocationState::expired) return false;
+  if (now >= terms_.window.ends_at) return false;  // its window is over: it is expired
+  state_ = now < terms_.window.starts_at ? AllocationState::ready : AllocationState::active;
+  return true;
+}
+
+bool AllocationLedger::cancel() {
+  if (agreement_state_ == AgreementState::cancelled) return true;
+  if (agreement_state_ != AgreementState::in_force) return false;
+  agreement_state_ = AgreementState::cancelled;
+  return true;
+}
+
+// ---------------------------------------------------------------- reads
+
+const OpenRequest* AllocationLedger::find_open(const std::string& request_id) const {
+  const auto it = open_.find(request_id);
+  return it == open_.end() ? nullptr : &it->second.req;
+}
+
+void AllocationLedger::check_invariants() const {
+  CAIRVA_ASSERT(held_.input >= 0 && held_.output >= 0);
+  CAIRVA_ASSERT(booked_.input >= 0 && booked_.output >= 0);
+  CAIRVA_ASSERT(in_flight_ >= 0 && usage_pending_ >= 0 && tokens_in_window_ >= 0);
+  CAIRVA_ASSERT(static_cast<int64_t>(in_flight_order_.size()) == in_flight_);
+  CAIRVA_ASSERT(static_cast<int64_t>(open_.size()) == in_flight_ + usage_pending_);
+  CAIRVA_ASSERT(static_cast<int64_t>(starts_.size()) <= terms_.limits.requests_per_minute);
+}
+
+}  // namespace cairva::core

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <list>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -67,9 +68,14 @@ class AllocationLedger {
   // --- Admission. ---
   AllocationSnapshot snapshot(UnixMicros now);
   // Decides and, when admitted, records the start, the hold and the in-flight count.
+  // In-flight counts exclude stale requests once swept: call sweep_stale first (O(1)
+  // when nothing is stale). REQUIRES: `request_id` never admitted before.
   AdmissionDecision admit(const std::string& request_id, const RequestFacts& facts, UnixMicros now);
 
   // --- Settlement. ---
+  // The ledger forgets a request once it is booked or failed: settling it again returns
+  // `unknown_request` (the store, which keeps request rows, tells that apart from a
+  // request that never existed and answers `already_settled`). REQUIRES: usage >= 0.
   BookOutcome book(const std::string& request_id, const std::string& provider_request_id,
                    const Tokens& usage, UnixMicros now);
   // Provider completed without counts: usage_pending, hold kept. False if not in flight.
@@ -94,11 +100,25 @@ class AllocationLedger {
   const Tokens& booked() const { return booked_; }
   const Tokens& held() const { return held_; }
   const OpenRequest* find_open(const std::string& request_id) const;
+  // In-flight requests not yet swept as stale; usage_pending requests.
+  int64_t in_flight() const { return in_flight_; }
+  int64_t usage_pending() const { return usage_pending_; }
 
  private:
+  // An open request and, while it is in flight, its place in `in_flight_order_`.
+  struct Open {
+    OpenRequest req;
+    std::list<std::pair<UnixMicros, const std::string*>>::iterator in_flight_pos;
+  };
+  using OpenMap = std::unordered_map<std::string, Open>;
+
   void prune(UnixMicros now);
   void release_hold(const Tokens& hold);
   bool apply_booking(const Tokens& usage, UnixMicros now);  // returns became_depleted
+  void apply_state_changes(const AdmissionDecision& d);
+  void leave_in_flight(Open& open);
+  void close(OpenMap::iterator it);  // releases the hold and forgets the request
+  void check_invariants() const;
 
   Terms terms_;
   AgreementState agreement_state_ = AgreementState::in_force;
@@ -107,12 +127,21 @@ class AllocationLedger {
   Tokens held_;
   int64_t in_flight_ = 0;
   int64_t usage_pending_ = 0;
-  // Start times in the trailing window, oldest first; never more than requests_per_minute.
+  // Start times in the trailing window, oldest first; never more than requests_per_minute
+  // (admission refuses at that count, and restore keeps only the newest that many, which
+  // leaves every later count "min(true count, limit)": all admission compares).
   std::deque<UnixMicros> starts_;
   // (booked_at, tokens) in the trailing window, oldest first, with their running sum.
+  // One entry per booking in the window; each booking closes one open request.
   std::deque<std::pair<UnixMicros, int64_t>> bookings_;
   int64_t tokens_in_window_ = 0;
-  std::unordered_map<std::string, OpenRequest> open_;
+  // Open requests. In flight ones are at most max_concurrency (plus restored ones);
+  // usage_pending ones hold allowance, so they are bounded by the allowance.
+  OpenMap open_;
+  // In-flight requests, oldest start first (keys point into `open_`), so the stale
+  // sweep and its no-op case are O(1) per request. Size == in_flight_.
+  std::list<std::pair<UnixMicros, const std::string*>> in_flight_order_;
+  // One entry per usage event: the booking key's uniqueness (SPEC §5).
   std::unordered_map<std::string, Tokens> booked_provider_ids_;
 };
 
