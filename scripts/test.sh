@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up, build, a throw-away PostgreSQL, unit + contract + model
+# tests (CTest), end-to-end tests (Node's test runner with the official openai client).
+# CAIRVA_TEST_SANITIZE=1 also runs the CTest suite under ASan+UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+./scripts/setup.sh
+./scripts/build.sh build
+
+./scripts/pg-test-cluster.sh start
+trap './scripts/pg-test-cluster.sh stop' EXIT
+CAIRVA_TEST_PG_URL="$(./scripts/pg-test-cluster.sh url)"
+export CAIRVA_TEST_PG_URL
+
+status=0
+ctest --test-dir build --output-on-failure -j2 || status=1
+(cd tests/e2e && node --test --test-concurrency=2 ./*.test.mjs) || status=1
+
+if [ "${CAIRVA_TEST_SANITIZE:-0}" = 1 ]; then
+  ./scripts/build.sh build-asan -DCAIRVA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+  ctest --test-dir build-asan --output-on-failure -j2 || status=1
+fi
+exit $status

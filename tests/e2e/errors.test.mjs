@@ -1,0 +1,118 @@
+// Bad input of every kind gets a clear error, changes nothing, never crashes: SPEC §3, §6.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startMock, startGateway, createAgreement, chat, rawHttp, sleep } from './harness.mjs';
+
+let mock, gw, alloc;
+before(async () => {
+  mock = await startMock();
+  gw = await startGateway(mock);
+  alloc = await createAgreement(gw, { requests_per_minute: 1000 });
+});
+after(async () => {
+  await gw?.stop();
+  mock?.child.kill();
+  gw?.cleanup();
+});
+
+const msg = [{ role: 'user', content: 'x' }];
+
+test('unknown path 404, wrong method 405, missing or unknown key 401 — in that order', async () => {
+  assert.equal((await fetch(gw.url + '/v1/unknown', { method: 'POST' })).status, 404);
+  const m = await fetch(gw.url + '/v1/chat/completions', { method: 'GET' });
+  assert.equal(m.status, 405);
+  assert.equal((await m.json()).error.code, 'method_not_allowed');
+  const noKey = await chat(gw, '', { model: 'm', messages: msg });
+  assert.equal(noKey.status, 401);
+  assert.equal(noKey.body.error.code, 'invalid_api_key');
+  const badKey = await chat(gw, 'cv_notarealkey', { model: 'm', messages: msg });
+  assert.equal(badKey.status, 401);
+  const bigBodyNoKey = await rawHttp(gw.port,
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer cv_nope\r\nContent-Length: ${17 << 20}\r\n\r\n`);
+  assert.match(bigBodyNoKey, /^HTTP\/1\.1 401/, '401 comes before 413');
+});
+
+test('malformed and ill-typed bodies are 400 invalid_request naming the problem', async () => {
+  const cases = [
+    ['not json', /JSON/i],
+    ['[]', /object/i],
+    [JSON.stringify({ messages: msg }), /model/],
+    [JSON.stringify({ model: 'm' }), /messages/],
+    [JSON.stringify({ model: 'm', messages: msg, max_tokens: 0 }), /max_tokens/],
+    [JSON.stringify({ model: 'm', messages: msg, max_tokens: 1.5 }), /max_tokens/],
+    [JSON.stringify({ model: 'm', messages: msg, max_completion_tokens: '5' }), /max_completion_tokens/],
+    [JSON.stringify({ model: 'm', messages: msg, n: 0 }), /\bn\b/],
+    [JSON.stringify({ model: 5, messages: msg }), /model/],
+  ];
+  for (const [body, pattern] of cases) {
+    const r = await chat(gw, alloc.secret, body);
+    assert.equal(r.status, 400, body);
+    assert.equal(r.body.error.code, 'invalid_request');
+    assert.match(r.body.error.message, pattern, body);
+  }
+  const s = await gw.admin('GET', `/admin/v1/allocations/${alloc.allocation.id}`);
+  assert.equal(s.body.current.requests_last_minute, 0, 'bad input counts toward no limit');
+});
+
+test('a body over 16 MiB is 413 request_too_large', async () => {
+  const announced = await rawHttp(gw.port,
+    `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alloc.secret}\r\nContent-Length: ${(16 << 20) + 1}\r\n\r\n`);
+  assert.match(announced, /^HTTP\/1\.1 413/);
+  assert.match(announced, /"code":"request_too_large"/);
+  const chunk = 'a'.repeat(1 << 20);
+  let chunked = `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alloc.secret}\r\nTransfer-Encoding: chunked\r\n\r\n`;
+  for (let i = 0; i < 17; i++) chunked += `${chunk.length.toString(16)}\r\n${chunk}\r\n`;
+  const streamed = await rawHttp(gw.port, chunked + '0\r\n\r\n');
+  assert.match(streamed, /^HTTP\/1\.1 413/);
+});
+
+test('headers over the limit are 431; conflicting Content-Length and Transfer-Encoding are 400', async () => {
+  const big = await rawHttp(gw.port, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(40000)}\r\n\r\n`);
+  assert.match(big, /^HTTP\/1\.1 431/);
+  const conflict = await rawHttp(gw.port,
+    'POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n');
+  assert.match(conflict, /^HTTP\/1\.1 400/);
+});
+
+test('a client too slow to send its headers gets 408 and is closed; others are served meanwhile', async () => {
+  const slow = rawHttp(gw.port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n', { timeoutMs: 15000 });
+  await sleep(100);
+  const h = await fetch(gw.url + '/healthz');
+  assert.equal(h.status, 200);
+  assert.match(await slow, /^HTTP\/1\.1 408/);
+});
+
+test('pipelined requests on one connection are answered in order', async () => {
+  const one = 'GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n';
+  const out = await rawHttp(gw.port, one + one + 'GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  const statuses = [...out.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]);
+  assert.deepEqual(statuses, ['200', '200', '404']);
+});
+
+test('provider unreachable: 502 provider_unavailable, hold released', async () => {
+  const down = await startGateway({ url: 'http://127.0.0.1:1' });
+  try {
+    const a = await createAgreement(down);
+    const r = await chat(down, a.secret, { model: 'm', messages: msg });
+    assert.equal(r.status, 502);
+    assert.equal(r.body.error.code, 'provider_unavailable');
+    const s = await down.admin('GET', `/admin/v1/allocations/${a.allocation.id}`);
+    assert.deepEqual(s.body.held, { input_tokens: 0, output_tokens: 0 });
+  } finally {
+    await down.stop();
+    down.cleanup();
+  }
+});
+
+test('provider too slow to answer: 504 provider_timeout', async () => {
+  const slow = await startGateway(mock, { providerTimeout: 1 });
+  try {
+    const a = await createAgreement(slow);
+    const r = await chat(slow, a.secret, { model: 'mock?delay-ms=2500', messages: msg });
+    assert.equal(r.status, 504);
+    assert.equal(r.body.error.code, 'provider_timeout');
+  } finally {
+    await slow.stop();
+    slow.cleanup();
+  }
+});
