@@ -1,0 +1,459 @@
+#include "core/admission.h"
+
+#include <gtest/gtest.h>
+
+#include <cctype>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/limits.h"
+
+namespace cairva::core {
+namespace {
+
+constexpr UnixMicros kStart = 1'800'000'000LL * micros_per_second;
+constexpr UnixMicros kHour = 3600 * micros_per_second;
+
+// An active allocation inside its window with room under every limit.
+AllocationSnapshot open_snapshot() {
+  AllocationSnapshot s;
+  s.state = AllocationState::active;
+  s.terms.window = {kStart, kStart + kHour};
+  s.terms.limits = {.requests_per_minute = 10, .tokens_per_minute = 10'000, .max_concurrency = 3};
+  s.terms.allowance = {100'000, 100'000};
+  return s;
+}
+
+RequestFacts facts(std::optional<int64_t> max_tokens = 100, int64_t n = 1, int64_t input = 13) {
+  RequestFacts f;
+  f.input_estimate = input;
+  f.max_tokens = max_tokens;
+  f.n = n;
+  return f;
+}
+
+const UnixMicros kNow = kStart + 10 * micros_per_second;
+
+// By value: callers often pass a temporary decision.
+Refused refused(const AdmissionDecision& d) {
+  if (d.admitted()) {
+    ADD_FAILURE() << "expected a refusal, got an admission";
+    return Refused{};
+  }
+  return std::get<Refused>(d.outcome);
+}
+
+Admitted admitted(const AdmissionDecision& d) {
+  if (!d.admitted()) {
+    ADD_FAILURE() << "expected an admission, got " << refusal_name(std::get<Refused>(d.outcome).reason);
+    return Admitted{};
+  }
+  return std::get<Admitted>(d.outcome);
+}
+
+// ---------------------------------------------------------------- 1. window and state
+
+TEST(Admission, ReadyAllocationBecomesActiveWhenWindowHasOpened) {
+  AllocationSnapshot s = open_snapshot();
+  s.state = AllocationState::ready;
+  const AdmissionDecision d = decide_admission(s, facts(), kNow);
+  EXPECT_TRUE(d.admitted());
+  EXPECT_EQ(d.new_state, AllocationState::active);
+  EXPECT_FALSE(d.new_agreement_state.has_value());
+}
+
+TEST(Admission, ReadyAllocationBecomesActiveEvenWhenALaterCheckRefuses) {
+  AllocationSnapshot s = open_snapshot();
+  s.state = AllocationState::ready;
+  s.in_flight = s.terms.limits.max_concurrency;
+  const AdmissionDecision d = decide_admission(s, facts(), kNow);
+  EXPECT_EQ(refused(d).reason, Refusal::max_concurrency);
+  EXPECT_EQ(d.new_state, AllocationState::active);
+}
+
+TEST(Admission, ActiveAllocationInsideWindowChangesNoState) {
+  const AdmissionDecision d = decide_admission(open_snapshot(), facts(), kNow);
+  EXPECT_TRUE(d.admitted());
+  EXPECT_FALSE(d.new_state.has_value());
+  EXPECT_FALSE(d.new_agreement_state.has_value());
+}
+
+TEST(Admission, RefusesBeforeWindowOpensAsNotActive) {
+  AllocationSnapshot s = open_snapshot();
+  s.state = AllocationState::ready;
+  const AdmissionDecision d = decide_admission(s, facts(), kStart - 1);
+  EXPECT_EQ(refused(d).reason, Refusal::window_not_open);
+  EXPECT_EQ(refused(d).code, ErrorCode::allocation_not_active);
+  EXPECT_EQ(http_status(refused(d).code), 403);
+  EXPECT_FALSE(d.new_state.has_value());  // stays ready
+}
+
+TEST(Admission, AdmitsAtTheFirstMicrosecondOfTheWindow) {
+  AllocationSnapshot s = open_snapshot();
+  s.state = AllocationState::ready;
+  EXPECT_TRUE(decide_admission(s, facts(), kStart).admitted());
+}
+
+TEST(Admission, RefusesAtEndsAtAsExpiredAndExpiresAllocationAndAgreement) {
+  const AllocationSnapshot s = open_snapshot();
+  const AdmissionDecision d = decide_admission(s, facts(), s.terms.window.ends_at);
+  EXPECT_EQ(refused(d).reason, Refusal::expired);
+  EXPECT_EQ(refused(d).code, ErrorCode::allocation_expired);
+  EXPECT_EQ(http_status(refused(d).code), 403);
+  EXPECT_EQ(d.new_state, AllocationState::expired);
+  EXPECT_EQ(d.new_agreement_state, AgreementState::expired);
+}
+
+TEST(Admission, RefusesAlreadyExpiredAllocationWithoutRepeatingTheTransition) {
+  AllocationSnapshot s = open_snapshot();
+  s.state = AllocationState::expired;
+  s.agreement_state = AgreementState::expired;
+  const AdmissionDecision d = decide_admission(s, facts(), kNow);
+  EXPECT_EQ(refused(d).reason, Refusal::expired);
+  EXPECT_FALSE(d.new_state.has_value());
+  EXPECT_FALSE(d.new_agreement_state.has_value());
+}
+
+TEST(Admission, ExpiryLeavesACompletedAgreementCompleted) {
+  AllocationSnapshot s = open_snapshot();
+  s.agreement_state = AgreementState::completed;
+  const AdmissionDecision d = decide_admission(s, facts(), s.terms.window.ends_at + 1);
+  EXPECT_EQ(refused(d).reason, Refusal::expired);
+  EXPECT_EQ(d.new_state, AllocationState::expired);
+  EXPECT_FALSE(d.new_agreement_state.has_value());
+}
+
+TEST(Admission, SuspendedAllocationExpiresOnceItsWindowEnds) {
+  AllocationSnapshot s = open_snapshot();
+  s.state = AllocationState::suspended;
+  const AdmissionDecision d = decide_admission(s, facts(), s.terms.window.ends_at);
+  EXPECT_EQ(refused(d).reason, Refusal::expired);
+  EXPECT_EQ(d.new_state, AllocationState::expired);
+}
+
+TEST(Admission, RefusesSuspendedAsNotActive) {
+  AllocationSnapshot s = open_snapshot();
+  s.state = AllocationState::suspended;
+  const AdmissionDecision d = decide_admission(s, facts(), kNow);
+  EXPECT_EQ(refused(d).reason, Refusal::suspended);
+  EXPECT_EQ(refused(d).code, ErrorCode::allocation_not_active);
+  EXPECT_FALSE(d.new_state.has_value());
+}
+
+TEST(Admission, RefusesDepletedWith402Depleted) {
+  AllocationSnapshot s = open_snapshot();
+  s.state = AllocationState::depleted;
+  s.agreement_state = AgreementState::completed;
+  const AdmissionDecision d = decide_admission(s, facts(), kNow);
+  EXPECT_EQ(refused(d).reason, Refusal::depleted);
+  EXPECT_EQ(refused(d).code, ErrorCode::allocation_depleted);
+  EXPECT_EQ(http_status(refused(d).code), 402);
+}
+
+TEST(Admission, RefusesCancelledAgreementAsNotActive) {
+  AllocationSnapshot s = open_snapshot();
+  s.agreement_state = AgreementState::cancelled;
+  const AdmissionDecision d = decide_admission(s, facts(), kNow);
+  EXPECT_EQ(refused(d).reason, Refusal::agreement_cancelled);
+  EXPECT_EQ(refused(d).code, ErrorCode::allocation_not_active);
+  EXPECT_FALSE(d.new_state.has_value());
+}
+
+// ---------------------------------------------------------------- 2-4. rate limits
+
+TEST(Admission, RefusesWhenRequestsPerMinuteAtLimit) {
+  AllocationSnapshot s = open_snapshot();
+  s.requests_last_minute = s.terms.limits.requests_per_minute;
+  const Refused r = refused(decide_admission(s, facts(), kNow));
+  EXPECT_EQ(r.reason, Refusal::requests_per_minute);
+  EXPECT_EQ(r.code, ErrorCode::rate_limited);
+  EXPECT_EQ(http_status(r.code), 429);
+  EXPECT_EQ(r.limit, "requests_per_minute");
+  EXPECT_EQ(r.retry_after_s, 60);
+}
+
+TEST(Admission, AdmitsWhenRequestsPerMinuteOneBelowLimit) {
+  AllocationSnapshot s = open_snapshot();
+  s.requests_last_minute = s.terms.limits.requests_per_minute - 1;
+  EXPECT_TRUE(decide_admission(s, facts(), kNow).admitted());
+}
+
+TEST(Admission, RefusesWhenConcurrencyAtLimit) {
+  AllocationSnapshot s = open_snapshot();
+  s.in_flight = s.terms.limits.max_concurrency;
+  const Refused r = refused(decide_admission(s, facts(), kNow));
+  EXPECT_EQ(r.reason, Refusal::max_concurrency);
+  EXPECT_EQ(r.code, ErrorCode::rate_limited);
+  EXPECT_EQ(r.limit, "max_concurrency");
+  EXPECT_EQ(r.retry_after_s, 2);
+}
+
+TEST(Admission, UsagePendingRequestsDoNotCountTowardConcurrency) {
+  AllocationSnapshot s = open_snapshot();
+  s.in_flight = s.terms.limits.max_concurrency - 1;
+  s.usage_pending = 50;
+  EXPECT_TRUE(decide_admission(s, facts(), kNow).admitted());
+}
+
+TEST(Admission, RefusesWhenTokensPerMinuteAtLimit) {
+  AllocationSnapshot s = open_snapshot();
+  s.tokens_last_minute = s.terms.limits.tokens_per_minute;
+  const Refused r = refused(decide_admission(s, facts(), kNow));
+  EXPECT_EQ(r.reason, Refusal::tokens_per_minute);
+  EXPECT_EQ(r.code, ErrorCode::rate_limited);
+  EXPECT_EQ(r.limit, "tokens_per_minute");
+  EXPECT_EQ(r.retry_after_s, 60);
+}
+
+TEST(Admission, HoldsDoNotCountTowardTokensPerMinute) {
+  AllocationSnapshot s = open_snapshot();
+  s.held = {s.terms.limits.tokens_per_minute, s.terms.limits.tokens_per_minute};
+  s.tokens_last_minute = s.terms.limits.tokens_per_minute - 1;
+  EXPECT_TRUE(decide_admission(s, facts(), kNow).admitted());
+}
+
+// ---------------------------------------------------------------- 5. allowance (SPEC §4)
+
+TEST(Admission, HoldIsInputEstimateAndOutputLimitTimesN) {
+  const Admitted a = admitted(decide_admission(open_snapshot(), facts(10, 3, 13), kNow));
+  EXPECT_EQ(a.hold, (Tokens{13, 30}));
+  EXPECT_EQ(a.per_choice_limit, 10);
+  EXPECT_FALSE(a.lowered_to.has_value());
+}
+
+TEST(Admission, HoldUsesMaxCompletionTokensBeforeMaxTokens) {
+  RequestFacts f = facts(500);
+  f.max_completion_tokens = 40;
+  const Admitted a = admitted(decide_admission(open_snapshot(), f, kNow));
+  EXPECT_EQ(a.hold.output, 40);
+}
+
+TEST(Admission, HoldUsesDefaultMaxTokensWhenNoneSent) {
+  const Admitted a = admitted(decide_admission(open_snapshot(), facts(std::nullopt), kNow));
+  EXPECT_EQ(a.hold.output, output_hold_tokens_default);
+  EXPECT_EQ(a.per_choice_limit, 1024);
+}
+
+// The SPEC's lowering vectors (tests/vectors/input-estimate.json), remaining output given.
+struct LoweringCase {
+  const char* name;
+  std::optional<int64_t> max_tokens;
+  int64_t n;
+  int64_t remaining_output;
+  bool admitted;
+  int64_t hold_output;
+  std::optional<int64_t> lowered_to;
+};
+
+TEST(Admission, LowersOutputLimitToFitRemainingOutput) {
+  const std::vector<LoweringCase> cases = {
+      {"lowered to fit", 500, 1, 100, true, 100, 100},
+      {"lowered per choice with n", 80, 2, 100, true, 100, 50},
+      {"default hold lowered", std::nullopt, 1, 300, true, 300, 300},
+      {"n larger than what remains: exhausted", 5, 4, 3, false, 0, std::nullopt},
+      {"fits exactly: not lowered", 50, 2, 100, true, 100, std::nullopt},
+      {"odd remainder rounds the per-choice limit down", 100, 3, 100, true, 99, 33},
+  };
+  for (const LoweringCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    AllocationSnapshot s = open_snapshot();
+    s.booked.output = s.terms.allowance.output - c.remaining_output;
+    const AdmissionDecision d = decide_admission(s, facts(c.max_tokens, c.n), kNow);
+    ASSERT_EQ(d.admitted(), c.admitted);
+    if (!c.admitted) {
+      EXPECT_EQ(std::get<Refused>(d.outcome).code, ErrorCode::allocation_exhausted);
+      continue;
+    }
+    const Admitted& a = std::get<Admitted>(d.outcome);
+    EXPECT_EQ(a.hold.output, c.hold_output);
+    EXPECT_EQ(a.lowered_to, c.lowered_to);
+    EXPECT_EQ(a.per_choice_limit * c.n, a.hold.output);
+  }
+}
+
+TEST(Admission, RefusesExhaustedWhenLoweredLimitWouldBeZero) {
+  AllocationSnapshot s = open_snapshot();
+  s.booked.output = s.terms.allowance.output - 1;
+  const Refused r = refused(decide_admission(s, facts(100, 2), kNow));
+  EXPECT_EQ(r.reason, Refusal::allowance_exhausted);
+  EXPECT_EQ(r.code, ErrorCode::allocation_exhausted);
+  EXPECT_EQ(http_status(r.code), 402);
+}
+
+TEST(Admission, RefusesExhaustedWhenNoOutputRemains) {
+  AllocationSnapshot s = open_snapshot();
+  s.held.output = s.terms.allowance.output;
+  const Refused r = refused(decide_admission(s, facts(1), kNow));
+  EXPECT_EQ(r.reason, Refusal::allowance_exhausted);
+}
+
+TEST(Admission, RefusesExhaustedWhenInputEstimateExceedsRemainingInput) {
+  AllocationSnapshot s = open_snapshot();
+  s.booked.input = s.terms.allowance.input - 12;
+  const Refused r = refused(decide_admission(s, facts(100, 1, 13), kNow));
+  EXPECT_EQ(r.reason, Refusal::allowance_exhausted);
+  EXPECT_EQ(r.code, ErrorCode::allocation_exhausted);
+}
+
+TEST(Admission, AdmitsWhenInputEstimateEqualsRemainingInput) {
+  AllocationSnapshot s = open_snapshot();
+  s.booked.input = s.terms.allowance.input - 13;
+  EXPECT_TRUE(decide_admission(s, facts(100, 1, 13), kNow).admitted());
+}
+
+TEST(Admission, InputIsNeverLoweredOnlyRefused) {
+  AllocationSnapshot s = open_snapshot();
+  s.held.input = s.terms.allowance.input - 100;
+  const Refused r = refused(decide_admission(s, facts(100, 1, 101), kNow));
+  EXPECT_EQ(r.reason, Refusal::allowance_exhausted);
+}
+
+TEST(Admission, HeldAllowanceCountsAgainstRemaining) {
+  AllocationSnapshot s = open_snapshot();
+  s.booked.output = 40'000;
+  s.held.output = 59'950;
+  EXPECT_EQ(s.remaining().output, 50);
+  const Admitted a = admitted(decide_admission(s, facts(100), kNow));
+  EXPECT_EQ(a.lowered_to, 50);
+  EXPECT_EQ(a.hold.output, 50);
+}
+
+TEST(Admission, RemainingIsNeverNegativeAfterAnOverrun) {
+  AllocationSnapshot s = open_snapshot();
+  s.booked = {s.terms.allowance.input + 7, s.terms.allowance.output - 5};
+  s.held = {0, 10};
+  EXPECT_EQ(s.remaining(), (Tokens{0, 0}));
+}
+
+// ---------------------------------------------------------------- precedence
+
+// Each row makes exactly its own check fail; rows are in the Refusal enum's order.
+struct CheckRow {
+  Refusal reason;
+  ErrorCode code;
+  int status;
+  std::string_view limit;
+  int retry_after_s;
+  std::function<void(AllocationSnapshot&, RequestFacts&, UnixMicros&)> fail;
+};
+
+std::vector<CheckRow> check_rows() {
+  return {
+      {Refusal::agreement_cancelled, ErrorCode::allocation_not_active, 403, "", 0,
+       [](auto& s, auto&, auto&) { s.agreement_state = AgreementState::cancelled; }},
+      {Refusal::depleted, ErrorCode::allocation_depleted, 402, "", 0,
+       [](auto& s, auto&, auto&) { s.state = AllocationState::depleted; }},
+      {Refusal::expired, ErrorCode::allocation_expired, 403, "", 0,
+       [](auto& s, auto&, auto& now) { s.terms.window.ends_at = now; }},
+      {Refusal::window_not_open, ErrorCode::allocation_not_active, 403, "", 0,
+       [](auto& s, auto&, auto& now) { s.terms.window.starts_at = now + 1; }},
+      {Refusal::suspended, ErrorCode::allocation_not_active, 403, "", 0,
+       [](auto& s, auto&, auto&) { s.state = AllocationState::suspended; }},
+      {Refusal::requests_per_minute, ErrorCode::rate_limited, 429, "requests_per_minute", 60,
+       [](auto& s, auto&, auto&) { s.requests_last_minute = s.terms.limits.requests_per_minute; }},
+      {Refusal::max_concurrency, ErrorCode::rate_limited, 429, "max_concurrency", 2,
+       [](auto& s, auto&, auto&) { s.in_flight = s.terms.limits.max_concurrency; }},
+      {Refusal::tokens_per_minute, ErrorCode::rate_limited, 429, "tokens_per_minute", 60,
+       [](auto& s, auto&, auto&) { s.tokens_last_minute = s.terms.limits.tokens_per_minute; }},
+      {Refusal::allowance_exhausted, ErrorCode::allocation_exhausted, 402, "", 0,
+       [](auto&, auto& f, auto&) { f.input_estimate = 1'000'000; }},
+  };
+}
+
+TEST(Admission, FirstFailingCheckWins) {
+  const std::vector<CheckRow> rows = check_rows();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(static_cast<size_t>(rows[i].reason), i) << "rows must follow the enum's order";
+    // Fail check i and every later one; apply later rows first so that, where two rows
+    // write the same field (the allocation state), the earlier check's value stands.
+    AllocationSnapshot s = open_snapshot();
+    RequestFacts f = facts();
+    UnixMicros now = kNow;
+    for (size_t j = rows.size(); j-- > i;) rows[j].fail(s, f, now);
+    const AdmissionDecision d = decide_admission(s, f, now);
+    SCOPED_TRACE(refusal_name(rows[i].reason));
+    const Refused r = refused(d);
+    EXPECT_EQ(r.reason, rows[i].reason);
+    EXPECT_EQ(r.code, rows[i].code);
+    EXPECT_EQ(http_status(r.code), rows[i].status);
+    EXPECT_EQ(r.limit, rows[i].limit);
+    EXPECT_EQ(r.retry_after_s, rows[i].retry_after_s);
+  }
+}
+
+TEST(Admission, EachCheckAloneRefusesWithItsOwnReason) {
+  for (const CheckRow& row : check_rows()) {
+    SCOPED_TRACE(refusal_name(row.reason));
+    AllocationSnapshot s = open_snapshot();
+    RequestFacts f = facts();
+    UnixMicros now = kNow;
+    row.fail(s, f, now);
+    EXPECT_EQ(refused(decide_admission(s, f, now)).reason, row.reason);
+  }
+}
+
+TEST(Admission, RefusalMessagesAreSentences) {
+  for (const CheckRow& row : check_rows()) {
+    AllocationSnapshot s = open_snapshot();
+    RequestFacts f = facts();
+    UnixMicros now = kNow;
+    row.fail(s, f, now);
+    const std::string_view msg = refused(decide_admission(s, f, now)).message;
+    ASSERT_GT(msg.size(), 10u) << refusal_name(row.reason);
+    EXPECT_TRUE(std::isupper(static_cast<unsigned char>(msg.front()))) << msg;
+    EXPECT_EQ(msg.back(), '.') << msg;
+  }
+}
+
+// ---------------------------------------------------------------- shown state
+
+TEST(EffectiveState, ShowsReadyAsActiveOnceWindowHasOpened) {
+  AllocationSnapshot s = open_snapshot();
+  s.state = AllocationState::ready;
+  EXPECT_EQ(effective_state(s, kStart - 1), AllocationState::ready);
+  EXPECT_EQ(effective_state(s, kStart), AllocationState::active);
+}
+
+TEST(EffectiveState, ShowsExpiredFromEndsAtUnlessDepleted) {
+  AllocationSnapshot s = open_snapshot();
+  EXPECT_EQ(effective_state(s, s.terms.window.ends_at - 1), AllocationState::active);
+  EXPECT_EQ(effective_state(s, s.terms.window.ends_at), AllocationState::expired);
+  s.state = AllocationState::suspended;
+  EXPECT_EQ(effective_state(s, s.terms.window.ends_at), AllocationState::expired);
+  s.state = AllocationState::depleted;
+  EXPECT_EQ(effective_state(s, s.terms.window.ends_at), AllocationState::depleted);
+}
+
+TEST(Depletion, ReachedWhenEitherDirectionIsFullyBooked) {
+  const Tokens allowance{100, 50};
+  EXPECT_FALSE(is_depleted(allowance, {99, 49}));
+  EXPECT_TRUE(is_depleted(allowance, {100, 0}));
+  EXPECT_TRUE(is_depleted(allowance, {0, 50}));
+  EXPECT_TRUE(is_depleted(allowance, {120, 60}));
+}
+
+TEST(Types, StatesRoundTripThroughTheirWireNames) {
+  for (auto s : {AgreementState::in_force, AgreementState::completed, AgreementState::expired,
+                 AgreementState::cancelled}) {
+    EXPECT_EQ(parse_agreement_state(to_string(s)), s);
+  }
+  for (auto s : {AllocationState::ready, AllocationState::active, AllocationState::suspended,
+                 AllocationState::depleted, AllocationState::expired}) {
+    EXPECT_EQ(parse_allocation_state(to_string(s)), s);
+  }
+  for (auto s : {RequestState::in_flight, RequestState::booked, RequestState::usage_pending,
+                 RequestState::failed}) {
+    EXPECT_EQ(parse_request_state(to_string(s)), s);
+  }
+  EXPECT_EQ(to_string(RequestState::usage_pending), "usage_pending");
+  EXPECT_EQ(to_string(EventSource::reconciliation), "reconciliation");
+  EXPECT_EQ(parse_event_source("provider"), EventSource::provider);
+  EXPECT_EQ(to_string(Finality::confirmed), "confirmed");
+  EXPECT_EQ(parse_finality("reported"), Finality::reported);
+  EXPECT_FALSE(parse_allocation_state("Active").has_value());
+  EXPECT_FALSE(parse_request_state("").has_value());
+}
+
+}  // namespace
+}  // namespace cairva::core
