@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# Throughput/latency/CPU benchmark of Cairva against a plain nginx proxy, same machine,
+# same fake provider, alternating runs. Writes docs/benchmarks.md and docs/bench.png.
+#   bench/run.sh                       # full run (10 s per point, 1/32/128 connections)
+#   CAIRVA_BENCH_DURATION=3 bench/run.sh
+# Systems: direct (wrk → mock), nginx, cairva sqlite sync=normal, sqlite sync=full,
+# and PostgreSQL (when scripts/pg-test-cluster.sh can start one).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${CAIRVA_BENCH_DURATION:-10}
+CONNS=${CAIRVA_BENCH_CONNS:-"1 32 128"}
+SYSTEMS=${CAIRVA_BENCH_SYSTEMS:-"direct nginx sqlite-normal sqlite-full postgres"}
+OUT_MD=${CAIRVA_BENCH_OUT:-docs/benchmarks.md}
+
+./scripts/setup.sh >/dev/null
+CAIRVA_BUILD_TYPE=Release ./scripts/build.sh build-release >/dev/null
+BIN=$PWD/build-release/cairva
+work=$(mktemp -d /tmp/cairva-bench.XXXXXX)
+mkdir -p "$work/tmp"
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ -n "${PG_STARTED:-}" ]; then ./scripts/pg-test-cluster.sh stop >/dev/null 2>&1 || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1" >&2; return 1; }
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+TICKS=$(getconf CLK_TCK)
+export CAIRVA_ADMIN_TOKEN=bench-admin-token
+
+MOCK_PORT=$(free_port)
+"$BIN" mock-provider --listen 127.0.0.1:$MOCK_PORT --threads 1 >/dev/null &
+MOCK_PID=$!; pids+=($MOCK_PID)
+wait_http http://127.0.0.1:$MOCK_PORT/mock/stats
+
+NGINX_PORT=$(free_port)
+sed -e "s#@DIR@#$work#g" -e "s#@PORT@#$NGINX_PORT#g" -e "s#@MOCK_PORT@#$MOCK_PORT#g" bench/nginx.conf.in > "$work/nginx.conf"
+nginx -c "$work/nginx.conf" -p "$work" &
+NGINX_PID=$!; pids+=($NGINX_PID)
+wait_http http://127.0.0.1:$NGINX_PORT/mock/stats
+
+PG_URL=""
+if [[ " $SYSTEMS " == *" postgres "* ]]; then
+  if ./scripts/pg-test-cluster.sh start >/dev/null 2>&1; then PG_STARTED=1; PG_URL=$(./scripts/pg-test-cluster.sh url); fi
+fi
+
+# start_gateway NAME STORE_URL SYNC → sets GW_PORT, GW_ADMIN, GW_PID, GW_KEY, GW_ALLOC
+start_gateway() {
+  GW_PORT=$(free_port); GW_ADMIN=$(free_port)
+  mkdir -p "$work/$1"
+  cat > "$work/$1/cairva.toml" <<TOML
+[server]
+listen = "127.0.0.1:$GW_PORT"
+admin_listen = "127.0.0.1:$GW_ADMIN"
+threads = 1
+[store]
+url = "$2"
+sync = "$3"
+[[providers]]
+name = "mock"
+base_url = "http://127.0.0.1:$MOCK_PORT/v1"
+TOML
+  "$BIN" serve --config "$work/$1/cairva.toml" > "$work/$1/log" 2>&1 &
+  GW_PID=$!; pids+=($GW_PID)
+  wait_http http://127.0.0.1:$GW_PORT/healthz
+  local created
+  created=$(curl -s -X POST http://127.0.0.1:$GW_ADMIN/admin/v1/agreements -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" \
+    -d "{\"supplier\":\"bench\",\"buyer\":\"bench\",\"provider\":\"mock\",\"input_tokens\":100000000000,\"output_tokens\":100000000000,\"ends_at\":\"2099-01-01T00:00:00Z\",\"requests_per_minute\":100000000,\"tokens_per_minute\":100000000000,\"max_concurrency\":100000}")
+  GW_KEY=$(echo "$created" | sed -n 's/.*"secret":"\(cv_[A-Za-z0-9]*\)".*/\1/p')
+  GW_ALLOC=$(echo "$created" | sed -n 's/.*"allocation":{"object":"allocation","id":"\(alloc_[a-z0-9]*\)".*/\1/p')
+  [ -n "$GW_KEY" ] || { echo "agreement creation failed: $created" >&2; exit 1; }
+}
+
+declare -A URL PID KEY ADMIN ALLOC
+URL[direct]=http://127.0.0.1:$MOCK_PORT; PID[direct]=$MOCK_PID
+URL[nginx]=http://127.0.0.1:$NGINX_PORT; PID[nginx]=$NGINX_PID
+for s in $SYSTEMS; do
+  case $s in
+    sqlite-normal) start_gateway $s "sqlite://$work/normal.db" normal ;;
+    sqlite-full) start_gateway $s "sqlite://$work/full.db" full ;;
+    postgres) [ -n "$PG_URL" ] || continue; start_gateway $s "$PG_URL" normal ;;
+    *) continue ;;
+  esac
+  URL[$s]=http://127.0.0.1:$GW_PORT; PID[$s]=$GW_PID; KEY[$s]=$GW_KEY; ADMIN[$s]=$GW_ADMIN; ALLOC[$s]=$GW_ALLOC
+done
+
+results="$work/results.tsv"
+: > "$results"
+for c in $CONNS; do
+  for s in $SYSTEMS; do
+    [ -n "${URL[$s]:-}" ] || continue
+    pid=${PID[$s]}
+    t0=$(cpu_ticks "$pid")
+    line=$(CAIRVA_BENCH_KEY="${KEY[$s]:-}" wrk -t1 -c"$c" -d"${DURATION}s" --latency -s bench/chat.lua "${URL[$s]}" | grep '^BENCH')
+    t1=$(cpu_ticks "$pid")
+    eval "$(echo "$line" | sed 's/^BENCH //' | tr ' ' '\n' | sed 's/^/B_/')"
+    cpu_us=$(awk -v d=$((t1 - t0)) -v t=$TICKS -v n=$B_requests 'BEGIN{ if (n>0) printf "%.1f", d/t*1e6/n; else print "nan" }')
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$s" "$B_rps" "$B_p50_us" "$B_p99_us" "$cpu_us" "$(rss_kb "$pid")" "$((B_non2xx + B_errors))" >> "$results"
+    echo "c=$c $s rps=$B_rps p50=${B_p50_us}us p99=${B_p99_us}us cpu/req=${cpu_us}us non2xx+errors=$((B_non2xx + B_errors))" >&2
+  done
+done
+
+# Every 2xx must be booked: compare the ledger with the provider's count.
+ledger_note=""
+for s in sqlite-normal sqlite-full postgres; do
+  [ -n "${ADMIN[$s]:-}" ] || continue
+  used=$(curl -s http://127.0.0.1:${ADMIN[$s]}/admin/v1/allocations/${ALLOC[$s]} -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" \
+    | sed -n 's/.*"used":{"input_tokens":\([0-9]*\).*/\1/p')
+  pending=$(curl -s "http://127.0.0.1:${ADMIN[$s]}/admin/v1/requests?allocation_id=${ALLOC[$s]}&state=in_flight" -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" | grep -o '"id"' | wc -l)
+  ledger_note+="- $s: $((used / 10)) requests booked (10 input tokens each), $pending still in flight after the run."$'\n'
+done
+
+{
+  echo "# Benchmarks"
+  echo
+  echo "Produced by \`$0\` (CAIRVA_BENCH_DURATION=$DURATION) on $(date -u +%Y-%m-%d), $(nproc) cores, load generator on the same machine:"
+  echo "wrk -t1, one event loop per system under test (nginx worker_processes 1, cairva threads = 1), same mock provider."
+  echo "CPU is the system under test's own user+system time per request. Ratios are against nginx measured in the same run."
+  echo
+  echo "| connections | system | requests/s | × nginx | p50 µs | p99 µs | CPU µs/req | × nginx CPU | peak RSS MB | non-2xx |"
+  echo "|---|---|---|---|---|---|---|---|---|---|"
+  awk -F'\t' '
+    { rps[$1,$2]=$3; p50[$1,$2]=$4; p99[$1,$2]=$5; cpu[$1,$2]=$6; rss[$1,$2]=$7; bad[$1,$2]=$8; order[++n]=$1 SUBSEP $2 }
+    END { for (i=1;i<=n;i++) { split(order[i], k, SUBSEP); c=k[1]; s=k[2];
+      r = (rps[c,"nginx"]>0) ? sprintf("%.2f", rps[c,s]/rps[c,"nginx"]) : "-";
+      u = (cpu[c,"nginx"]>0) ? sprintf("%.2f", cpu[c,s]/cpu[c,"nginx"]) : "-";
+      printf "| %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %s |\n", c, s, rps[c,s], r, p50[c,s], p99[c,s], cpu[c,s], u, rss[c,s]/1024, bad[c,s] } }' "$results"
+  echo
+  echo "Ledger check after the run:"
+  echo
+  printf '%s' "$ledger_note"
+  echo
+  echo "![throughput and p99 against connections](bench.png)"
+} > "$OUT_MD"
+
+if command -v gnuplot >/dev/null; then
+  for s in $SYSTEMS; do awk -F'\t' -v s=$s '$2==s {print $1, $3, $5/1000}' "$results" > "$work/$s.dat"; done
+  {
+    echo "set terminal pngcairo size 1100,450 noenhanced 2>/dev/null; set terminal png size 1100,450"
+    echo "set output 'docs/bench.png'; set multiplot layout 1,2"
+    echo "set logscale x 2; set xlabel 'connections'; set key left top; set grid"
+    printf "set ylabel 'requests/s'; plot "
+    first=1; for s in $SYSTEMS; do [ -s "$work/$s.dat" ] || continue; [ $first = 1 ] || printf ", "; printf "'%s' using 1:2 with linespoints title '%s'" "$work/$s.dat" "$s"; first=0; done; echo
+    printf "set ylabel 'p99 latency (ms)'; plot "
+    first=1; for s in $SYSTEMS; do [ -s "$work/$s.dat" ] || continue; [ $first = 1 ] || printf ", "; printf "'%s' using 1:3 with linespoints title '%s'" "$work/$s.dat" "$s"; first=0; done; echo
+    echo "unset multiplot"
+  } > "$work/plot.gp"
+  gnuplot "$work/plot.gp" 2>/dev/null || echo "gnuplot failed" >&2
+fi
+cat "$OUT_MD"

@@ -1,0 +1,149 @@
+// The admin API over HTTP: SPEC §7.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startMock, startGateway, createAgreement, chat, adminCall } from './harness.mjs';
+
+let mock, gw;
+before(async () => {
+  mock = await startMock();
+  gw = await startGateway(mock);
+});
+after(async () => {
+  await gw?.stop();
+  mock?.child.kill();
+  gw?.cleanup();
+});
+
+const msg = [{ role: 'user', content: 'x' }];
+
+test('a wrong or missing admin token is 401 invalid_admin_token', async () => {
+  const r = await adminCall(gw.adminUrl, 'GET', '/admin/v1/allocations', undefined, 'wrong');
+  assert.equal(r.status, 401);
+  assert.equal(r.body.error.code, 'invalid_admin_token');
+});
+
+test('creating an agreement returns agreement, allocation and a key shown once', async () => {
+  const { agreement, allocation, secret } = await createAgreement(gw, { models: ['a', 'b'] });
+  assert.match(agreement.id, /^agr_/);
+  assert.equal(agreement.state, 'in_force');
+  assert.deepEqual(agreement.models, ['a', 'b']);
+  assert.match(allocation.id, /^alloc_/);
+  assert.equal(allocation.agreement_id, agreement.id);
+  assert.match(secret, /^cv_/);
+  const list = await gw.admin('GET', '/admin/v1/allocations');
+  assert.ok(list.body.data.some((a) => a.id === allocation.id));
+  assert.ok(!list.text.includes(secret), 'the secret is never shown again');
+});
+
+test('bad agreements are 400 invalid_request', async () => {
+  const now = Date.now();
+  const base = {
+    supplier: 's', buyer: 'b', provider: 'mock', input_tokens: 10, output_tokens: 10,
+    ends_at: new Date(now + 60_000).toISOString(), requests_per_minute: 1, tokens_per_minute: 1, max_concurrency: 1,
+  };
+  for (const bad of [
+    { ...base, provider: 'nope' },
+    { ...base, starts_at: new Date(now + 120_000).toISOString() },
+    { ...base, requests_per_minute: 0 },
+    { ...base, input_tokens: -1 },
+    { ...base, max_concurrency: 'many' },
+    { ...base, surprise: true },
+  ]) {
+    const r = await gw.admin('POST', '/admin/v1/agreements', bad);
+    assert.equal(r.status, 400, JSON.stringify(bad));
+    assert.equal(r.body.error.code, 'invalid_request');
+  }
+});
+
+test('keys: a second key works; a revoked key is refused at once', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  const k = await gw.admin('POST', `/admin/v1/allocations/${allocation.id}/keys`);
+  assert.equal(k.status, 201);
+  assert.equal((await chat(gw, k.body.api_key.secret, { model: 'm', messages: msg })).status, 200);
+  const rv = await gw.admin('DELETE', `/admin/v1/keys/${k.body.api_key.id}`);
+  assert.equal(rv.status, 200);
+  assert.equal(rv.body.api_key.revoked, true);
+  assert.equal((await chat(gw, k.body.api_key.secret, { model: 'm', messages: msg })).status, 401);
+  assert.equal((await chat(gw, secret, { model: 'm', messages: msg })).status, 200);
+});
+
+test('suspend, resume and cancel', async () => {
+  const { agreement, allocation, secret } = await createAgreement(gw);
+  const s = await gw.admin('POST', `/admin/v1/allocations/${allocation.id}/suspend`);
+  assert.equal(s.status, 200);
+  assert.equal(s.body.state, 'suspended');
+  const r = await chat(gw, secret, { model: 'm', messages: msg });
+  assert.equal(r.status, 403);
+  assert.equal(r.body.error.code, 'allocation_not_active');
+  const rs = await gw.admin('POST', `/admin/v1/allocations/${allocation.id}/resume`);
+  assert.equal(rs.body.state, 'active');
+  assert.equal((await chat(gw, secret, { model: 'm', messages: msg })).status, 200);
+  const c = await gw.admin('POST', `/admin/v1/agreements/${agreement.id}/cancel`);
+  assert.equal(c.status, 200);
+  assert.equal(c.body.agreement.state, 'cancelled');
+  const after = await chat(gw, secret, { model: 'm', messages: msg });
+  assert.equal(after.status, 403);
+  assert.equal(after.body.error.code, 'allocation_not_active');
+});
+
+test('suspending a depleted allocation is 409', async () => {
+  const { allocation, secret } = await createAgreement(gw, { output_tokens: 5 });
+  assert.equal((await chat(gw, secret, { model: 'm', messages: msg })).status, 200);
+  const s = await gw.admin('POST', `/admin/v1/allocations/${allocation.id}/suspend`);
+  assert.equal(s.status, 409);
+});
+
+test('reconcile a usage_pending request with evidence; its errors in order', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  const r = await chat(gw, secret, { model: 'mock?no-usage', messages: msg, max_tokens: 10 });
+  const reqId = r.headers.get('x-cairva-request-id');
+  assert.equal((await gw.admin('POST', `/admin/v1/requests/${reqId}/reconcile`, { input_tokens: 1, output_tokens: 2 })).status, 400);
+  assert.equal((await gw.admin('POST', `/admin/v1/requests/${reqId}/reconcile`, { input_tokens: -1, output_tokens: 2, evidence: 'x' })).status, 400);
+  assert.equal((await gw.admin('POST', '/admin/v1/requests/req_unknown/reconcile', { input_tokens: 1, output_tokens: 2, evidence: 'x' })).status, 404);
+  const ok = await gw.admin('POST', `/admin/v1/requests/${reqId}/reconcile`, { input_tokens: 12, output_tokens: 9, evidence: 'provider dashboard export 2026-11-30' });
+  assert.equal(ok.status, 200);
+  assert.equal(ok.body.event.source, 'reconciliation');
+  assert.equal(ok.body.event.finality, 'confirmed');
+  assert.equal(ok.body.event.evidence, 'provider dashboard export 2026-11-30');
+  assert.equal(ok.body.event.request_id, reqId);
+  const again = await gw.admin('POST', `/admin/v1/requests/${reqId}/reconcile`, { input_tokens: 1, output_tokens: 1, evidence: 'x' });
+  assert.equal(again.status, 409);
+  assert.equal(again.body.error.code, 'not_pending');
+  const s = await gw.admin('GET', `/admin/v1/allocations/${allocation.id}`);
+  assert.deepEqual(s.body.used, { input_tokens: 12, output_tokens: 9 });
+  assert.deepEqual(s.body.held, { input_tokens: 0, output_tokens: 0 });
+});
+
+test('the same provider response id booked once; a differing repeat is a conflict for operators', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  const a = await chat(gw, secret, { model: 'mock?id=chatcmpl-fixed-1&usage=10,5', messages: msg });
+  const b = await chat(gw, secret, { model: 'mock?id=chatcmpl-fixed-1&usage=10,5', messages: msg });
+  const c = await chat(gw, secret, { model: 'mock?id=chatcmpl-fixed-1&usage=99,99', messages: msg });
+  assert.deepEqual([a.status, b.status, c.status], [200, 200, 200]);
+  assert.deepEqual(b.body.usage, { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 }, 'client response unchanged');
+  const s = await gw.admin('GET', `/admin/v1/allocations/${allocation.id}`);
+  assert.deepEqual(s.body.used, { input_tokens: 10, output_tokens: 5 });
+  assert.deepEqual(s.body.held, { input_tokens: 0, output_tokens: 0 });
+  const ev = await gw.admin('GET', `/admin/v1/events?allocation_id=${allocation.id}`);
+  assert.equal(ev.body.data.length, 1);
+  const conflicts = await gw.admin('GET', `/admin/v1/conflicts?allocation_id=${allocation.id}`);
+  assert.equal(conflicts.body.data.length, 1);
+  assert.equal(conflicts.body.data[0].provider_request_id, 'chatcmpl-fixed-1');
+  const booked = await gw.admin('GET', `/admin/v1/requests?allocation_id=${allocation.id}&state=booked`);
+  assert.equal(booked.body.data.length, 3);
+});
+
+test('events page in booking order with an exclusive after', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  for (let i = 0; i < 3; i++) await chat(gw, secret, { model: 'm', messages: msg });
+  const all = (await gw.admin('GET', `/admin/v1/events?allocation_id=${allocation.id}`)).body.data;
+  assert.equal(all.length, 3);
+  const rest = (await gw.admin('GET', `/admin/v1/events?allocation_id=${allocation.id}&after=${all[0].id}`)).body.data;
+  assert.deepEqual(rest.map((e) => e.id), all.slice(1).map((e) => e.id));
+});
+
+test('metrics are served in Prometheus text format', async () => {
+  const r = await gw.admin('GET', '/metrics');
+  assert.equal(r.status, 200);
+  assert.match(r.text, /# TYPE \w+ (counter|gauge|histogram)/);
+});
