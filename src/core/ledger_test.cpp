@@ -1,0 +1,449 @@
+#include "core/ledger.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/limits.h"
+
+namespace cairva::core {
+namespace {
+
+constexpr UnixMicros kSecond = micros_per_second;
+constexpr UnixMicros kStart = 1'800'000'000LL * kSecond;
+constexpr UnixMicros kNow = kStart + 10 * kSecond;
+
+Terms terms(Limits limits = {.requests_per_minute = 100, .tokens_per_minute = 1'000'000,
+                             .max_concurrency = 10},
+            Tokens allowance = {1'000'000, 1'000'000}) {
+  return Terms{.window = {kStart, kStart + 3600 * kSecond}, .limits = limits,
+               .allowance = allowance};
+}
+
+RequestFacts facts(int64_t max_tokens = 100, int64_t input = 20, int64_t n = 1) {
+  RequestFacts f;
+  f.input_estimate = input;
+  f.max_tokens = max_tokens;
+  f.n = n;
+  return f;
+}
+
+Refusal refusal_of(const AdmissionDecision& d) {
+  EXPECT_FALSE(d.admitted());
+  return d.admitted() ? Refusal::agreement_cancelled : std::get<Refused>(d.outcome).reason;
+}
+
+// ---------------------------------------------------------------- admission
+
+TEST(Ledger, NewAllocationIsReadyInForceAndEmpty) {
+  AllocationLedger l(terms());
+  EXPECT_EQ(l.state(), AllocationState::ready);
+  EXPECT_EQ(l.agreement_state(), AgreementState::in_force);
+  const AllocationSnapshot s = l.snapshot(kNow);
+  EXPECT_EQ(s.booked, (Tokens{0, 0}));
+  EXPECT_EQ(s.held, (Tokens{0, 0}));
+  EXPECT_EQ(s.remaining(), (Tokens{1'000'000, 1'000'000}));
+}
+
+TEST(Ledger, AdmitActivatesReadyAllocationAndRecordsStartHoldAndInFlight) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("r1", facts(100, 20), kNow).admitted());
+  EXPECT_EQ(l.state(), AllocationState::active);
+  const AllocationSnapshot s = l.snapshot(kNow);
+  EXPECT_EQ(s.requests_last_minute, 1);
+  EXPECT_EQ(s.in_flight, 1);
+  EXPECT_EQ(s.held, (Tokens{20, 100}));
+  const OpenRequest* r = l.find_open("r1");
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->state, RequestState::in_flight);
+  EXPECT_EQ(r->started_at, kNow);
+}
+
+TEST(Ledger, RefusedRequestIsNotStartedAndCountsTowardNoLimit) {
+  AllocationLedger l(terms({.requests_per_minute = 5, .tokens_per_minute = 1000,
+                            .max_concurrency = 1}));
+  ASSERT_TRUE(l.admit("r1", facts(), kNow).admitted());
+  EXPECT_EQ(refusal_of(l.admit("r2", facts(), kNow)), Refusal::max_concurrency);
+  EXPECT_EQ(l.find_open("r2"), nullptr);
+  const AllocationSnapshot s = l.snapshot(kNow);
+  EXPECT_EQ(s.requests_last_minute, 1);
+  EXPECT_EQ(s.in_flight, 1);
+  EXPECT_EQ(s.held, (Tokens{20, 100}));
+}
+
+TEST(Ledger, RequestsPerMinuteCountsStartsInTheExactTrailingSixtySeconds) {
+  AllocationLedger l(terms({.requests_per_minute = 2, .tokens_per_minute = 1000,
+                            .max_concurrency = 10}));
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.admit("b", facts(), kNow + 30 * kSecond).admitted());
+  // The first start still counts one microsecond before it is 60 s old...
+  EXPECT_EQ(refusal_of(l.admit("c", facts(), kNow + 60 * kSecond - 1)),
+            Refusal::requests_per_minute);
+  EXPECT_EQ(l.snapshot(kNow + 60 * kSecond - 1).requests_last_minute, 2);
+  // ...and leaves the window when started_at > now - 60 s stops holding.
+  EXPECT_EQ(l.snapshot(kNow + 60 * kSecond).requests_last_minute, 1);
+  EXPECT_TRUE(l.admit("c", facts(), kNow + 60 * kSecond).admitted());
+}
+
+TEST(Ledger, FailedRequestsStillCountTowardRequestsPerMinute) {
+  AllocationLedger l(terms({.requests_per_minute = 1, .tokens_per_minute = 1000,
+                            .max_concurrency = 10}));
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.fail("a"));
+  EXPECT_EQ(l.snapshot(kNow).requests_last_minute, 1);
+  EXPECT_EQ(refusal_of(l.admit("b", facts(), kNow + kSecond)), Refusal::requests_per_minute);
+}
+
+TEST(Ledger, RequestsPerMinuteLogNeverHoldsMoreThanTheLimit) {
+  AllocationLedger l(terms({.requests_per_minute = 3, .tokens_per_minute = 1000,
+                            .max_concurrency = 10}));
+  // A restart may restore more starts than the limit (rows written by processes that
+  // raced); only the newest `limit` of them can ever decide an admission.
+  for (int i = 0; i < 10; ++i) l.restore_start(kNow - 50 * kSecond + i * kSecond);
+  EXPECT_EQ(l.snapshot(kNow).requests_last_minute, 3);
+  EXPECT_EQ(refusal_of(l.admit("a", facts(), kNow)), Refusal::requests_per_minute);
+  // The third newest restored start (kNow - 43 s) ages out at kNow + 17 s: from then on
+  // fewer than 3 starts are in the window, exactly as with all ten rows kept.
+  EXPECT_EQ(refusal_of(l.admit("a", facts(), kNow + 17 * kSecond - 1)),
+            Refusal::requests_per_minute);
+  EXPECT_EQ(l.snapshot(kNow + 17 * kSecond).requests_last_minute, 2);
+  EXPECT_TRUE(l.admit("a", facts(), kNow + 17 * kSecond).admitted());
+}
+
+TEST(Ledger, ConcurrencyCountsOnlyRequestsInFlight) {
+  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100'000,
+                            .max_concurrency = 2}));
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.admit("b", facts(), kNow).admitted());
+  EXPECT_EQ(refusal_of(l.admit("c", facts(), kNow)), Refusal::max_concurrency);
+  ASSERT_TRUE(l.mark_usage_pending("a"));  // provider done: no longer in flight
+  EXPECT_TRUE(l.admit("c", facts(), kNow).admitted());
+  EXPECT_EQ(refusal_of(l.admit("d", facts(), kNow)), Refusal::max_concurrency);
+  ASSERT_EQ(l.book("b", "p-b", {10, 10}, kNow).result, BookResult::booked);
+  EXPECT_TRUE(l.admit("d", facts(), kNow).admitted());
+}
+
+TEST(Ledger, TokensPerMinuteCountsBookedTokensInTheExactTrailingSixtySeconds) {
+  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100,
+                            .max_concurrency = 10}));
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_EQ(l.book("a", "p-a", {40, 60}, kNow + kSecond).result, BookResult::booked);
+  EXPECT_EQ(l.snapshot(kNow + kSecond).tokens_last_minute, 100);
+  EXPECT_EQ(refusal_of(l.admit("b", facts(), kNow + 61 * kSecond - 1)),
+            Refusal::tokens_per_minute);
+  EXPECT_EQ(l.snapshot(kNow + 61 * kSecond).tokens_last_minute, 0);
+  EXPECT_TRUE(l.admit("b", facts(), kNow + 61 * kSecond).admitted());
+}
+
+TEST(Ledger, TokensPerMinuteCountsUsageOnlyOnceBookedSoABurstStartsTogether) {
+  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 500,
+                            .max_concurrency = 10}));
+  // Holds far above the tokens_per_minute limit do not stop a burst from starting.
+  for (const char* id : {"a", "b", "c"}) ASSERT_TRUE(l.admit(id, facts(1000, 300), kNow).admitted());
+  EXPECT_EQ(l.snapshot(kNow).tokens_last_minute, 0);
+  ASSERT_EQ(l.book("a", "p-a", {300, 250}, kNow + kSecond).result, BookResult::booked);
+  EXPECT_EQ(refusal_of(l.admit("d", facts(), kNow + kSecond)), Refusal::tokens_per_minute);
+  // The others still book: the limit only gates new admissions.
+  EXPECT_EQ(l.book("b", "p-b", {300, 250}, kNow + kSecond).result, BookResult::booked);
+  EXPECT_EQ(l.snapshot(kNow + kSecond).tokens_last_minute, 1100);
+}
+
+TEST(Ledger, TokensPerMinuteCountsReconciledBookingsByBookedAt) {
+  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100,
+                            .max_concurrency = 10}));
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.mark_usage_pending("a"));
+  const UnixMicros later = kNow + 3600 * kSecond / 2;
+  ASSERT_EQ(l.reconcile("a", "p-a", {50, 50}, later).result, ReconcileResult::booked);
+  EXPECT_EQ(l.snapshot(later).tokens_last_minute, 100);
+  EXPECT_EQ(refusal_of(l.admit("b", facts(), later + kSecond)), Refusal::tokens_per_minute);
+}
+
+// ---------------------------------------------------------------- holds
+
+TEST(Ledger, HoldCountsAgainstRemainingWhileTheRequestRuns) {
+  AllocationLedger l(terms(terms().limits, {1000, 1000}));
+  ASSERT_TRUE(l.admit("a", facts(300, 100), kNow).admitted());
+  EXPECT_EQ(l.snapshot(kNow).remaining(), (Tokens{900, 700}));
+  // Remaining drops while the request runs and comes back up when real counts are lower.
+  ASSERT_EQ(l.book("a", "p-a", {60, 40}, kNow).result, BookResult::booked);
+  EXPECT_EQ(l.snapshot(kNow).remaining(), (Tokens{940, 960}));
+}
+
+TEST(Ledger, ParallelHoldsCannotJointlyOverspendTheAllowance) {
+  AllocationLedger l(terms(terms().limits, {10'000, 1000}));
+  const AdmissionDecision a = l.admit("a", facts(400), kNow);
+  const AdmissionDecision b = l.admit("b", facts(400), kNow);
+  const AdmissionDecision c = l.admit("c", facts(400), kNow);
+  ASSERT_TRUE(a.admitted() && b.admitted() && c.admitted());
+  EXPECT_EQ(std::get<Admitted>(c.outcome).lowered_to, 200);  // lowered to fit
+  EXPECT_EQ(refusal_of(l.admit("d", facts(400), kNow)), Refusal::allowance_exhausted);
+  EXPECT_EQ(l.held().output, 1000);
+}
+
+// ---------------------------------------------------------------- settlement
+
+TEST(Ledger, BookReleasesHoldAndBooksRealCountsOnce) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(100, 20), kNow).admitted());
+  const BookOutcome o = l.book("a", "chatcmpl-1", {25, 80}, kNow);
+  EXPECT_EQ(o.result, BookResult::booked);
+  EXPECT_FALSE(o.became_depleted);
+  EXPECT_EQ(l.booked(), (Tokens{25, 80}));
+  EXPECT_EQ(l.held(), (Tokens{0, 0}));
+  EXPECT_EQ(l.find_open("a"), nullptr);
+  EXPECT_EQ(l.snapshot(kNow).in_flight, 0);
+}
+
+TEST(Ledger, SameProviderRequestIdIsBookedOnlyOnce) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.admit("b", facts(), kNow).admitted());
+  ASSERT_EQ(l.book("a", "chatcmpl-1", {25, 80}, kNow).result, BookResult::booked);
+  const BookOutcome o = l.book("b", "chatcmpl-1", {25, 80}, kNow);
+  EXPECT_EQ(o.result, BookResult::duplicate);
+  EXPECT_EQ(o.booked_event, (Tokens{25, 80}));
+  // The second request is done (hold released) but nothing more is booked.
+  EXPECT_EQ(l.booked(), (Tokens{25, 80}));
+  EXPECT_EQ(l.held(), (Tokens{0, 0}));
+  EXPECT_EQ(l.find_open("b"), nullptr);
+  EXPECT_EQ(l.snapshot(kNow).tokens_last_minute, 105);
+}
+
+TEST(Ledger, SameProviderRequestIdWithOtherCountsIsAConflictNotABooking) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.admit("b", facts(), kNow).admitted());
+  ASSERT_EQ(l.book("a", "chatcmpl-1", {25, 80}, kNow).result, BookResult::booked);
+  const BookOutcome o = l.book("b", "chatcmpl-1", {30, 90}, kNow);
+  EXPECT_EQ(o.result, BookResult::conflict);
+  EXPECT_EQ(o.booked_event, (Tokens{25, 80}));
+  EXPECT_EQ(l.booked(), (Tokens{25, 80}));
+  EXPECT_EQ(l.held(), (Tokens{0, 0}));
+}
+
+TEST(Ledger, SettlingAForgottenRequestChangesNothing) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_EQ(l.book("a", "p-1", {1, 1}, kNow).result, BookResult::booked);
+  EXPECT_EQ(l.book("a", "p-2", {5, 5}, kNow).result, BookResult::unknown_request);
+  EXPECT_EQ(l.book("nope", "p-3", {5, 5}, kNow).result, BookResult::unknown_request);
+  EXPECT_FALSE(l.fail("a"));
+  EXPECT_FALSE(l.mark_usage_pending("a"));
+  EXPECT_EQ(l.booked(), (Tokens{1, 1}));
+}
+
+TEST(Ledger, UsageMissingKeepsTheHoldAndMarksUsagePending) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(100, 20), kNow).admitted());
+  ASSERT_TRUE(l.mark_usage_pending("a"));
+  EXPECT_EQ(l.find_open("a")->state, RequestState::usage_pending);
+  const AllocationSnapshot s = l.snapshot(kNow);
+  EXPECT_EQ(s.held, (Tokens{20, 100}));
+  EXPECT_EQ(s.usage_pending, 1);
+  EXPECT_EQ(s.in_flight, 0);
+  EXPECT_EQ(s.booked, (Tokens{0, 0}));
+  EXPECT_FALSE(l.mark_usage_pending("a"));  // only an in-flight request can become pending
+}
+
+TEST(Ledger, ProviderErrorReleasesTheHoldAndBooksNothing) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(100, 20), kNow).admitted());
+  ASSERT_TRUE(l.fail("a"));
+  const AllocationSnapshot s = l.snapshot(kNow);
+  EXPECT_EQ(s.held, (Tokens{0, 0}));
+  EXPECT_EQ(s.booked, (Tokens{0, 0}));
+  EXPECT_EQ(s.in_flight, 0);
+  EXPECT_EQ(s.tokens_last_minute, 0);
+}
+
+TEST(Ledger, StaleInFlightRequestBecomesUsagePendingAndLeavesConcurrency) {
+  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 1000,
+                            .max_concurrency = 1}));
+  ASSERT_TRUE(l.admit("a", facts(100, 20), kNow).admitted());
+  const UnixMicros stale_at = kNow + in_flight_timeout_s_default * kSecond;
+  EXPECT_TRUE(l.sweep_stale(stale_at - 1, in_flight_timeout_s_default).empty());
+  EXPECT_EQ(refusal_of(l.admit("b", facts(), stale_at - 1)), Refusal::max_concurrency);
+  EXPECT_EQ(l.sweep_stale(stale_at, in_flight_timeout_s_default),
+            std::vector<std::string>{"a"});
+  EXPECT_EQ(l.find_open("a")->state, RequestState::usage_pending);
+  EXPECT_EQ(l.held(), (Tokens{20, 100}));  // the hold stays
+  EXPECT_TRUE(l.admit("b", facts(), stale_at).admitted());
+}
+
+TEST(Ledger, SweepMovesOnlyRequestsOlderThanTheTimeoutOldestFirst) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.admit("b", facts(), kNow + kSecond).admitted());
+  ASSERT_TRUE(l.admit("c", facts(), kNow + 2 * kSecond).admitted());
+  ASSERT_TRUE(l.fail("b"));
+  EXPECT_EQ(l.sweep_stale(kNow + 31 * kSecond, 30), (std::vector<std::string>{"a"}));
+  EXPECT_EQ(l.sweep_stale(kNow + 40 * kSecond, 30), (std::vector<std::string>{"c"}));
+  EXPECT_EQ(l.snapshot(kNow + 40 * kSecond).usage_pending, 2);
+}
+
+TEST(Ledger, LateReportForAStaleRequestIsBookedNormally) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(100, 20), kNow).admitted());
+  ASSERT_EQ(l.sweep_stale(kNow + 600 * kSecond, 600).size(), 1u);
+  const BookOutcome o = l.book("a", "p-a", {30, 70}, kNow + 601 * kSecond);
+  EXPECT_EQ(o.result, BookResult::booked);
+  EXPECT_EQ(l.booked(), (Tokens{30, 70}));
+  EXPECT_EQ(l.held(), (Tokens{0, 0}));
+  EXPECT_EQ(l.snapshot(kNow + 601 * kSecond).usage_pending, 0);
+}
+
+TEST(Ledger, ReconcileBooksAPendingRequestAndReleasesItsHold) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(100, 20), kNow).admitted());
+  ASSERT_TRUE(l.mark_usage_pending("a"));
+  const ReconcileOutcome o = l.reconcile("a", "a", {12, 34}, kNow + kSecond);
+  EXPECT_EQ(o.result, ReconcileResult::booked);
+  EXPECT_EQ(l.booked(), (Tokens{12, 34}));
+  EXPECT_EQ(l.held(), (Tokens{0, 0}));
+  EXPECT_EQ(l.find_open("a"), nullptr);
+}
+
+TEST(Ledger, ReconcileRefusesARequestStillInFlight) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  EXPECT_EQ(l.reconcile("a", "a", {1, 1}, kNow).result, ReconcileResult::not_pending);
+  EXPECT_EQ(l.reconcile("zz", "zz", {1, 1}, kNow).result, ReconcileResult::unknown_request);
+  EXPECT_EQ(l.booked(), (Tokens{0, 0}));
+}
+
+TEST(Ledger, ReconcileRefusesAProviderRequestIdAlreadyBooked) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.admit("b", facts(), kNow).admitted());
+  ASSERT_EQ(l.book("a", "p-1", {5, 5}, kNow).result, BookResult::booked);
+  ASSERT_TRUE(l.mark_usage_pending("b"));
+  EXPECT_EQ(l.reconcile("b", "p-1", {7, 7}, kNow).result, ReconcileResult::provider_id_taken);
+  EXPECT_EQ(l.find_open("b")->state, RequestState::usage_pending);  // still pending
+  EXPECT_EQ(l.booked(), (Tokens{5, 5}));
+}
+
+TEST(Ledger, ProviderReportAfterReconciliationBooksNothing) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.mark_usage_pending("a"));
+  ASSERT_EQ(l.reconcile("a", "a", {12, 34}, kNow).result, ReconcileResult::booked);
+  EXPECT_NE(l.book("a", "chatcmpl-late", {12, 34}, kNow).result, BookResult::booked);
+  EXPECT_EQ(l.booked(), (Tokens{12, 34}));
+}
+
+// ---------------------------------------------------------------- depletion
+
+TEST(Ledger, DepletesWhenBookedInputReachesTheAllowance) {
+  AllocationLedger l(terms(terms().limits, {100, 10'000}));
+  ASSERT_TRUE(l.admit("a", facts(100, 50), kNow).admitted());
+  const BookOutcome o = l.book("a", "p-a", {100, 10}, kNow);
+  EXPECT_TRUE(o.became_depleted);
+  EXPECT_EQ(l.state(), AllocationState::depleted);
+  EXPECT_EQ(l.agreement_state(), AgreementState::completed);
+  const AdmissionDecision d = l.admit("b", facts(), kNow);
+  EXPECT_EQ(refusal_of(d), Refusal::depleted);
+  EXPECT_EQ(std::get<Refused>(d.outcome).code, ErrorCode::allocation_depleted);
+}
+
+TEST(Ledger, DepletesWhenBookedOutputReachesTheAllowance) {
+  AllocationLedger l(terms(terms().limits, {10'000, 100}));
+  ASSERT_TRUE(l.admit("a", facts(100), kNow).admitted());
+  EXPECT_TRUE(l.book("a", "p-a", {10, 100}, kNow).became_depleted);
+  EXPECT_EQ(l.state(), AllocationState::depleted);
+}
+
+TEST(Ledger, DoesNotDepleteBelowTheAllowance) {
+  AllocationLedger l(terms(terms().limits, {100, 100}));
+  ASSERT_TRUE(l.admit("a", facts(100, 50), kNow).admitted());
+  EXPECT_FALSE(l.book("a", "p-a", {99, 99}, kNow).became_depleted);
+  EXPECT_EQ(l.state(), AllocationState::active);
+}
+
+TEST(Ledger, RequestsInFlightSettleNormallyAfterDepletion) {
+  AllocationLedger l(terms(terms().limits, {1000, 1000}));
+  ASSERT_TRUE(l.admit("a", facts(400, 50), kNow).admitted());
+  ASSERT_TRUE(l.admit("b", facts(400, 50), kNow).admitted());
+  ASSERT_TRUE(l.book("a", "p-a", {50, 1000}, kNow).became_depleted);  // real counts overran
+  const BookOutcome o = l.book("b", "p-b", {40, 300}, kNow);
+  EXPECT_EQ(o.result, BookResult::booked);
+  EXPECT_FALSE(o.became_depleted);  // already depleted
+  EXPECT_EQ(l.booked(), (Tokens{90, 1300}));
+  EXPECT_EQ(l.held(), (Tokens{0, 0}));
+  EXPECT_EQ(l.snapshot(kNow).remaining(), (Tokens{910, 0}));  // never negative
+}
+
+// ---------------------------------------------------------------- operator changes
+
+TEST(Ledger, SuspendRefusesAdmissionAndResumeMakesItActive) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.suspend());
+  EXPECT_EQ(refusal_of(l.admit("b", facts(), kNow)), Refusal::suspended);
+  ASSERT_TRUE(l.resume(kNow));
+  EXPECT_EQ(l.state(), AllocationState::active);
+  EXPECT_TRUE(l.admit("b", facts(), kNow).admitted());
+}
+
+TEST(Ledger, ResumeBeforeTheWindowGivesReady) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.suspend());
+  ASSERT_TRUE(l.resume(kStart - kSecond));
+  EXPECT_EQ(l.state(), AllocationState::ready);
+}
+
+TEST(Ledger, SuspendIsRefusedWhenDepletedOrExpired) {
+  AllocationLedger depleted(terms(terms().limits, {10, 1000}));
+  ASSERT_TRUE(depleted.admit("a", facts(100, 10), kNow).admitted());
+  ASSERT_TRUE(depleted.book("a", "p-a", {10, 1}, kNow).became_depleted);
+  EXPECT_FALSE(depleted.suspend());
+  EXPECT_FALSE(depleted.resume(kNow));
+  EXPECT_EQ(depleted.state(), AllocationState::depleted);
+
+  AllocationLedger expired(terms());
+  EXPECT_EQ(refusal_of(expired.admit("a", facts(), kStart + 3600 * kSecond)), Refusal::expired);
+  EXPECT_EQ(expired.state(), AllocationState::expired);
+  EXPECT_EQ(expired.agreement_state(), AgreementState::expired);
+  EXPECT_FALSE(expired.suspend());
+  EXPECT_FALSE(expired.resume(kNow));
+}
+
+TEST(Ledger, CancelRefusesAdmissionButRequestsInFlightSettle) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.cancel());
+  EXPECT_EQ(l.agreement_state(), AgreementState::cancelled);
+  const AdmissionDecision d = l.admit("b", facts(), kNow);
+  EXPECT_EQ(refusal_of(d), Refusal::agreement_cancelled);
+  EXPECT_EQ(std::get<Refused>(d.outcome).code, ErrorCode::allocation_not_active);
+  EXPECT_EQ(l.book("a", "p-a", {5, 5}, kNow).result, BookResult::booked);
+  EXPECT_FALSE(l.resume(kNow));
+  EXPECT_FALSE(l.suspend());
+}
+
+// ---------------------------------------------------------------- restart
+
+TEST(Ledger, RestoreRebuildsWindowsHoldsAndBookingKeys) {
+  AllocationLedger l(terms({.requests_per_minute = 3, .tokens_per_minute = 100,
+                            .max_concurrency = 2}));
+  l.restore_states(AgreementState::in_force, AllocationState::active);
+  l.restore_booked({500, 600});
+  l.restore_start(kNow - 10 * kSecond);
+  l.restore_booking(kNow - 5 * kSecond, 60);
+  l.restore_booked_provider_id("p-old", {200, 300});
+  l.restore_open_request("x", {RequestState::usage_pending, {10, 20}, kNow - 700 * kSecond});
+  l.restore_open_request("y", {RequestState::in_flight, {1, 2}, kNow - kSecond});
+  const AllocationSnapshot s = l.snapshot(kNow);
+  EXPECT_EQ(s.booked, (Tokens{500, 600}));
+  EXPECT_EQ(s.held, (Tokens{11, 22}));
+  EXPECT_EQ(s.requests_last_minute, 1);
+  EXPECT_EQ(s.tokens_last_minute, 60);
+  EXPECT_EQ(s.in_flight, 1);
+  EXPECT_EQ(s.usage_pending, 1);
+  EXPECT_EQ(l.book("y", "p-old", {200, 300}, kNow).result, BookResult::duplicate);
+  EXPECT_EQ(l.reconcile("x", "x", {9, 9}, kNow).result, ReconcileResult::booked);
+  EXPECT_EQ(l.booked(), (Tokens{509, 609}));
+}
+
+}  // namespace
+}  // namespace cairva::core
