@@ -1,0 +1,321 @@
+// Config loading: toml++ parses, then every key is checked by hand against the one list of
+// known keys below, so that an unknown key or table is an error, never silently ignored.
+#include "config/config.h"
+
+#include <boost/url/parse.hpp>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <optional>
+#include <toml++/toml.h>
+
+namespace cairva::config {
+namespace {
+
+// Event loops per process; more than this on one machine is a typo, not a plan.
+constexpr int64_t threads_max = 1024;
+// Timeouts beyond a day are a typo: nothing legitimate waits that long for one request.
+constexpr int64_t timeout_s_max = 86'400;
+// The largest output hold a request may get by default; far above any model's context.
+constexpr int64_t default_max_tokens_max = 100'000'000;
+// Config files are a few hundred bytes; this only stops reading something absurd.
+constexpr size_t config_file_bytes_max = size_t{1} << 20;
+
+constexpr std::string_view sqlite_scheme = "sqlite://";
+
+// Collects the first error as "SOURCE: KEY: problem".
+class Checker {
+ public:
+  explicit Checker(std::string source) : source_(std::move(source)) {}
+
+  void fail(const std::string& key, const std::string& problem) {
+    if (!error_) error_ = source_ + ": " + key + ": " + problem;
+  }
+  bool failed() const { return error_.has_value(); }
+  const std::string& message() const { return *error_; }
+
+ private:
+  std::string source_;
+  std::optional<std::string> error_;
+};
+
+std::string type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    default: return "nothing";
+  }
+}
+
+std::string quoted(std::string_view s) { return "\"" + std::string(s) + "\""; }
+
+// Reports every key of `table` not in `known` (the first one wins the error line).
+void reject_unknown(Checker& c, const toml::table& table, const std::string& prefix,
+                    std::initializer_list<std::string_view> known) {
+  for (const auto& [k, v] : table) {
+    bool found = false;
+    for (auto name : known) found = found || k.str() == name;
+    if (!found) {
+      c.fail(prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str()),
+             v.is_table() ? "unknown table" : "unknown key");
+    }
+  }
+}
+
+std::optional<std::string> get_string(Checker& c, const toml::table& t, std::string_view key,
+                                      const std::string& path) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (!n->is_string()) {
+    c.fail(path, "expected a string, got " + type_name(*n));
+    return std::nullopt;
+  }
+  return n->value<std::string>();
+}
+
+std::optional<int64_t> get_int(Checker& c, const toml::table& t, std::string_view key,
+                               const std::string& path, int64_t min, int64_t max) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (!n->is_integer()) {
+    c.fail(path, "expected an integer, got " + type_name(*n));
+    return std::nullopt;
+  }
+  const int64_t v = *n->value<int64_t>();
+  if (v < min || v > max) {
+    c.fail(path, "must be between " + std::to_string(min) + " and " + std::to_string(max) +
+                     ", got " + std::to_string(v));
+    return std::nullopt;
+  }
+  return v;
+}
+
+const toml::table* get_table(Checker& c, const toml::table& root, std::string_view key) {
+  const toml::node* n = root.get(key);
+  if (!n) return nullptr;
+  if (!n->is_table()) {
+    c.fail(std::string(key), "expected a table, got " + type_name(*n));
+    return nullptr;
+  }
+  return n->as_table();
+}
+
+// "host:port" with a non-empty host (a bracketed IPv6 literal allowed) and a port 0..65535.
+bool valid_listen_address(std::string_view addr) {
+  const auto colon = addr.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 == addr.size()) return false;
+  const std::string_view host = addr.substr(0, colon);
+  const std::string_view port = addr.substr(colon + 1);
+  if (host.find(':') != std::string_view::npos &&
+      !(host.front() == '[' && host.back() == ']' && host.size() > 2)) {
+    return false;
+  }
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  return ec == std::errc() && end == port.data() + port.size() && value <= 65535;
+}
+
+void check_listen(Checker& c, const std::optional<std::string>& v, const std::string& path,
+                  std::string& out) {
+  if (!v) return;
+  if (!valid_listen_address(*v)) {
+    c.fail(path, "expected HOST:PORT (e.g. \"127.0.0.1:8080\"), got " + quoted(*v));
+    return;
+  }
+  out = *v;
+}
+
+void load_server(Checker& c, const toml::table& root, Config& cfg) {
+  const toml::table* t = get_table(c, root, "server");
+  if (!t) return;
+  reject_unknown(c, *t, "server", {"listen", "admin_listen", "threads"});
+  check_listen(c, get_string(c, *t, "listen", "server.listen"), "server.listen", cfg.listen);
+  check_listen(c, get_string(c, *t, "admin_listen", "server.admin_listen"), "server.admin_listen",
+               cfg.admin_listen);
+  if (auto v = get_int(c, *t, "threads", "server.threads", 0, threads_max)) {
+    cfg.threads = static_cast<int>(*v);
+  }
+}
+
+void load_admin(Checker& c, const toml::table& root, Config& cfg) {
+  const toml::table* t = get_table(c, root, "admin");
+  if (!t) return;
+  reject_unknown(c, *t, "admin", {"token_env"});
+  if (auto v = get_string(c, *t, "token_env", "admin.token_env")) {
+    if (v->empty()) {
+      c.fail("admin.token_env", "must name an environment variable, got \"\"");
+    } else {
+      cfg.admin_token_env = *v;
+    }
+  }
+}
+
+bool valid_store_url(std::string_view url) {
+  if (url.starts_with(sqlite_scheme)) return url.size() > sqlite_scheme.size();
+  return url.starts_with("postgresql://") || url.starts_with("postgres://");
+}
+
+void load_store(Checker& c, const toml::table& root, Config& cfg) {
+  const toml::table* t = get_table(c, root, "store");
+  if (!t) return;
+  reject_unknown(c, *t, "store", {"url", "sync", "pool_size"});
+  if (auto v = get_string(c, *t, "url", "store.url")) {
+    if (!valid_store_url(*v)) {
+      c.fail("store.url", "expected sqlite://PATH or postgresql://..., got " + quoted(*v));
+    } else {
+      cfg.store_url = *v;
+    }
+  }
+  if (auto v = get_string(c, *t, "sync", "store.sync")) {
+    if (*v != "normal" && *v != "full") {
+      c.fail("store.sync", "expected \"normal\" or \"full\", got " + quoted(*v));
+    } else {
+      cfg.store_sync_full = *v == "full";
+    }
+  }
+  if (auto v = get_int(c, *t, "pool_size", "store.pool_size", 1, pool_size_max)) {
+    cfg.pool_size = static_cast<int>(*v);
+  }
+}
+
+void load_holds(Checker& c, const toml::table& root, Config& cfg) {
+  const toml::table* t = get_table(c, root, "holds");
+  if (!t) return;
+  reject_unknown(c, *t, "holds", {"default_max_tokens", "in_flight_timeout_s"});
+  if (auto v = get_int(c, *t, "default_max_tokens", "holds.default_max_tokens", 1,
+                       default_max_tokens_max)) {
+    cfg.default_max_tokens = *v;
+  }
+  if (auto v = get_int(c, *t, "in_flight_timeout_s", "holds.in_flight_timeout_s", 1,
+                       timeout_s_max)) {
+    cfg.in_flight_timeout_s = *v;
+  }
+}
+
+void check_base_url(Checker& c, const std::string& path, const std::string& url) {
+  auto parsed = boost::urls::parse_absolute_uri(url);
+  if (!parsed || (parsed->scheme() != "http" && parsed->scheme() != "https") ||
+      parsed->host().empty()) {
+    c.fail(path, "expected an http:// or https:// URL, got " + quoted(url));
+  }
+}
+
+void load_provider(Checker& c, const toml::table& t, const std::string& prefix, Provider& p) {
+  reject_unknown(c, t, prefix, {"name", "base_url", "api_key_env", "timeout_s"});
+  auto name = get_string(c, t, "name", prefix + ".name");
+  if (!name || name->empty()) {
+    if (!c.failed()) c.fail(prefix + ".name", "required: a non-empty provider name");
+  } else {
+    p.name = *name;
+  }
+  auto base = get_string(c, t, "base_url", prefix + ".base_url");
+  if (!base) {
+    if (!c.failed()) c.fail(prefix + ".base_url", "required: the provider's http(s) URL");
+  } else {
+    check_base_url(c, prefix + ".base_url", *base);
+    p.base_url = *base;
+  }
+  if (auto env = get_string(c, t, "api_key_env", prefix + ".api_key_env")) {
+    const char* value = env->empty() ? nullptr : std::getenv(env->c_str());
+    if (env->empty()) {
+      c.fail(prefix + ".api_key_env", "must name an environment variable, got \"\"");
+    } else if (value == nullptr || *value == '\0') {
+      c.fail(prefix + ".api_key_env",
+             "environment variable " + *env + " is not set or empty (it must hold the provider's API key)");
+    } else {
+      p.api_key_env = *env;
+      p.api_key = value;
+    }
+  }
+  if (auto v = get_int(c, t, "timeout_s", prefix + ".timeout_s", 1, timeout_s_max)) {
+    p.timeout_s = *v;
+  }
+}
+
+void load_providers(Checker& c, const toml::table& root, Config& cfg) {
+  const toml::node* n = root.get("providers");
+  if (!n) return;
+  const toml::array* arr = n->as_array();
+  if (!arr) {
+    c.fail("providers", "expected an array of tables ([[providers]]), got " + type_name(*n));
+    return;
+  }
+  std::set<std::string> names;
+  for (size_t i = 0; i < arr->size() && !c.failed(); ++i) {
+    const std::string prefix = "providers[" + std::to_string(i) + "]";
+    const toml::table* t = (*arr)[i].as_table();
+    if (!t) {
+      c.fail(prefix, "expected a table, got " + type_name((*arr)[i]));
+      return;
+    }
+    Provider p;
+    load_provider(c, *t, prefix, p);
+    if (c.failed()) return;
+    if (!names.insert(p.name).second) {
+      c.fail(prefix + ".name", "duplicate provider name " + quoted(p.name));
+      return;
+    }
+    cfg.providers.push_back(std::move(p));
+  }
+}
+
+void resolve_admin_token(Config& cfg) {
+  const char* token = std::getenv(cfg.admin_token_env.c_str());
+  cfg.admin_token = token ? token : "";
+}
+
+}  // namespace
+
+Config default_config() {
+  Config cfg;
+  cfg.source = "(defaults)";
+  resolve_admin_token(cfg);
+  return cfg;
+}
+
+Result<Config> parse_config(const std::string& toml_text, const std::string& source) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    const auto& begin = e.source().begin;
+    return make_error(ErrorCode::invalid_request,
+                      source + ": line " + std::to_string(begin.line) + ", column " +
+                          std::to_string(begin.column) + ": " + std::string(e.description()));
+  }
+  Checker c(source);
+  Config cfg;
+  cfg.source = source;
+  reject_unknown(c, root, "", {"server", "admin", "store", "holds", "providers"});
+  load_server(c, root, cfg);
+  load_admin(c, root, cfg);
+  load_store(c, root, cfg);
+  load_holds(c, root, cfg);
+  load_providers(c, root, cfg);
+  if (c.failed()) return make_error(ErrorCode::invalid_request, c.message());
+  resolve_admin_token(cfg);
+  return cfg;
+}
+
+Result<Config> load_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return make_error(ErrorCode::invalid_request, path + ": cannot open the config file");
+  std::string text;
+  text.resize(config_file_bytes_max + 1);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > config_file_bytes_max) {
+    return make_error(ErrorCode::invalid_request, path + ": file larger than 1 MiB");
+  }
+  return parse_config(text, path);
+}
+
+}  // namespace cairva::config
