@@ -155,6 +155,10 @@ struct StoreOptions {
   std::string url;                   // sqlite://PATH or postgresql://…
   bool sync_full = false;            // embedded: fsync each commit batch
   int pool_size = 8;                 // PostgreSQL: connections per process
+  // PostgreSQL: "now" is the database's clock_timestamp() (read after the allocation's row
+  // lock). False: every backend reads the injected Clock (tests). The embedded store always
+  // reads the injected Clock.
+  bool use_database_clock = true;
   int64_t in_flight_timeout_s = 600;
   std::vector<std::string> providers;  // configured provider names (agreements must name one)
 };
