@@ -1,0 +1,34 @@
+// Conversions between result rows and the store's row types (pure; no I/O).
+// Values read from the database are input: a bad one is an Error, never an assertion.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/result.h"
+#include "core/admission.h"
+#include "store/postgres/pg.h"
+#include "store/rows.h"
+
+namespace cairva::store::pg {
+
+// The locked (or read) allocation row with its agreement: LockCol columns from `offset`.
+struct AllocationRow {
+  core::AllocationSnapshot snap;  // states, terms, booked, held (counts left zero)
+  int64_t event_seq = 0;
+  std::string agreement_id;
+};
+Result<AllocationRow> parse_allocation(const PGresult* r, int row, int offset);
+// The five window_counts columns from `offset` (now, rpm, tpm, in_flight, usage_pending)
+// into `snap`; returns now.
+UnixMicros parse_counts(const PGresult* r, int row, int offset, core::AllocationSnapshot& snap);
+
+Result<RequestRow> parse_request(const PGresult* r, int row);
+Result<UsageEventRow> parse_event(const PGresult* r, int row);
+Result<AgreementRow> parse_agreement(const PGresult* r, int row);
+
+// The models allow-list as stored: newline-separated.
+std::string join_models(const std::vector<std::string>& models);
+std::vector<std::string> split_models(const std::string& s);
+
+}  // namespace cairva::store::pg

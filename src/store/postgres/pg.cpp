@@ -1,0 +1,118 @@
+#include "store/postgres/pg.h"
+
+#include <charconv>
+#include <string_view>
+
+namespace cairva::store::pg {
+
+Params& Params::text(std::string_view s) {
+  values_.emplace_back(std::string(s));
+  return *this;
+}
+Params& Params::i64(int64_t v) {
+  values_.emplace_back(std::to_string(v));
+  return *this;
+}
+Params& Params::boolean(bool v) {
+  values_.emplace_back(v ? "t" : "f");
+  return *this;
+}
+Params& Params::null() {
+  values_.emplace_back(std::nullopt);
+  return *this;
+}
+
+std::vector<const char*> Params::pointers() const {
+  std::vector<const char*> out;
+  out.reserve(values_.size());
+  for (const auto& v : values_) out.push_back(v ? v->c_str() : nullptr);
+  return out;
+}
+
+std::string get_text(const PGresult* r, int row, int col) {
+  if (PQgetisnull(r, row, col)) return {};
+  return std::string(PQgetvalue(r, row, col), static_cast<size_t>(PQgetlength(r, row, col)));
+}
+
+std::optional<int64_t> get_opt_i64(const PGresult* r, int row, int col) {
+  if (PQgetisnull(r, row, col)) return std::nullopt;
+  const char* s = PQgetvalue(r, row, col);
+  const char* end = s + PQgetlength(r, row, col);
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s, end, v);
+  if (ec != std::errc() || p != end) return std::nullopt;
+  return v;
+}
+
+int64_t get_i64(const PGresult* r, int row, int col) { return get_opt_i64(r, row, col).value_or(0); }
+
+bool get_bool(const PGresult* r, int row, int col) {
+  return !PQgetisnull(r, row, col) && PQgetvalue(r, row, col)[0] == 't';
+}
+
+Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
+  PGconn* c = PQconnectdb(url.c_str());
+  if (c == nullptr) return make_error(ErrorCode::store_unavailable, "postgres: out of memory");
+  if (PQstatus(c) != CONNECTION_OK) {
+    std::string msg = std::string("postgres: connect failed: ") + PQerrorMessage(c);
+    PQfinish(c);
+    return make_error(ErrorCode::store_unavailable, std::move(msg));
+  }
+  return std::unique_ptr<Connection>(new Connection(c));
+}
+
+Connection::~Connection() { PQfinish(conn_); }
+
+Result<PgResult> Connection::check(PGresult* raw, std::string_view what) {
+  PgResult r(raw);
+  auto st = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+  if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return r;
+  // The first failure is the cause; a later ROLLBACK's success must not hide it.
+  const char* state = r ? PQresultErrorField(r.get(), PG_DIAG_SQLSTATE) : nullptr;
+  if (last_sqlstate_.empty()) last_sqlstate_ = state ? state : "XXXXX";
+  std::string msg = "postgres: ";
+  msg += what;
+  msg += ": ";
+  msg += r ? PQresultErrorMessage(r.get()) : PQerrorMessage(conn_);
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  return make_error(ErrorCode::store_unavailable, std::move(msg));
+}
+
+Result<PgResult> Connection::exec(std::string_view sql) {
+  std::string s(sql);
+  return check(PQexec(conn_, s.c_str()), "exec");
+}
+
+Result<PgResult> Connection::run(const Statement& st, const Params& p) {
+  if (!prepared_.contains(st.name)) {
+    auto prep = check(PQprepare(conn_, st.name, st.sql.c_str(), 0, nullptr), st.name);
+    if (!prep.ok()) return prep.error();
+    prepared_.insert(st.name);
+  }
+  auto ptrs = p.pointers();
+  return check(PQexecPrepared(conn_, st.name, p.size(), ptrs.data(), nullptr, nullptr, 0), st.name);
+}
+
+Transaction::~Transaction() {
+  if (open_ && c_.healthy()) (void)c_.exec("ROLLBACK");
+}
+
+Status Transaction::begin(std::string_view sql) {
+  auto r = c_.exec(sql);
+  if (!r.ok()) return r.error();
+  open_ = true;
+  return {};
+}
+
+Status Transaction::commit() {
+  auto r = c_.exec("COMMIT");
+  open_ = false;  // a failed COMMIT has ended the transaction too
+  if (!r.ok()) return r.error();
+  // COMMIT of a transaction that already failed answers "ROLLBACK", not an error.
+  if (std::string_view(PQcmdStatus(r->get())) != "COMMIT") {
+    return make_error(ErrorCode::store_unavailable, "postgres: transaction rolled back");
+  }
+  return {};
+}
+
+}  // namespace cairva::store::pg

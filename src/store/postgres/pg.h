@@ -1,0 +1,101 @@
+// Thin RAII layer over libpq: owned results, text parameters, lazily prepared
+// statements per connection, and a transaction guard. Every libpq failure becomes
+// Error{store_unavailable} (SPEC: store down is a 503), with the SQLSTATE kept.
+//
+// Thread safety: a Connection is used by one thread at a time (the pool hands it out).
+#pragma once
+
+#include <libpq-fe.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_set>
+#include <vector>
+
+#include "base/result.h"
+
+namespace cairva::store::pg {
+
+struct ResultDeleter {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using PgResult = std::unique_ptr<PGresult, ResultDeleter>;
+
+// SQLSTATEs the store reacts to.
+inline constexpr std::string_view sqlstate_unique_violation = "23505";
+inline constexpr std::string_view sqlstate_deadlock = "40P01";
+inline constexpr std::string_view sqlstate_serialization = "40001";
+
+// A prepared statement: a stable name and its SQL.
+struct Statement {
+  const char* name;
+  std::string sql;
+};
+
+// Positional text parameters ($1, $2, ...).
+class Params {
+ public:
+  Params& text(std::string_view s);
+  Params& i64(int64_t v);
+  Params& boolean(bool v);
+  Params& null();
+  Params& opt_i64(std::optional<int64_t> v) { return v ? i64(*v) : null(); }
+  Params& opt_text(const std::optional<std::string>& v) { return v ? text(*v) : null(); }
+
+  int size() const { return static_cast<int>(values_.size()); }
+  std::vector<const char*> pointers() const;
+
+ private:
+  std::vector<std::optional<std::string>> values_;
+};
+
+// Row access helpers (column values as text; NULL → default/nullopt).
+std::string get_text(const PGresult* r, int row, int col);
+int64_t get_i64(const PGresult* r, int row, int col);
+bool get_bool(const PGresult* r, int row, int col);
+std::optional<int64_t> get_opt_i64(const PGresult* r, int row, int col);
+inline int rows(const PgResult& r) { return PQntuples(r.get()); }
+
+class Connection {
+ public:
+  static Result<std::unique_ptr<Connection>> open(const std::string& url);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // A simple (unparameterised) command, possibly several statements.
+  Result<PgResult> exec(std::string_view sql);
+  // A prepared statement, prepared on this connection at first use.
+  Result<PgResult> run(const Statement& st, const Params& p);
+
+  bool healthy() const { return PQstatus(conn_) == CONNECTION_OK; }
+  // SQLSTATE of the last failed command since clear_sqlstate() ("" when none).
+  const std::string& last_sqlstate() const { return last_sqlstate_; }
+  void clear_sqlstate() { last_sqlstate_.clear(); }
+
+ private:
+  explicit Connection(PGconn* c) : conn_(c) {}
+  Result<PgResult> check(PGresult* raw, std::string_view what);
+
+  PGconn* conn_;
+  std::unordered_set<std::string> prepared_;
+  std::string last_sqlstate_;
+};
+
+// BEGIN on construction; ROLLBACK on destruction unless commit() succeeded.
+class Transaction {
+ public:
+  explicit Transaction(Connection& c) : c_(c) {}
+  ~Transaction();
+  Status begin(std::string_view sql = "BEGIN");
+  Status commit();
+
+ private:
+  Connection& c_;
+  bool open_ = false;
+};
+
+}  // namespace cairva::store::pg

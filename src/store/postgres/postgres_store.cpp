@@ -1,0 +1,274 @@
+// PostgresStore: opening, the asynchronous plumbing, and the request path (authenticate,
+// admit, settle, status, sweep). Admin calls: postgres_admin.cpp; audit: postgres_audit.cpp.
+#include "store/postgres/postgres_store.h"
+
+#include <algorithm>
+
+#include "base/ids.h"
+#include "core/ledger.h"
+#include "core/limits.h"
+#include "store/postgres/codec.h"
+#include "store/postgres/schema.h"
+#include "store/postgres/statements.h"
+#include "store/postgres/tx_helpers.h"
+
+namespace cairva::store::pg {
+
+PostgresStore::PostgresStore(const StoreOptions& options, std::shared_ptr<const Clock> clock)
+    : options_(options),
+      clock_(std::move(clock)),
+      pool_(options.url, options.pool_size),
+      workers_(std::clamp(options.pool_size, 1, async_worker_threads_max)) {
+  CAIRVA_ASSERT(clock_ != nullptr);
+}
+
+PostgresStore::~PostgresStore() = default;
+
+Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const StoreOptions& options,
+                                                           std::shared_ptr<const Clock> clock) {
+  std::unique_ptr<PostgresStore> store(new PostgresStore(options, std::move(clock)));
+  {
+    auto lease = store->pool_.acquire();
+    if (!lease.ok()) return lease.error();
+    if (Status m = migrate(**lease); !m.ok()) return m.error();
+  }
+  return store;
+}
+
+std::optional<UnixMicros> PostgresStore::injected_now() const {
+  if (options_.use_database_clock) return std::nullopt;
+  return clock_->now();
+}
+
+template <class T, class F>
+void PostgresStore::run_async(Callback<T> done, F work) {
+  auto job = [this, done, work = std::move(work)]() mutable {
+    Result<T> r = with_connection<T>(work);
+    done(std::move(r));  // after COMMIT (or failure), holding no lock
+  };
+  if (!workers_.post(std::move(job))) {
+    done(make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
+  }
+}
+
+// ------------------------------------------------------------------ request path
+
+void PostgresStore::authenticate(const std::string& key_secret_hash, Callback<KeyGrant> done) {
+  run_async<KeyGrant>(std::move(done), [this, key_secret_hash](Connection& c) {
+    return authenticate_on(c, key_secret_hash);
+  });
+}
+
+Result<KeyGrant> PostgresStore::authenticate_on(Connection& c, const std::string& hash) {
+  auto r = c.run(sql::authenticate, Params().text(hash));
+  if (!r.ok()) return r.error();
+  if (rows(*r) == 0 || get_bool(r->get(), 0, 2)) {
+    return make_error(ErrorCode::invalid_api_key, "invalid API key");
+  }
+  const PGresult* res = r->get();
+  KeyGrant g;
+  g.key_id = get_text(res, 0, 0);
+  g.allocation_id = get_text(res, 0, 1);
+  g.provider = get_text(res, 0, 3);
+  g.models = split_models(get_text(res, 0, 4));
+  g.limits = {get_i64(res, 0, 5), get_i64(res, 0, 6), get_i64(res, 0, 7)};
+  return g;
+}
+
+void PostgresStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
+  run_async<AdmitResult>(std::move(done),
+                         [this, cmd = std::move(cmd)](Connection& c) { return admit_on(c, cmd); });
+}
+
+Result<AdmitResult> PostgresStore::admit_on(Connection& c, const AdmitCommand& cmd) {
+  Transaction tx(c);
+  if (Status s = tx.begin(); !s.ok()) return s.error();
+  auto locked = c.run(sql::lock_allocation, Params().text(cmd.allocation_id));
+  if (!locked.ok()) return locked.error();
+  if (rows(*locked) == 0) return make_error(ErrorCode::not_found, "allocation not found");
+  auto alloc = parse_allocation(locked->get(), 0, 0);
+  if (!alloc.ok()) return alloc.error();
+  // The clock is read here, after the lock: start times follow admission order.
+  auto counts = c.run(sql::window_counts, Params()
+                                              .text(cmd.allocation_id)
+                                              .opt_i64(injected_now())
+                                              .i64(options_.in_flight_timeout_s * micros_per_second)
+                                              .i64(core::rate_window_us));
+  if (!counts.ok()) return counts.error();
+  core::AllocationSnapshot snap = alloc->snap;
+  const UnixMicros now = parse_counts(counts->get(), 0, 0, snap);
+
+  AdmitResult out{core::decide_admission(snap, cmd.facts, now), snap};
+  const auto& d = out.decision;
+  out.after.state = d.new_state.value_or(snap.state);
+  out.after.agreement_state = d.new_agreement_state.value_or(snap.agreement_state);
+  const bool agreement_changed = out.after.agreement_state != snap.agreement_state;
+  if (d.admitted()) {
+    const auto& admitted = std::get<core::Admitted>(d.outcome);
+    auto ins = c.run(sql::insert_request, Params()
+                                              .text(cmd.allocation_id)
+                                              .text(cmd.request_id)
+                                              .text(cmd.key_id)
+                                              .i64(now)
+                                              .text(cmd.model)
+                                              .boolean(cmd.stream)
+                                              .i64(admitted.hold.input)
+                                              .i64(admitted.hold.output)
+                                              .text(core::to_string(out.after.state)));
+    if (!ins.ok()) return ins.error();
+    out.after.held.input += admitted.hold.input;
+    out.after.held.output += admitted.hold.output;
+    out.after.requests_last_minute += 1;
+    out.after.in_flight += 1;
+  }
+  if (agreement_changed || (!d.admitted() && out.after.state != snap.state)) {
+    auto set = c.run(sql::set_states, Params()
+                                          .text(cmd.allocation_id)
+                                          .text(core::to_string(out.after.state))
+                                          .text(alloc->agreement_id)
+                                          .text(core::to_string(out.after.agreement_state)));
+    if (!set.ok()) return set.error();
+  }
+  if (Status s = tx.commit(); !s.ok()) return s.error();
+  return out;
+}
+
+void PostgresStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
+  run_async<SettleResult>(std::move(done),
+                          [this, cmd = std::move(cmd)](Connection& c) { return settle_on(c, cmd); });
+}
+
+Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand& cmd) {
+  Transaction tx(c);
+  if (Status s = tx.begin(); !s.ok()) return s.error();
+  SettleResult out;
+  auto locked = c.run(sql::lock_allocation, Params().text(cmd.allocation_id));
+  if (!locked.ok()) return locked.error();
+  if (rows(*locked) == 0) return out;  // unknown_request
+  auto alloc = parse_allocation(locked->get(), 0, 0);
+  if (!alloc.ok()) return alloc.error();
+  auto req = read_locked_request(c, cmd.request_id, cmd.allocation_id, injected_now());
+  if (!req.ok()) return req.error();
+  if (!req->has_value()) return out;  // unknown_request
+  const LockedRequest& rq = **req;
+  core::AllocationLedger ledger = ledger_for(*alloc, cmd.request_id, &rq);
+  out.request_state = rq.state;
+  const bool open = ledger.find_open(cmd.request_id) != nullptr;
+
+  switch (cmd.kind) {
+    case SettleKind::usage: {
+      if (!open) {
+        out.book = core::BookResult::already_settled;
+        break;
+      }
+      auto prior = booked_counts(c, cmd.allocation_id, cmd.provider_request_id);
+      if (!prior.ok()) return prior.error();
+      if (prior->has_value()) ledger.restore_booked_provider_id(cmd.provider_request_id, **prior);
+      const core::BookOutcome b = ledger.book(cmd.request_id, cmd.provider_request_id, cmd.usage, rq.now);
+      out.book = b.result;
+      out.request_state = core::RequestState::booked;
+      if (b.result == core::BookResult::booked) {
+        Status w = write_booking(c, cmd.allocation_id, *alloc, ledger, new_id("evt"), cmd.request_id,
+                                 cmd.provider_request_id, cmd.usage, core::EventSource::provider,
+                                 core::Finality::reported, "", rq.now, rq.open.hold);
+        if (!w.ok()) return w.error();
+        break;
+      }
+      CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);
+      auto close = c.run(sql::close_request, Params()
+                                                 .text(cmd.allocation_id)
+                                                 .text(cmd.request_id)
+                                                 .text("booked")
+                                                 .i64(rq.now)
+                                                 .text(cmd.provider_request_id)
+                                                 .i64(rq.open.hold.input)
+                                                 .i64(rq.open.hold.output));
+      if (!close.ok()) return close.error();
+      if (b.result == core::BookResult::conflict) {
+        auto cf = c.run(sql::insert_conflict, Params()
+                                                  .text(new_id("cfl"))
+                                                  .text(cmd.allocation_id)
+                                                  .text(cmd.request_id)
+                                                  .text(cmd.provider_request_id)
+                                                  .i64(cmd.usage.input)
+                                                  .i64(cmd.usage.output)
+                                                  .i64(b.booked_event.input)
+                                                  .i64(b.booked_event.output)
+                                                  .i64(rq.now));
+        if (!cf.ok()) return cf.error();
+      }
+      break;
+    }
+    case SettleKind::usage_missing: {
+      if (!ledger.mark_usage_pending(cmd.request_id)) break;  // already pending or settled
+      auto m = c.run(sql::mark_usage_pending,
+                     Params().text(cmd.request_id).i64(rq.now).text(cmd.provider_request_id));
+      if (!m.ok()) return m.error();
+      out.request_state = core::RequestState::usage_pending;
+      break;
+    }
+    case SettleKind::failed: {
+      if (!ledger.fail(cmd.request_id)) break;  // already settled
+      auto f = c.run(sql::close_request, Params()
+                                             .text(cmd.allocation_id)
+                                             .text(cmd.request_id)
+                                             .text("failed")
+                                             .i64(rq.now)
+                                             .text(cmd.provider_request_id)
+                                             .i64(rq.open.hold.input)
+                                             .i64(rq.open.hold.output));
+      if (!f.ok()) return f.error();
+      out.request_state = core::RequestState::failed;
+      break;
+    }
+  }
+  if (Status s = tx.commit(); !s.ok()) return s.error();
+  return out;
+}
+
+void PostgresStore::allocation_status(const std::string& allocation_id,
+                                      Callback<AllocationStatus> done) {
+  run_async<AllocationStatus>(std::move(done), [this, allocation_id](Connection& c) {
+    return one_status_on(c, allocation_id);
+  });
+}
+
+Result<std::vector<AllocationStatus>> PostgresStore::status_on(
+    Connection& c, const std::optional<std::string>& id) {
+  auto r = c.run(sql::allocation_status, Params()
+                                             .opt_i64(injected_now())
+                                             .opt_text(id)
+                                             .i64(options_.in_flight_timeout_s * micros_per_second)
+                                             .i64(core::rate_window_us)
+                                             .i64(allocations_list_max));
+  if (!r.ok()) return r.error();
+  std::vector<AllocationStatus> out;
+  for (int i = 0; i < rows(*r); ++i) {
+    auto alloc = parse_allocation(r->get(), i, sql::status_lock_offset);
+    if (!alloc.ok()) return alloc.error();
+    AllocationStatus s{get_text(r->get(), i, 0), alloc->agreement_id, alloc->snap};
+    const UnixMicros now = parse_counts(r->get(), i, sql::status_counts_offset, s.snapshot);
+    s.snapshot.state = core::effective_state(s.snapshot, now);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+Result<AllocationStatus> PostgresStore::one_status_on(Connection& c, const std::string& id) {
+  auto all = status_on(c, id);
+  if (!all.ok()) return all.error();
+  if (all->empty()) return make_error(ErrorCode::not_found, "allocation not found: " + id);
+  return std::move(all->front());
+}
+
+Result<int64_t> PostgresStore::sweep_stale() {
+  return with_connection<int64_t>([this](Connection& c) -> Result<int64_t> {
+    auto r = c.run(sql::sweep_stale, Params()
+                                         .opt_i64(injected_now())
+                                         .i64(options_.in_flight_timeout_s * micros_per_second));
+    if (!r.ok()) return r.error();
+    return static_cast<int64_t>(std::stoll(PQcmdTuples(r->get())));
+  });
+}
+
+}  // namespace cairva::store::pg

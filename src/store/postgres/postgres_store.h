@@ -1,0 +1,113 @@
+// PostgresStore: the Store for several gateway processes sharing one PostgreSQL database.
+//
+// Every admission and settlement is one transaction holding the allocation's row lock
+// (SELECT … FOR NO KEY UPDATE on allocations), reading the clock after the lock, and
+// calling the pure core (decide_admission, the AllocationLedger's transitions) on a
+// snapshot computed from indexed tables; so any number of processes together never exceed
+// a limit or the allowance.
+//
+// Threads: the asynchronous methods run on a small fixed set of worker threads (libpq is
+// blocking) and call back on them after COMMIT, holding no lock. Connections come from a
+// pool of StoreOptions::pool_size per process. Every method is thread-safe.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <optional>
+
+#include "base/result.h"
+#include "base/time.h"
+#include "store/postgres/pool.h"
+#include "store/postgres/workers.h"
+#include "store/store.h"
+
+namespace cairva::store::pg {
+
+// Worker threads running libpq calls for the asynchronous methods (at most pool_size).
+inline constexpr int async_worker_threads_max = 8;
+// A transaction that hit a deadlock or serialization failure is retried this many times.
+inline constexpr int transaction_attempts_max = 3;
+// Page bounds for the admin listings.
+inline constexpr size_t list_rows_max = 1000;
+inline constexpr int64_t allocations_list_max = 100000;
+
+class PostgresStore final : public Store {
+ public:
+  // Connects, creates or migrates the schema (safe with several processes at once).
+  // With options.use_database_clock the database's clock_timestamp() is "now";
+  // otherwise `clock` is (tests).
+  static Result<std::unique_ptr<PostgresStore>> open(const StoreOptions& options,
+                                                     std::shared_ptr<const Clock> clock);
+  ~PostgresStore() override;
+
+  void authenticate(const std::string& key_secret_hash, Callback<KeyGrant> done) override;
+  void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;
+  void settle(SettleCommand cmd, Callback<SettleResult> done) override;
+  void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) override;
+
+  Result<CreatedAgreement> create_agreement(const NewAgreement& a) override;
+  Result<AgreementRow> get_agreement(const std::string& agreement_id) override;
+  Result<AgreementRow> cancel_agreement(const std::string& agreement_id) override;
+  Result<std::vector<AllocationStatus>> list_allocations() override;
+  Result<AllocationStatus> get_allocation(const std::string& allocation_id) override;
+  Result<AllocationStatus> suspend_allocation(const std::string& allocation_id) override;
+  Result<AllocationStatus> resume_allocation(const std::string& allocation_id) override;
+  Result<CreatedKey> create_key(const std::string& allocation_id) override;
+  Result<ApiKeyRow> revoke_key(const std::string& key_id) override;
+  Result<std::vector<RequestRow>> list_requests(const RequestFilter& f) override;
+  Result<RequestRow> get_request(const std::string& request_id) override;
+  Result<UsageEventRow> reconcile(const Reconciliation& r) override;
+  Result<std::vector<UsageEventRow>> list_events(const EventFilter& f) override;
+  Result<std::vector<ConflictRow>> list_conflicts(const std::optional<std::string>& allocation_id) override;
+
+  Result<int64_t> sweep_stale() override;
+  Result<AuditReport> audit() override;
+
+ private:
+  PostgresStore(const StoreOptions& options, std::shared_ptr<const Clock> clock);
+
+  // The injected clock's now, or nullopt to let SQL read the database clock.
+  std::optional<UnixMicros> injected_now() const;
+
+  // Runs `work` on a pooled connection, retrying deadlocks/serialization failures.
+  template <class T, class F>
+  Result<T> with_connection(F&& work);
+  // Runs `work` on a worker thread, then `done` with its result (exactly once).
+  template <class T, class F>
+  void run_async(Callback<T> done, F work);
+
+  Result<KeyGrant> authenticate_on(Connection& c, const std::string& hash);
+  Result<AdmitResult> admit_on(Connection& c, const AdmitCommand& cmd);
+  Result<SettleResult> settle_on(Connection& c, const SettleCommand& cmd);
+  Result<std::vector<AllocationStatus>> status_on(Connection& c,
+                                                  const std::optional<std::string>& id);
+  Result<AllocationStatus> one_status_on(Connection& c, const std::string& id);
+  Result<AllocationStatus> change_state_on(Connection& c, const std::string& allocation_id,
+                                           bool suspend);
+  Result<UsageEventRow> reconcile_on(Connection& c, const Reconciliation& r);
+
+  const StoreOptions options_;
+  const std::shared_ptr<const Clock> clock_;
+  ConnectionPool pool_;
+  Workers workers_;  // last: joined first, while the pool still exists
+};
+
+template <class T, class F>
+Result<T> PostgresStore::with_connection(F&& work) {
+  for (int attempt = 1;; ++attempt) {
+    auto lease = pool_.acquire();
+    if (!lease.ok()) return lease.error();
+    Connection& c = **lease;
+    c.clear_sqlstate();
+    Result<T> r = work(c);
+    if (r.ok() || attempt >= transaction_attempts_max) return r;
+    const std::string& state = c.last_sqlstate();
+    // Deadlock and serialization failures roll the whole transaction back: safe to rerun.
+    // A connection that broke is dropped by the pool; the retry gets a fresh one.
+    const bool retry = state == sqlstate_deadlock || state == sqlstate_serialization ||
+                       !c.healthy();
+    if (!retry) return r;
+  }
+}
+
+}  // namespace cairva::store::pg

@@ -1,0 +1,147 @@
+#include "store/postgres/schema.h"
+
+#include <array>
+#include <string>
+
+namespace cairva::store::pg {
+namespace {
+
+// Times are bigint microseconds since the Unix epoch (UnixMicros), the same integers the
+// rest of the code uses, so no time-zone conversion can creep in.
+//
+// allocations keeps booked_* and held_* as columns, updated in the same transaction and
+// under the same row lock as the events and requests they sum: admission then reads them
+// from the locked row in O(1) instead of summing an ever-growing ledger; audit() checks
+// that they still equal the sums (conservation). event_seq numbers an allocation's events
+// under its row lock, so listing by (allocation_id, seq) never skips an event that another
+// process committed late (a global serial can commit out of order).
+constexpr const char* migration_1 = R"SQL(
+CREATE TABLE agreements (
+  id text PRIMARY KEY,
+  supplier text NOT NULL,
+  buyer text NOT NULL,
+  provider text NOT NULL,
+  models text NOT NULL DEFAULT '',  -- newline-separated allow-list
+  input_tokens bigint NOT NULL,
+  output_tokens bigint NOT NULL,
+  starts_at bigint NOT NULL,
+  ends_at bigint NOT NULL,
+  requests_per_minute bigint NOT NULL,
+  tokens_per_minute bigint NOT NULL,
+  max_concurrency bigint NOT NULL,
+  state text NOT NULL,
+  created_at bigint NOT NULL
+);
+CREATE TABLE allocations (
+  id text PRIMARY KEY,
+  agreement_id text NOT NULL UNIQUE REFERENCES agreements (id),
+  state text NOT NULL,
+  booked_input bigint NOT NULL DEFAULT 0,
+  booked_output bigint NOT NULL DEFAULT 0,
+  held_input bigint NOT NULL DEFAULT 0,
+  held_output bigint NOT NULL DEFAULT 0,
+  event_seq bigint NOT NULL DEFAULT 0,
+  created_at bigint NOT NULL
+);
+CREATE TABLE api_keys (
+  id text PRIMARY KEY,
+  allocation_id text NOT NULL REFERENCES allocations (id),
+  secret_hash text NOT NULL UNIQUE,
+  revoked boolean NOT NULL DEFAULT false,
+  created_at bigint NOT NULL
+);
+CREATE INDEX api_keys_allocation ON api_keys (allocation_id);
+CREATE TABLE requests (
+  id text PRIMARY KEY,
+  allocation_id text NOT NULL REFERENCES allocations (id),
+  key_id text NOT NULL,
+  state text NOT NULL,
+  started_at bigint NOT NULL,
+  finished_at bigint,
+  model text NOT NULL,
+  stream boolean NOT NULL,
+  hold_input bigint NOT NULL,
+  hold_output bigint NOT NULL,
+  provider_request_id text NOT NULL DEFAULT ''
+);
+-- requests_per_minute: starts in the trailing window.
+CREATE INDEX requests_started ON requests (allocation_id, started_at);
+-- max_concurrency and usage_pending counts: only the open requests.
+CREATE INDEX requests_open ON requests (allocation_id, started_at)
+  WHERE state IN ('in_flight', 'usage_pending');
+-- sweep_stale across every allocation.
+CREATE INDEX requests_in_flight ON requests (started_at) WHERE state = 'in_flight';
+CREATE INDEX requests_state ON requests (state, allocation_id);
+CREATE TABLE usage_events (
+  id text PRIMARY KEY,
+  allocation_id text NOT NULL REFERENCES allocations (id),
+  seq bigint NOT NULL,
+  request_id text NOT NULL UNIQUE REFERENCES requests (id),
+  provider_request_id text NOT NULL,
+  input_tokens bigint NOT NULL,
+  output_tokens bigint NOT NULL,
+  source text NOT NULL,
+  finality text NOT NULL,
+  evidence text NOT NULL DEFAULT '',
+  booked_at bigint NOT NULL,
+  UNIQUE (allocation_id, provider_request_id),
+  UNIQUE (allocation_id, seq)
+);
+-- tokens_per_minute: bookings in the trailing window.
+CREATE INDEX usage_events_booked ON usage_events (allocation_id, booked_at);
+CREATE TABLE conflicts (
+  id text PRIMARY KEY,
+  allocation_id text NOT NULL REFERENCES allocations (id),
+  request_id text NOT NULL,
+  provider_request_id text NOT NULL,
+  reported_input bigint NOT NULL,
+  reported_output bigint NOT NULL,
+  booked_input bigint NOT NULL,
+  booked_output bigint NOT NULL,
+  recorded_at bigint NOT NULL
+);
+CREATE INDEX conflicts_allocation ON conflicts (allocation_id, recorded_at);
+)SQL";
+
+constexpr std::array<const char*, 1> migrations = {migration_1};
+
+// First key of the two-key advisory lock; the second is the schema's name hash, so that
+// separate schemas (tests) migrate independently.
+constexpr int migration_lock_key = 0x43415256;  // "CARV"
+
+}  // namespace
+
+int schema_version_latest() { return static_cast<int>(migrations.size()); }
+
+Status migrate(Connection& c) {
+  const std::string key = std::to_string(migration_lock_key);
+  auto locked = c.exec("SELECT pg_advisory_lock(" + key + ", hashtext(current_schema()))");
+  if (!locked.ok()) return locked.error();
+  auto apply = [&]() -> Status {
+    auto t = c.exec(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())");
+    if (!t.ok()) return t.error();
+    auto v = c.exec("SELECT COALESCE(max(version), 0) FROM schema_migrations");
+    if (!v.ok()) return v.error();
+    const int64_t have = get_i64(v->get(), 0, 0);
+    for (int64_t n = have + 1; n <= schema_version_latest(); ++n) {
+      std::string sql = "BEGIN;\n";
+      sql += migrations[static_cast<size_t>(n - 1)];
+      sql += "\nINSERT INTO schema_migrations (version) VALUES (" + std::to_string(n) + ");\nCOMMIT;";
+      auto r = c.exec(sql);
+      if (!r.ok()) {
+        (void)c.exec("ROLLBACK");
+        return r.error();
+      }
+    }
+    return {};
+  };
+  Status st = apply();
+  auto unlocked = c.exec("SELECT pg_advisory_unlock(" + key + ", hashtext(current_schema()))");
+  if (!st.ok()) return st;
+  if (!unlocked.ok()) return unlocked.error();
+  return {};
+}
+
+}  // namespace cairva::store::pg

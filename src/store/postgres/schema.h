@@ -1,0 +1,18 @@
+// The PostgreSQL schema as numbered migrations, applied at open. Several processes
+// starting at once apply each migration exactly once: the runner holds a session-level
+// advisory lock (per database and schema) while it reads schema_migrations and applies
+// what is missing, each migration in its own transaction with its version row.
+#pragma once
+
+#include "base/result.h"
+#include "store/postgres/pg.h"
+
+namespace cairva::store::pg {
+
+// The number of migrations this build knows (schema_migrations holds 1..this).
+int schema_version_latest();
+
+// Applies the missing migrations. Safe to call concurrently from several processes.
+Status migrate(Connection& c);
+
+}  // namespace cairva::store::pg

@@ -1,0 +1,212 @@
+#include "store/postgres/statements.h"
+
+#include <string>
+
+namespace cairva::store::pg::sql {
+namespace {
+
+// Microseconds since the epoch from the database clock, read when evaluated.
+#define CV_DB_NOW "(extract(epoch from clock_timestamp()) * 1000000)::bigint"
+
+std::string now_param(int n) {
+  return "COALESCE($" + std::to_string(n) + "::bigint, " CV_DB_NOW ")";
+}
+
+constexpr const char* lock_columns =
+    "al.state, al.booked_input, al.booked_output, al.held_input, al.held_output, al.event_seq, "
+    "ag.id, ag.state, ag.starts_at, ag.ends_at, ag.requests_per_minute, ag.tokens_per_minute, "
+    "ag.max_concurrency, ag.input_tokens, ag.output_tokens";
+
+// The four window counts for allocation `alloc` (an SQL expression) at c.now.
+std::string counts(const std::string& alloc) {
+  return "(SELECT count(*) FROM requests r WHERE r.allocation_id = " + alloc +
+         " AND r.started_at > c.now - $4::bigint), "
+         "(SELECT COALESCE(sum(e.input_tokens + e.output_tokens), 0) FROM usage_events e "
+         " WHERE e.allocation_id = " + alloc + " AND e.booked_at > c.now - $4::bigint), "
+         "(SELECT count(*) FROM requests r WHERE r.allocation_id = " + alloc +
+         " AND r.state = 'in_flight' AND r.started_at > c.now - $3::bigint), "
+         "(SELECT count(*) FROM requests r WHERE r.allocation_id = " + alloc +
+         " AND r.state IN ('in_flight', 'usage_pending')"
+         " AND NOT (r.state = 'in_flight' AND r.started_at > c.now - $3::bigint))";
+}
+
+constexpr const char* request_columns =
+    "id, allocation_id, state, started_at, finished_at, model, stream, hold_input, hold_output, "
+    "provider_request_id";
+constexpr const char* event_columns =
+    "id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens, source, "
+    "finality, evidence, booked_at";
+
+}  // namespace
+
+const Statement lock_allocation{
+    "cv_lock_allocation",
+    std::string("SELECT ") + lock_columns +
+        " FROM allocations al JOIN agreements ag ON ag.id = al.agreement_id"
+        " WHERE al.id = $1 FOR NO KEY UPDATE OF al"};
+
+const Statement window_counts{
+    "cv_window_counts",
+    "WITH c AS MATERIALIZED (SELECT " + now_param(2) + " AS now) SELECT c.now, " +
+        counts("$1::text") + " FROM c"};
+
+const Statement allocation_status{
+    "cv_allocation_status",
+    "WITH c AS MATERIALIZED (SELECT " + now_param(1) + " AS now) SELECT al.id, " + lock_columns +
+        ", c.now, " + counts("al.id") +
+        " FROM allocations al JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c"
+        " WHERE ($2::text IS NULL OR al.id = $2::text) ORDER BY al.created_at, al.id LIMIT $5"};
+
+const Statement insert_request{
+    "cv_insert_request",
+    "WITH ins AS (INSERT INTO requests (id, allocation_id, key_id, state, started_at, model,"
+    " stream, hold_input, hold_output) VALUES ($2, $1, $3, 'in_flight', $4, $5, $6, $7, $8))"
+    " UPDATE allocations SET held_input = held_input + $7, held_output = held_output + $8,"
+    " state = $9 WHERE id = $1"};
+
+const Statement set_states{
+    "cv_set_states",
+    "WITH ag AS (UPDATE agreements SET state = $4 WHERE id = $3)"
+    " UPDATE allocations SET state = $2 WHERE id = $1"};
+
+// $1 request, $2 allocation, $3 now|NULL. Columns: state, hold_input, hold_output,
+// started_at, provider_request_id, now.
+const Statement read_request_locked{
+    "cv_read_request_locked",
+    "SELECT state, hold_input, hold_output, started_at, provider_request_id, " + now_param(3) +
+        " FROM requests WHERE id = $1 AND allocation_id = $2 FOR NO KEY UPDATE"};
+
+// $1 allocation, $2 provider request id. Columns: input_tokens, output_tokens.
+const Statement booked_event_by_provider_id{
+    "cv_booked_event_by_provider_id",
+    "SELECT input_tokens, output_tokens FROM usage_events"
+    " WHERE allocation_id = $1 AND provider_request_id = $2"};
+
+// $1 event id, $2 allocation, $3 seq, $4 request, $5 provider request id, $6/$7 counts,
+// $8 source, $9 finality, $10 evidence, $11 booked_at, $12/$13 the request's hold,
+// $14 agreement id, $15 agreement state, $16 allocation state.
+const Statement book_event{
+    "cv_book_event",
+    "WITH ev AS (INSERT INTO usage_events (id, allocation_id, seq, request_id,"
+    " provider_request_id, input_tokens, output_tokens, source, finality, evidence, booked_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)),"
+    " rq AS (UPDATE requests SET state = 'booked', finished_at = $11, provider_request_id = $5"
+    " WHERE id = $4),"
+    " ag AS (UPDATE agreements SET state = $15 WHERE id = $14)"
+    " UPDATE allocations SET booked_input = booked_input + $6, booked_output = booked_output + $7,"
+    " held_input = held_input - $12, held_output = held_output - $13, event_seq = $3, state = $16"
+    " WHERE id = $2"};
+
+// $1 allocation, $2 request, $3 new state, $4 finished_at, $5 provider request id ('' keeps),
+// $6/$7 hold to release.
+const Statement close_request{
+    "cv_close_request",
+    "WITH rq AS (UPDATE requests SET state = $3, finished_at = $4,"
+    " provider_request_id = COALESCE(NULLIF($5, ''), provider_request_id) WHERE id = $2)"
+    " UPDATE allocations SET held_input = held_input - $6, held_output = held_output - $7"
+    " WHERE id = $1"};
+
+// $1 request, $2 finished_at, $3 provider request id ('' keeps).
+const Statement mark_usage_pending{
+    "cv_mark_usage_pending",
+    "UPDATE requests SET state = 'usage_pending', finished_at = $2,"
+    " provider_request_id = COALESCE(NULLIF($3, ''), provider_request_id) WHERE id = $1"};
+
+const Statement insert_conflict{
+    "cv_insert_conflict",
+    "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
+    " reported_output, booked_input, booked_output, recorded_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"};
+
+// Every gateway's stale in-flight requests. $1 now|NULL, $2 timeout µs.
+// Not under the allocations' row locks, on purpose: admission already counts an in-flight
+// request started at or before now - timeout as usage_pending (window_counts), so this
+// UPDATE changes no number an admission reads and cannot let one overshoot. The rows are
+// locked SKIP LOCKED: a request being settled right now (its row locked by settlement) is
+// left to that settlement or the next sweep, and two gateways sweeping at once never wait
+// on (or deadlock with) each other.
+const Statement sweep_stale{
+    "cv_sweep_stale",
+    "WITH c AS MATERIALIZED (SELECT " + now_param(1) + " AS now),"
+    " s AS (SELECT r.id FROM requests r, c WHERE r.state = 'in_flight'"
+    " AND r.started_at <= c.now - $2::bigint FOR UPDATE OF r SKIP LOCKED)"
+    " UPDATE requests r SET state = 'usage_pending' FROM s WHERE r.id = s.id"};
+
+const Statement read_now{"cv_read_now", "SELECT " + now_param(1)};
+
+// $1 secret hash. Columns: key id, allocation id, revoked, provider, models, rpm, tpm, maxc.
+const Statement authenticate{
+    "cv_authenticate",
+    "SELECT k.id, k.allocation_id, k.revoked, ag.provider, ag.models, ag.requests_per_minute,"
+    " ag.tokens_per_minute, ag.max_concurrency FROM api_keys k"
+    " JOIN allocations al ON al.id = k.allocation_id JOIN agreements ag ON ag.id = al.agreement_id"
+    " WHERE k.secret_hash = $1"};
+
+const Statement insert_agreement{
+    "cv_insert_agreement",
+    "INSERT INTO agreements (id, supplier, buyer, provider, models, input_tokens, output_tokens,"
+    " starts_at, ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state,"
+    " created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"};
+
+const Statement insert_allocation{
+    "cv_insert_allocation",
+    "INSERT INTO allocations (id, agreement_id, state, created_at) VALUES ($1, $2, $3, $4)"};
+
+const Statement insert_key{
+    "cv_insert_key",
+    "INSERT INTO api_keys (id, allocation_id, secret_hash, created_at) VALUES ($1, $2, $3, $4)"};
+
+// Columns: id, supplier, buyer, provider, models, input, output, starts, ends, rpm, tpm,
+// maxc, state, created_at.
+const Statement get_agreement{
+    "cv_get_agreement",
+    "SELECT id, supplier, buyer, provider, models, input_tokens, output_tokens, starts_at,"
+    " ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state, created_at"
+    " FROM agreements WHERE id = $1"};
+
+const Statement allocation_of_agreement{
+    "cv_allocation_of_agreement", "SELECT id FROM allocations WHERE agreement_id = $1"};
+
+const Statement allocation_exists{
+    "cv_allocation_exists", "SELECT 1 FROM allocations WHERE id = $1"};
+
+const Statement revoke_key{
+    "cv_revoke_key",
+    "UPDATE api_keys SET revoked = true WHERE id = $1 RETURNING id, allocation_id"};
+
+const Statement list_requests{
+    "cv_list_requests",
+    std::string("SELECT ") + request_columns +
+        " FROM requests WHERE ($1::text IS NULL OR allocation_id = $1::text)"
+        " AND ($2::text IS NULL OR state = $2::text) ORDER BY started_at, id LIMIT $3"};
+
+const Statement get_request{
+    "cv_get_request", std::string("SELECT ") + request_columns + " FROM requests WHERE id = $1"};
+
+const Statement allocation_of_request{
+    "cv_allocation_of_request", "SELECT allocation_id FROM requests WHERE id = $1"};
+
+// $1 event id. Columns: allocation_id, seq.
+const Statement event_position{
+    "cv_event_position", "SELECT allocation_id, seq FROM usage_events WHERE id = $1"};
+
+// $1 allocation|NULL, $2/$3 position after (allocation, seq) | NULL, $4 limit. Booking
+// order per allocation: seq was assigned under the allocation's row lock.
+const Statement list_events{
+    "cv_list_events",
+    std::string("SELECT ") + event_columns +
+        " FROM usage_events WHERE ($1::text IS NULL OR allocation_id = $1::text)"
+        " AND ($2::text IS NULL OR (allocation_id, seq) > ($2::text, $3::bigint))"
+        " ORDER BY allocation_id, seq LIMIT $4"};
+
+const Statement list_conflicts{
+    "cv_list_conflicts",
+    "SELECT id, allocation_id, request_id, provider_request_id, reported_input, reported_output,"
+    " booked_input, booked_output, recorded_at FROM conflicts"
+    " WHERE ($1::text IS NULL OR allocation_id = $1::text) ORDER BY recorded_at, id LIMIT $2"};
+
+const Statement get_event_of_request{
+    "cv_get_event_of_request",
+    std::string("SELECT ") + event_columns + " FROM usage_events WHERE request_id = $1"};
+
+}  // namespace cairva::store::pg::sql

@@ -1,0 +1,75 @@
+// Every SQL statement the PostgreSQL store prepares, in one place. Column orders that
+// code reads by index are documented next to each statement and mirrored by the
+// *Col constants.
+//
+// Times: `$n::bigint` "now" parameters are the injected clock's value, or NULL to use the
+// database clock (clock_timestamp(), read when the statement runs: after the row lock).
+#pragma once
+
+#include "store/postgres/pg.h"
+
+namespace cairva::store::pg::sql {
+
+// The allocation's row lock, taken by admission, settlement and operator changes alike.
+// FOR NO KEY UPDATE: mutually exclusive like FOR UPDATE, but it does not block the
+// KEY SHARE locks that foreign-key checks take (inserting an api_key for the allocation).
+// $1 allocation id. Columns: LockCol.
+extern const Statement lock_allocation;
+enum LockCol {
+  lock_state, lock_booked_input, lock_booked_output, lock_held_input, lock_held_output,
+  lock_event_seq, lock_agreement_id, lock_agreement_state, lock_starts_at, lock_ends_at,
+  lock_rpm, lock_tpm, lock_max_concurrency, lock_allowance_input, lock_allowance_output,
+  lock_col_count
+};
+
+// The trailing-window counts at "now". $1 allocation, $2 now|NULL, $3 in-flight timeout
+// µs, $4 rate window µs. Columns: now, requests_last_minute, tokens_last_minute,
+// in_flight (not stale), usage_pending (including stale in-flight ones not yet swept).
+extern const Statement window_counts;
+
+// Status of one ($2) or every ($2 NULL) allocation without locking. $1 now|NULL, $3
+// timeout µs, $4 window µs, $5 row limit. Columns: id, then LockCol at offset 1, then the
+// five window_counts columns.
+extern const Statement allocation_status;
+inline constexpr int status_lock_offset = 1;
+inline constexpr int status_counts_offset = status_lock_offset + lock_col_count;
+
+extern const Statement insert_request;     // admitted: request row + hold on the allocation
+extern const Statement set_states;         // $1 allocation, $2 its state, $3 agreement, $4 its state
+extern const Statement read_request_locked;
+extern const Statement booked_event_by_provider_id;
+extern const Statement book_event;
+extern const Statement close_request;
+extern const Statement mark_usage_pending;
+extern const Statement insert_conflict;
+extern const Statement sweep_stale;
+extern const Statement read_now;
+extern const Statement authenticate;
+
+extern const Statement insert_agreement;
+extern const Statement insert_allocation;
+extern const Statement insert_key;
+extern const Statement get_agreement;
+extern const Statement allocation_of_agreement;
+extern const Statement allocation_exists;
+extern const Statement revoke_key;
+extern const Statement list_requests;
+extern const Statement get_request;
+extern const Statement allocation_of_request;
+extern const Statement event_position;
+extern const Statement list_events;
+extern const Statement list_conflicts;
+extern const Statement get_event_of_request;
+
+// Request row columns (list_requests, get_request).
+enum RequestCol {
+  req_id, req_allocation_id, req_state, req_started_at, req_finished_at, req_model, req_stream,
+  req_hold_input, req_hold_output, req_provider_request_id
+};
+// Usage event columns (list_events, get_event_of_request).
+enum EventCol {
+  evt_id, evt_allocation_id, evt_request_id, evt_provider_request_id, evt_input, evt_output,
+  evt_source, evt_finality, evt_evidence, evt_booked_at
+};
+
+}  // namespace cairva::store::pg::sql

@@ -1,0 +1,71 @@
+#include "store/postgres/tx_helpers.h"
+
+#include "store/postgres/statements.h"
+
+namespace cairva::store::pg {
+
+Result<std::optional<LockedRequest>> read_locked_request(Connection& c, const std::string& id,
+                                                         const std::string& allocation_id,
+                                                         std::optional<UnixMicros> now) {
+  auto r = c.run(sql::read_request_locked, Params().text(id).text(allocation_id).opt_i64(now));
+  if (!r.ok()) return r.error();
+  if (rows(*r) == 0) return std::optional<LockedRequest>();
+  const PGresult* res = r->get();
+  const std::string state = get_text(res, 0, 0);
+  auto st = core::parse_request_state(state);
+  if (!st) return make_error(ErrorCode::internal_error, "postgres: bad request state " + state);
+  LockedRequest out{*st, {}, get_text(res, 0, 4), get_i64(res, 0, 5)};
+  out.open.state = *st;
+  out.open.hold = {get_i64(res, 0, 1), get_i64(res, 0, 2)};
+  out.open.started_at = get_i64(res, 0, 3);
+  return std::optional<LockedRequest>(std::move(out));
+}
+
+// A one-request AllocationLedger restored from the locked rows: the core decides what a
+// settlement does (duplicate, conflict, depletion, …); the store writes the differences.
+core::AllocationLedger ledger_for(const AllocationRow& alloc, const std::string& request_id,
+                                  const LockedRequest* req) {
+  core::AllocationLedger ledger(alloc.snap.terms);
+  ledger.restore_states(alloc.snap.agreement_state, alloc.snap.state);
+  ledger.restore_booked(alloc.snap.booked);
+  if (req != nullptr) ledger.restore_open_request(request_id, req->open);
+  return ledger;
+}
+
+// Restores the event already booked under (allocation, provider_request_id), if any.
+Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::string& allocation_id,
+                                                  const std::string& provider_request_id) {
+  auto r = c.run(sql::booked_event_by_provider_id,
+                 Params().text(allocation_id).text(provider_request_id));
+  if (!r.ok()) return r.error();
+  if (rows(*r) == 0) return std::optional<core::Tokens>();
+  return std::optional<core::Tokens>(core::Tokens{get_i64(r->get(), 0, 0), get_i64(r->get(), 0, 1)});
+}
+
+Status write_booking(Connection& c, const std::string& allocation_id, const AllocationRow& alloc,
+                     const core::AllocationLedger& ledger, const std::string& event_id,
+                     const std::string& request_id, const std::string& provider_request_id,
+                     const core::Tokens& usage, core::EventSource source, core::Finality finality,
+                     const std::string& evidence, UnixMicros now, const core::Tokens& hold) {
+  auto r = c.run(sql::book_event, Params()
+                                      .text(event_id)
+                                      .text(allocation_id)
+                                      .i64(alloc.event_seq + 1)
+                                      .text(request_id)
+                                      .text(provider_request_id)
+                                      .i64(usage.input)
+                                      .i64(usage.output)
+                                      .text(core::to_string(source))
+                                      .text(core::to_string(finality))
+                                      .text(evidence)
+                                      .i64(now)
+                                      .i64(hold.input)
+                                      .i64(hold.output)
+                                      .text(alloc.agreement_id)
+                                      .text(core::to_string(ledger.agreement_state()))
+                                      .text(core::to_string(ledger.state())));
+  if (!r.ok()) return r.error();
+  return {};
+}
+
+}  // namespace cairva::store::pg

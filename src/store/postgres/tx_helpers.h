@@ -1,0 +1,46 @@
+// Steps shared by the transactions of the request path and the admin calls. Each one
+// REQUIRES: a transaction open on `c` holding the allocation's row lock.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+#include "core/ledger.h"
+#include "store/postgres/codec.h"
+#include "store/postgres/pg.h"
+
+namespace cairva::store::pg {
+
+// The request row read (and row-locked) under the allocation's lock, with the clock read
+// after that lock.
+struct LockedRequest {
+  core::RequestState state;
+  core::OpenRequest open;
+  std::string provider_request_id;
+  UnixMicros now;
+};
+
+// nullopt when `id` is not a request of `allocation_id`.
+Result<std::optional<LockedRequest>> read_locked_request(Connection& c, const std::string& id,
+                                                         const std::string& allocation_id,
+                                                         std::optional<UnixMicros> now);
+
+// A one-request AllocationLedger restored from the locked rows: the core decides what a
+// settlement does (duplicate, conflict, depletion, …); the store writes the differences.
+core::AllocationLedger ledger_for(const AllocationRow& alloc, const std::string& request_id,
+                                  const LockedRequest* req);
+
+// The counts already booked under (allocation, provider_request_id), if any.
+Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::string& allocation_id,
+                                                  const std::string& provider_request_id);
+
+// Writes a booking the ledger accepted: the event (next per-allocation seq), the request
+// booked, the hold released, booked totals and states as the ledger now has them.
+Status write_booking(Connection& c, const std::string& allocation_id, const AllocationRow& alloc,
+                     const core::AllocationLedger& ledger, const std::string& event_id,
+                     const std::string& request_id, const std::string& provider_request_id,
+                     const core::Tokens& usage, core::EventSource source, core::Finality finality,
+                     const std::string& evidence, UnixMicros now, const core::Tokens& hold);
+
+}  // namespace cairva::store::pg
