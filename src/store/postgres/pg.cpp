@@ -58,6 +58,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
     PQfinish(c);
     return make_error(ErrorCode::store_unavailable, std::move(msg));
   }
+  // Notices ("table already exists, skipping", …) are expected chatter: keep them off stderr.
+  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
   return std::unique_ptr<Connection>(new Connection(c));
 }
 

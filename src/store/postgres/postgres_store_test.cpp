@@ -1,0 +1,307 @@
+// PostgreSQL-specific behaviour: several PostgresStore objects (as several gateway
+// processes would be) on one database, migrations at concurrent start-up, the sweep of a
+// dead store's requests. Needs env CAIRVA_TEST_PG_URL (scripts/pg-test-cluster.sh url).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <thread>
+#include <vector>
+
+#include "core/limits.h"
+#include "store/postgres/postgres_store.h"
+#include "store/postgres/schema.h"
+#include "store/postgres/test_schema.h"
+
+namespace cairva::store::pg {
+namespace {
+
+constexpr UnixMicros t0 = 1'800'000'000LL * micros_per_second;
+constexpr int64_t day_us = 86'400LL * micros_per_second;
+
+template <class T, class F>
+Result<T> wait_for(F start) {
+  std::promise<Result<T>> p;
+  auto fut = p.get_future();
+  start([&p](Result<T> r) { p.set_value(std::move(r)); });
+  return fut.get();
+}
+
+class PostgresStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(schema_.ok()) << schema_.error(); }
+
+  StoreOptions options(int pool_size = 4) const {
+    StoreOptions o;
+    o.url = schema_.url();
+    o.pool_size = pool_size;
+    o.use_database_clock = false;
+    o.in_flight_timeout_s = 600;
+    o.providers = {"mock"};
+    return o;
+  }
+
+  std::unique_ptr<PostgresStore> open(int pool_size = 4) {
+    auto s = PostgresStore::open(options(pool_size), clock_);
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+    return s.ok() ? std::move(s).value() : nullptr;
+  }
+
+  CreatedAgreement agreement(Store& s, core::Limits limits, core::Tokens allowance) {
+    NewAgreement a{"supplier", "buyer", "mock", {}, {}};
+    a.terms.window = {t0 - micros_per_second, t0 + day_us};
+    a.terms.limits = limits;
+    a.terms.allowance = allowance;
+    auto r = s.create_agreement(a);
+    EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
+    return r.ok() ? r.value() : CreatedAgreement{};
+  }
+
+  static AdmitCommand command(const std::string& allocation_id, int64_t max_tokens = 100) {
+    AdmitCommand cmd;
+    cmd.request_id = new_id("req");
+    cmd.allocation_id = allocation_id;
+    cmd.key_id = "key_test";
+    cmd.model = "m";
+    cmd.facts.input_estimate = 10;
+    cmd.facts.max_tokens = max_tokens;
+    return cmd;
+  }
+
+  static Result<AdmitResult> admit(Store& s, AdmitCommand cmd) {
+    return wait_for<AdmitResult>([&](auto done) { s.admit(std::move(cmd), done); });
+  }
+  static Result<SettleResult> settle(Store& s, SettleCommand cmd) {
+    return wait_for<SettleResult>([&](auto done) { s.settle(std::move(cmd), done); });
+  }
+
+  testing::TestSchema schema_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(t0);
+};
+
+TEST_F(PostgresStoreTest, TwoStoresManyThreadsNeverExceedMaxConcurrency) {
+  auto a = open(), b = open();
+  ASSERT_TRUE(a && b);
+  const auto created = agreement(*a, {100000, 100000000, 4}, {100000000, 100000000});
+  std::atomic<int> running{0}, peak{0}, admitted{0}, refused{0};
+  auto worker = [&](Store& s) {
+    for (int i = 0; i < 25; ++i) {
+      auto cmd = command(created.allocation.id);
+      const std::string id = cmd.request_id;
+      auto r = admit(s, std::move(cmd));
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      if (!r->decision.admitted()) {
+        ++refused;
+        continue;
+      }
+      ++admitted;
+      const int now_running = ++running;
+      int prev = peak.load();
+      while (now_running > prev && !peak.compare_exchange_weak(prev, now_running)) {}
+      --running;  // before the settlement starts: the store still counts it in flight
+      auto st = settle(s, SettleCommand{id, created.allocation.id, SettleKind::failed, "", {}});
+      ASSERT_TRUE(st.ok()) << st.error().message;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) threads.emplace_back(worker, std::ref(t % 2 ? *a : *b));
+  for (auto& t : threads) t.join();
+  EXPECT_LE(peak.load(), 4);
+  EXPECT_EQ(admitted + refused, 200);
+  EXPECT_GT(admitted.load(), 0);
+  auto audit = a->audit();
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
+
+TEST_F(PostgresStoreTest, TwoStoresAdmitExactlyRequestsPerMinute) {
+  auto a = open(), b = open();
+  ASSERT_TRUE(a && b);
+  const auto created = agreement(*a, {20, 100000000, 1000}, {100000000, 100000000});
+  std::atomic<int> admitted{0}, rate_limited{0};
+  auto worker = [&](Store& s) {
+    for (int i = 0; i < 8; ++i) {
+      auto r = admit(s, command(created.allocation.id));
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      if (r->decision.admitted()) {
+        ++admitted;
+      } else if (std::get<core::Refused>(r->decision.outcome).reason ==
+                 core::Refusal::requests_per_minute) {
+        ++rate_limited;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) threads.emplace_back(worker, std::ref(t % 2 ? *a : *b));
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 20);
+  EXPECT_EQ(rate_limited.load(), 48 - 20);
+  // 60 s later the window has slid past every start.
+  clock_->advance_seconds(core::rate_window_s + 1);
+  auto r = admit(*b, command(created.allocation.id));
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->decision.admitted());
+}
+
+TEST_F(PostgresStoreTest, TwoStoresNeverHoldMoreThanTheOutputAllowance) {
+  auto a = open(), b = open();
+  ASSERT_TRUE(a && b);
+  const auto created = agreement(*a, {1000, 100000000, 1000}, {100000000, 1000});
+  std::atomic<int> admitted{0}, exhausted{0};
+  std::atomic<int64_t> held{0};
+  auto worker = [&](Store& s) {
+    for (int i = 0; i < 5; ++i) {
+      auto r = admit(s, command(created.allocation.id, 100));
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      if (r->decision.admitted()) {
+        ++admitted;
+        held += std::get<core::Admitted>(r->decision.outcome).hold.output;
+      } else {
+        EXPECT_EQ(std::get<core::Refused>(r->decision.outcome).reason,
+                  core::Refusal::allowance_exhausted);
+        ++exhausted;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) threads.emplace_back(worker, std::ref(t % 2 ? *a : *b));
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(admitted.load(), 10);
+  EXPECT_EQ(held.load(), 1000);
+  auto status = b->get_allocation(created.allocation.id);
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->snapshot.held.output, 1000);
+  EXPECT_EQ(status->snapshot.remaining().output, 0);
+}
+
+TEST_F(PostgresStoreTest, SameProviderResponseThroughTwoStoresIsBookedOnce) {
+  auto a = open(), b = open();
+  ASSERT_TRUE(a && b);
+  const auto created = agreement(*a, {100, 100000000, 10}, {100000, 100000});
+  auto c1 = command(created.allocation.id), c2 = command(created.allocation.id);
+  const std::string r1 = c1.request_id, r2 = c2.request_id;
+  ASSERT_TRUE(admit(*a, std::move(c1))->decision.admitted());
+  ASSERT_TRUE(admit(*b, std::move(c2))->decision.admitted());
+  auto s1 = settle(*a, {r1, created.allocation.id, SettleKind::usage, "chatcmpl-1", {7, 9}});
+  auto s2 = settle(*b, {r2, created.allocation.id, SettleKind::usage, "chatcmpl-1", {7, 9}});
+  ASSERT_TRUE(s1.ok() && s2.ok());
+  EXPECT_EQ(s1->book, core::BookResult::booked);
+  EXPECT_EQ(s2->book, core::BookResult::duplicate);
+  EXPECT_EQ(s2->request_state, core::RequestState::booked);
+  auto status = a->get_allocation(created.allocation.id);
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->snapshot.booked, (core::Tokens{7, 9}));
+  EXPECT_EQ(status->snapshot.held, (core::Tokens{0, 0}));
+  auto events = b->list_events({created.allocation.id, std::nullopt, 100});
+  ASSERT_TRUE(events.ok());
+  EXPECT_EQ(events->size(), 1u);
+}
+
+TEST_F(PostgresStoreTest, FourStoresOpeningAtOnceApplyEachMigrationOnce) {
+  std::vector<std::future<Result<std::unique_ptr<PostgresStore>>>> opening;
+  for (int i = 0; i < 4; ++i) {
+    opening.push_back(std::async(std::launch::async,
+                                 [&] { return PostgresStore::open(options(2), clock_); }));
+  }
+  for (auto& f : opening) {
+    auto s = f.get();
+    EXPECT_TRUE(s.ok()) << (s.ok() ? "" : s.error().message);
+  }
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM schema_migrations"),
+            schema_version_latest());
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"),
+            schema_version_latest());
+}
+
+TEST_F(PostgresStoreTest, DeadStoresInFlightRequestBecomesUsagePendingThroughAnotherStoresSweep) {
+  auto survivor = open();
+  ASSERT_TRUE(survivor);
+  const auto created = agreement(*survivor, {100, 100000000, 10}, {100000, 100000});
+  std::string request_id;
+  {
+    auto dead = open();
+    ASSERT_TRUE(dead);
+    auto cmd = command(created.allocation.id);
+    request_id = cmd.request_id;
+    ASSERT_TRUE(admit(*dead, std::move(cmd))->decision.admitted());
+  }  // the "dead" gateway is gone without settling
+  clock_->advance_seconds(600 - 1);
+  auto early = survivor->sweep_stale();
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(*early, 0);
+  clock_->advance_seconds(1);
+  auto swept = survivor->sweep_stale();
+  ASSERT_TRUE(swept.ok());
+  EXPECT_EQ(*swept, 1);
+  auto req = survivor->get_request(request_id);
+  ASSERT_TRUE(req.ok());
+  EXPECT_EQ(req->state, core::RequestState::usage_pending);
+  auto status = survivor->get_allocation(created.allocation.id);
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->snapshot.in_flight, 0);
+  EXPECT_EQ(status->snapshot.usage_pending, 1);
+  EXPECT_EQ(status->snapshot.held.output, 100);  // the hold stays
+  // A late usage report for it is still booked.
+  auto late = settle(*survivor, {request_id, created.allocation.id, SettleKind::usage, "p-late", {3, 4}});
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(late->book, core::BookResult::booked);
+}
+
+TEST_F(PostgresStoreTest, StaleInFlightStopsCountingTowardConcurrencyBeforeAnySweep) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  const auto created = agreement(*s, {100, 100000000, 1}, {100000, 100000});
+  ASSERT_TRUE(admit(*s, command(created.allocation.id))->decision.admitted());
+  auto refused = admit(*s, command(created.allocation.id));
+  ASSERT_TRUE(refused.ok());
+  EXPECT_FALSE(refused->decision.admitted());
+  clock_->advance_seconds(600);
+  EXPECT_TRUE(admit(*s, command(created.allocation.id))->decision.admitted());
+}
+
+TEST_F(PostgresStoreTest, EventsListInBookingOrderPerAllocationWithAfterExclusive) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  const auto created = agreement(*s, {100, 100000000, 10}, {100000, 100000});
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    auto cmd = command(created.allocation.id);
+    const std::string id = cmd.request_id;
+    ASSERT_TRUE(admit(*s, std::move(cmd))->decision.admitted());
+    ASSERT_TRUE(settle(*s, {id, created.allocation.id, SettleKind::usage, "p" + std::to_string(i), {1, 1}}).ok());
+    ids.push_back(id);
+  }
+  auto all = s->list_events({created.allocation.id, std::nullopt, 100});
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ((*all)[i].request_id, ids[i]);
+  auto page = s->list_events({created.allocation.id, (*all)[1].id, 2});
+  ASSERT_TRUE(page.ok());
+  ASSERT_EQ(page->size(), 2u);
+  EXPECT_EQ((*page)[0].id, (*all)[2].id);
+  EXPECT_EQ((*page)[1].id, (*all)[3].id);
+}
+
+TEST_F(PostgresStoreTest, DatabaseClockStampsStartsWithTheServersTime) {
+  StoreOptions o = options();
+  o.use_database_clock = true;
+  auto s = PostgresStore::open(o, clock_);
+  ASSERT_TRUE(s.ok()) << s.error().message;
+  NewAgreement a{"supplier", "buyer", "mock", {}, {}};
+  const UnixMicros wall = SystemClock().now();
+  a.terms.window = {wall - day_us, wall + day_us};
+  a.terms.limits = {100, 100000, 10};
+  a.terms.allowance = {100000, 100000};
+  auto created = (*s)->create_agreement(a);
+  ASSERT_TRUE(created.ok());
+  auto cmd = command(created->allocation.id);
+  const std::string id = cmd.request_id;
+  ASSERT_TRUE(admit(**s, std::move(cmd))->decision.admitted());
+  auto req = (*s)->get_request(id);
+  ASSERT_TRUE(req.ok());
+  // The database's clock, not the manual one (which sits at t0, years away).
+  EXPECT_LT(std::llabs(req->started_at - wall), 60 * micros_per_second);
+}
+
+}  // namespace
+}  // namespace cairva::store::pg
