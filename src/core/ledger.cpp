@@ -186,17 +186,16 @@ BookOutcome AllocationLedger::book(const std::string& request_id,
   BookOutcome out;
   const auto it = open_.find(request_id);
   if (it == open_.end()) return out;  // unknown_request
-  if (const auto taken = booked_provider_ids_.find(provider_request_id);
-      taken != booked_provider_ids_.end()) {
+  // One lookup both tests the booking key and claims it (the map is the ledger's largest).
+  const auto [key, claimed] = booked_provider_ids_.try_emplace(provider_request_id, usage);
+  close(it);
+  if (!claimed) {
     // The same provider response again: the request is done, nothing more is booked.
-    out.result = taken->second == usage ? BookResult::duplicate : BookResult::conflict;
-    out.booked_event = taken->second;
-    close(it);
+    out.result = key->second == usage ? BookResult::duplicate : BookResult::conflict;
+    out.booked_event = key->second;
     check_invariants();
     return out;
   }
-  close(it);
-  booked_provider_ids_.emplace(provider_request_id, usage);
   out.result = BookResult::booked;
   out.became_depleted = apply_booking(usage, now);
   check_invariants();
