@@ -85,14 +85,75 @@ Result<PgResult> Connection::exec(std::string_view sql) {
   return check(PQexec(conn_, s.c_str()), "exec");
 }
 
+Status Connection::prepare(const Statement& st) {
+  if (prepared_.contains(st.name)) return {};
+  auto prep = check(PQprepare(conn_, st.name, st.sql.c_str(), 0, nullptr), st.name);
+  if (!prep.ok()) return prep.error();
+  prepared_.insert(st.name);
+  return {};
+}
+
 Result<PgResult> Connection::run(const Statement& st, const Params& p) {
-  if (!prepared_.contains(st.name)) {
-    auto prep = check(PQprepare(conn_, st.name, st.sql.c_str(), 0, nullptr), st.name);
-    if (!prep.ok()) return prep.error();
-    prepared_.insert(st.name);
-  }
+  if (Status s = prepare(st); !s.ok()) return s.error();
   auto ptrs = p.pointers();
   return check(PQexecPrepared(conn_, st.name, p.size(), ptrs.data(), nullptr, nullptr, 0), st.name);
+}
+
+Result<PgResult> Connection::run_pipelined(const char* before, const Statement& st,
+                                           const Params& p, const char* after) {
+  if (Status s = prepare(st); !s.ok()) return s.error();
+  if (PQenterPipelineMode(conn_) != 1) {
+    return check(nullptr, "enter pipeline mode");
+  }
+  auto ptrs = p.pointers();
+  bool sent = true;
+  if (before) sent = sent && PQsendQueryParams(conn_, before, 0, nullptr, nullptr, nullptr, nullptr, 0);
+  sent = sent && PQsendQueryPrepared(conn_, st.name, p.size(), ptrs.data(), nullptr, nullptr, 0);
+  if (after) sent = sent && PQsendQueryParams(conn_, after, 0, nullptr, nullptr, nullptr, nullptr, 0);
+  sent = sent && PQpipelineSync(conn_);
+  // Read every result up to the sync point, whatever happened, so that the connection
+  // leaves pipeline mode clean. Steps in order: before?, statement, after?.
+  const int steps = (before ? 1 : 0) + 1 + (after ? 1 : 0);
+  const int statement_step = before ? 1 : 0;
+  std::optional<Result<PgResult>> out;
+  std::optional<Error> first_error;
+  int step = 0;
+  while (sent) {
+    PGresult* raw = PQgetResult(conn_);
+    if (raw == nullptr) {
+      if (PQstatus(conn_) != CONNECTION_OK) break;
+      ++step;  // end of one step's results
+      continue;
+    }
+    if (PQresultStatus(raw) == PGRES_PIPELINE_SYNC) {
+      PQclear(raw);
+      break;
+    }
+    const char* what = step == statement_step ? st.name : (step < statement_step ? before : after);
+    Result<PgResult> r = make_error(ErrorCode::store_unavailable, "postgres: pipeline aborted");
+    if (PQresultStatus(raw) == PGRES_PIPELINE_ABORTED) {
+      PQclear(raw);  // a step skipped after an earlier failure: that failure is the error
+    } else {
+      r = check(raw, what);  // takes ownership of raw
+    }
+    if (!r.ok() && !first_error) first_error = r.error();
+    if (r.ok() && step == steps - 1 && after &&
+        std::string_view(PQcmdStatus(r->get())) == "ROLLBACK") {
+      if (!first_error) first_error = make_error(ErrorCode::store_unavailable, "postgres: transaction rolled back");
+    }
+    if (step == statement_step && r.ok()) out = std::move(r);
+  }
+  if (PQexitPipelineMode(conn_) != 1 && !first_error) {
+    first_error = make_error(ErrorCode::store_unavailable,
+                             std::string("postgres: pipeline: ") + PQerrorMessage(conn_));
+  }
+  if (!sent && !first_error) {
+    first_error = make_error(ErrorCode::store_unavailable,
+                             std::string("postgres: send failed: ") + PQerrorMessage(conn_));
+  }
+  if (first_error) return *first_error;
+  if (!out) return make_error(ErrorCode::store_unavailable, "postgres: pipeline returned no result");
+  return std::move(*out);
 }
 
 Transaction::~Transaction() {
@@ -104,6 +165,20 @@ Status Transaction::begin(std::string_view sql) {
   if (!r.ok()) return r.error();
   open_ = true;
   return {};
+}
+
+Result<PgResult> Transaction::begin_with(const Statement& st, const Params& p) {
+  open_ = true;  // even if the statement fails, BEGIN may have opened the transaction
+  return c_.run_pipelined("BEGIN", st, p, nullptr);
+}
+
+Status Transaction::run_and_commit(const Statement& st, const Params& p) {
+  auto r = c_.run_pipelined(nullptr, st, p, "COMMIT");
+  if (r.ok()) {
+    open_ = false;
+    return {};
+  }
+  return r.error();  // the destructor rolls back whatever is left open
 }
 
 Status Transaction::commit() {

@@ -71,6 +71,12 @@ class Connection {
   // A prepared statement, prepared on this connection at first use.
   Result<PgResult> run(const Statement& st, const Params& p);
 
+  // Sends `before` (raw SQL or nullptr), the prepared statement and `after` (raw SQL or
+  // nullptr) in one libpq pipeline: one network round trip instead of up to three.
+  // Returns the statement's result; the first failure is the error.
+  Result<PgResult> run_pipelined(const char* before, const Statement& st, const Params& p,
+                                 const char* after);
+
   bool healthy() const { return PQstatus(conn_) == CONNECTION_OK; }
   // SQLSTATE of the last failed command since clear_sqlstate() ("" when none).
   const std::string& last_sqlstate() const { return last_sqlstate_; }
@@ -79,6 +85,7 @@ class Connection {
  private:
   explicit Connection(PGconn* c) : conn_(c) {}
   Result<PgResult> check(PGresult* raw, std::string_view what);
+  Status prepare(const Statement& st);
 
   PGconn* conn_;
   std::unordered_set<std::string> prepared_;
@@ -92,6 +99,10 @@ class Transaction {
   ~Transaction();
   Status begin(std::string_view sql = "BEGIN");
   Status commit();
+  // BEGIN and the transaction's first statement in one round trip.
+  Result<PgResult> begin_with(const Statement& st, const Params& p);
+  // The transaction's last statement and COMMIT in one round trip (shorter row-lock hold).
+  Status run_and_commit(const Statement& st, const Params& p);
 
  private:
   Connection& c_;
