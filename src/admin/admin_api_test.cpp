@@ -1,0 +1,432 @@
+#include "admin/admin_api.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include "admin/fake_store.h"
+
+namespace cairva::admin {
+namespace {
+
+namespace json = boost::json;
+
+// 2026-12-01T00:00:00Z
+constexpr UnixMicros t0 = 1'796'083'200 * micros_per_second;
+
+struct Reply {
+  int status = 0;
+  json::value body;
+  std::string text;
+  std::string content_type;
+  std::string code() const {
+    const auto* e = body.is_object() ? body.as_object().if_contains("error") : nullptr;
+    return e ? std::string(e->at("code").as_string()) : "";
+  }
+  std::string message() const { return std::string(body.at("error").at("message").as_string()); }
+};
+
+class AdminApiTest : public ::testing::Test {
+ protected:
+  AdminApiTest()
+      : clock_(std::make_shared<ManualClock>(t0)),
+        store_({"openai", "mock"}),
+        api_(store_, "admin-token", clock_, [] { return std::string("cairva_up 1\n"); }) {}
+
+  Reply call(const std::string& method, const std::string& target, const std::string& body = "",
+             const std::string& auth = "Bearer admin-token") {
+    AdminResponse r = api_.handle(AdminRequest{method, target, auth, body});
+    Reply out{r.status, {}, r.body, r.content_type};
+    boost::system::error_code ec;
+    out.body = json::parse(r.body, ec);
+    return out;
+  }
+
+  static json::object agreement_body() {
+    return json::object{{"supplier", "acme"},          {"buyer", "bob"},
+                        {"provider", "openai"},        {"models", json::array{"gpt-a", "gpt-b"}},
+                        {"input_tokens", 1000},        {"output_tokens", 500},
+                        {"starts_at", "2026-12-01T00:00:00Z"}, {"ends_at", "2026-12-31T00:00:00Z"},
+                        {"requests_per_minute", 60},   {"tokens_per_minute", 10000},
+                        {"max_concurrency", 4}};
+  }
+
+  // Creates an agreement; returns the 201 body.
+  json::object create() {
+    Reply r = call("POST", "/admin/v1/agreements", json::serialize(agreement_body()));
+    EXPECT_EQ(r.status, 201) << r.text;
+    return r.body.as_object();
+  }
+
+  void expect_invalid(const json::object& body, const std::string& message_part) {
+    Reply r = call("POST", "/admin/v1/agreements", json::serialize(body));
+    EXPECT_EQ(r.status, 400) << json::serialize(body);
+    EXPECT_EQ(r.code(), "invalid_request");
+    EXPECT_NE(r.text.find(message_part), std::string::npos) << r.text;
+  }
+
+  store::RequestRow add_request(const std::string& id, core::RequestState state, const std::string& alloc = "alloc_1") {
+    store::RequestRow r;
+    r.id = id;
+    r.allocation_id = alloc;
+    r.state = state;
+    r.started_at = t0;
+    r.model = "gpt-a";
+    r.hold = {10, 20};
+    store_.add_request(r);
+    return r;
+  }
+
+  std::shared_ptr<ManualClock> clock_;
+  testing::FakeStore store_;
+  AdminApi api_;
+};
+
+TEST_F(AdminApiTest, RefusesMissingWrongOrMalformedToken) {
+  for (const std::string auth : {"", "Bearer", "Bearer ", "Bearer wrong", "Basic admin-token", "admin-token",
+                                 "Bearer admin-token2", "Bearer admin-toke"}) {
+    Reply r = call("GET", "/admin/v1/allocations", "", auth);
+    EXPECT_EQ(r.status, 401) << auth;
+    EXPECT_EQ(r.code(), "invalid_admin_token");
+    EXPECT_EQ(r.body.at("error").at("type").as_string(), "invalid_admin_token");
+  }
+  EXPECT_EQ(call("GET", "/admin/v1/allocations", "", "bearer admin-token").status, 200);
+}
+
+TEST_F(AdminApiTest, EmptyConfiguredTokenRefusesEverything) {
+  AdminApi locked(store_, "", clock_, [] { return std::string(); });
+  AdminResponse r = locked.handle(AdminRequest{"GET", "/admin/v1/allocations", "Bearer ", ""});
+  EXPECT_EQ(r.status, 401);
+  r = locked.handle(AdminRequest{"GET", "/admin/v1/allocations", "Bearer  ", ""});
+  EXPECT_EQ(r.status, 401);
+}
+
+TEST_F(AdminApiTest, UnknownPathIs404BeforeAuthentication) {
+  for (const std::string path : {"/", "/admin", "/admin/v1", "/admin/v2/allocations", "/admin/v1/things",
+                                 "/admin/v1/allocations/a/b/c", "/admin/v1/allocations/x/explode",
+                                 "/admin/v1/keys", "/admin/v1/events/evt_1", "/metrics/x"}) {
+    Reply r = call("GET", path, "", "");
+    EXPECT_EQ(r.status, 404) << path;
+    EXPECT_EQ(r.code(), "not_found") << path;
+  }
+}
+
+TEST_F(AdminApiTest, WrongMethodIs405BeforeAuthentication) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"GET", "/admin/v1/agreements"},           {"DELETE", "/admin/v1/allocations"},
+      {"POST", "/admin/v1/allocations/alloc_1"}, {"GET", "/admin/v1/allocations/a/keys"},
+      {"POST", "/admin/v1/keys/key_1"},          {"GET", "/admin/v1/requests/r/reconcile"},
+      {"POST", "/admin/v1/events"},              {"PUT", "/admin/v1/conflicts"},
+      {"POST", "/metrics"}};
+  for (const auto& [method, path] : cases) {
+    Reply r = call(method, path, "", "");
+    EXPECT_EQ(r.status, 405) << method << " " << path;
+    EXPECT_EQ(r.code(), "method_not_allowed");
+  }
+}
+
+TEST_F(AdminApiTest, MetricsServedAsPrometheusTextWithToken) {
+  Reply r = call("GET", "/metrics");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.text, "cairva_up 1\n");
+  EXPECT_EQ(r.content_type, metrics_content_type);
+  EXPECT_EQ(call("GET", "/metrics", "", "").status, 401);
+}
+
+TEST_F(AdminApiTest, CreateAgreementAnswers201WithAgreementAllocationAndKey) {
+  json::object b = create();
+  const auto& agr = b.at("agreement").as_object();
+  EXPECT_TRUE(agr.at("id").as_string().starts_with("agr_"));
+  EXPECT_EQ(agr.at("object"), "agreement");
+  EXPECT_EQ(agr.at("supplier"), "acme");
+  EXPECT_EQ(agr.at("buyer"), "bob");
+  EXPECT_EQ(agr.at("provider"), "openai");
+  EXPECT_EQ(agr.at("models"), (json::array{"gpt-a", "gpt-b"}));
+  EXPECT_EQ(agr.at("input_tokens"), 1000);
+  EXPECT_EQ(agr.at("output_tokens"), 500);
+  EXPECT_EQ(agr.at("starts_at"), "2026-12-01T00:00:00Z");
+  EXPECT_EQ(agr.at("ends_at"), "2026-12-31T00:00:00Z");
+  EXPECT_EQ(agr.at("requests_per_minute"), 60);
+  EXPECT_EQ(agr.at("tokens_per_minute"), 10000);
+  EXPECT_EQ(agr.at("max_concurrency"), 4);
+  EXPECT_EQ(agr.at("state"), "in_force");
+  const auto& alloc = b.at("allocation").as_object();
+  EXPECT_TRUE(alloc.at("id").as_string().starts_with("alloc_"));
+  EXPECT_EQ(alloc.at("agreement_id"), agr.at("id"));
+  EXPECT_EQ(alloc.at("object"), "allocation");
+  const auto& key = b.at("api_key").as_object();
+  EXPECT_TRUE(key.at("id").as_string().starts_with("key_"));
+  EXPECT_TRUE(key.at("secret").as_string().starts_with("cv_"));
+}
+
+TEST_F(AdminApiTest, CreateAgreementStartsNowWhenStartsAtOmitted) {
+  clock_->set(t0 + 5 * micros_per_second);
+  json::object body = agreement_body();
+  body.erase("starts_at");
+  body.erase("models");
+  Reply r = call("POST", "/admin/v1/agreements", json::serialize(body));
+  ASSERT_EQ(r.status, 201) << r.text;
+  EXPECT_EQ(r.body.at("agreement").at("starts_at"), "2026-12-01T00:00:05Z");
+  EXPECT_EQ(r.body.at("agreement").at("models"), json::array{});
+}
+
+TEST_F(AdminApiTest, CreateAgreementAcceptsNumericOffsetTimes) {
+  json::object body = agreement_body();
+  body["ends_at"] = "2026-12-31T01:00:00+01:00";
+  Reply r = call("POST", "/admin/v1/agreements", json::serialize(body));
+  ASSERT_EQ(r.status, 201) << r.text;
+  EXPECT_EQ(r.body.at("agreement").at("ends_at"), "2026-12-31T00:00:00Z");
+}
+
+TEST_F(AdminApiTest, CreateAgreementRefusesUnknownFieldsNamingThem) {
+  json::object body = agreement_body();
+  body["surprise"] = true;
+  body["duration"] = "30d";
+  expect_invalid(body, "unknown field(s): ");
+  Reply r = call("POST", "/admin/v1/agreements", json::serialize(body));
+  EXPECT_NE(r.message().find("surprise"), std::string::npos);
+  EXPECT_NE(r.message().find("duration"), std::string::npos);
+}
+
+TEST_F(AdminApiTest, CreateAgreementRefusesMissingRequiredFields) {
+  for (const char* field : {"supplier", "buyer", "provider", "input_tokens", "output_tokens", "ends_at",
+                            "requests_per_minute", "tokens_per_minute", "max_concurrency"}) {
+    json::object body = agreement_body();
+    body.erase(field);
+    expect_invalid(body, std::string(field) + ": required");
+  }
+}
+
+TEST_F(AdminApiTest, CreateAgreementRefusesNonPositiveOrIllTypedNumbers) {
+  for (const char* field : {"input_tokens", "output_tokens", "requests_per_minute", "tokens_per_minute",
+                            "max_concurrency"}) {
+    for (json::value bad : {json::value(0), json::value(-1), json::value(1.5), json::value("many"),
+                            json::value(nullptr), json::value(true), json::value(18446744073709551615ull)}) {
+      json::object body = agreement_body();
+      body[field] = bad;
+      expect_invalid(body, std::string(field) + ": must be an integer between 1 and");
+    }
+  }
+}
+
+TEST_F(AdminApiTest, CreateAgreementRefusesBadStrings) {
+  for (const char* field : {"supplier", "buyer", "provider"}) {
+    json::object body = agreement_body();
+    body[field] = "";
+    expect_invalid(body, std::string(field) + ": must be a non-empty string");
+    body[field] = 7;
+    expect_invalid(body, std::string(field) + ": must be a string, got an integer");
+  }
+  json::object body = agreement_body();
+  body["models"] = json::array{"a", 3};
+  expect_invalid(body, "models: must be an array");
+  body["models"] = "gpt-a";
+  expect_invalid(body, "models: must be an array");
+}
+
+TEST_F(AdminApiTest, CreateAgreementRefusesBadTimesAndEmptyWindow) {
+  json::object body = agreement_body();
+  body["ends_at"] = "next tuesday";
+  expect_invalid(body, "ends_at: must be an RFC 3339 time");
+  body = agreement_body();
+  body["starts_at"] = 12345;
+  expect_invalid(body, "starts_at: must be an RFC 3339 time");
+  body = agreement_body();
+  body["ends_at"] = body["starts_at"];
+  expect_invalid(body, "ends_at must be later than starts_at");
+  body = agreement_body();
+  body["starts_at"] = "2027-01-01T00:00:00Z";
+  expect_invalid(body, "ends_at must be later than starts_at");
+}
+
+TEST_F(AdminApiTest, CreateAgreementRefusesUnconfiguredProvider) {
+  json::object body = agreement_body();
+  body["provider"] = "nope";
+  expect_invalid(body, "provider nope is not configured");
+}
+
+TEST_F(AdminApiTest, CreateAgreementRefusesBodyThatIsNotAJsonObject) {
+  for (const std::string body : {"", "[]", "{", "\"x\"", "{\"supplier\":\"a\",}"}) {
+    Reply r = call("POST", "/admin/v1/agreements", body);
+    EXPECT_EQ(r.status, 400) << body;
+    EXPECT_EQ(r.code(), "invalid_request");
+  }
+}
+
+TEST_F(AdminApiTest, ListsAndShowsAllocationsInTheStatusShape) {
+  json::object created = create();
+  const std::string id(created.at("allocation").at("id").as_string());
+  Reply list = call("GET", "/admin/v1/allocations");
+  ASSERT_EQ(list.status, 200);
+  ASSERT_EQ(list.body.at("data").as_array().size(), 1u);
+  EXPECT_EQ(list.body.at("data").at(0).at("id"), id.c_str());
+  EXPECT_EQ(list.text.find("cv_"), std::string::npos) << "the secret is never shown again";
+  Reply one = call("GET", "/admin/v1/allocations/" + id);
+  ASSERT_EQ(one.status, 200);
+  const auto& o = one.body.as_object();
+  for (const char* k : {"object", "id", "agreement_id", "state", "window", "limits", "allowance", "used", "held",
+                        "remaining", "current"}) {
+    EXPECT_TRUE(o.contains(k)) << k;
+  }
+  EXPECT_EQ(o.at("limits").at("max_concurrency"), 4);
+  EXPECT_EQ(o.at("remaining"), (json::object{{"input_tokens", 1000}, {"output_tokens", 500}}));
+  Reply missing = call("GET", "/admin/v1/allocations/alloc_nope");
+  EXPECT_EQ(missing.status, 404);
+  EXPECT_EQ(missing.code(), "not_found");
+}
+
+TEST_F(AdminApiTest, GetsAndCancelsAgreement) {
+  json::object created = create();
+  const std::string id(created.at("agreement").at("id").as_string());
+  EXPECT_EQ(call("GET", "/admin/v1/agreements/" + id).body.at("state"), "in_force");
+  Reply c = call("POST", "/admin/v1/agreements/" + id + "/cancel");
+  ASSERT_EQ(c.status, 200);
+  EXPECT_EQ(c.body.at("agreement").at("state"), "cancelled");
+  EXPECT_EQ(call("POST", "/admin/v1/agreements/agr_nope/cancel").status, 404);
+  EXPECT_EQ(call("POST", "/admin/v1/agreements/" + id + "/cancel", "{\"why\":1}").status, 400);
+}
+
+TEST_F(AdminApiTest, CreatesAndRevokesKeys) {
+  json::object created = create();
+  const std::string alloc(created.at("allocation").at("id").as_string());
+  Reply k = call("POST", "/admin/v1/allocations/" + alloc + "/keys");
+  ASSERT_EQ(k.status, 201);
+  const std::string key_id(k.body.at("api_key").at("id").as_string());
+  EXPECT_TRUE(k.body.at("api_key").at("secret").as_string().starts_with("cv_"));
+  EXPECT_NE(k.body.at("api_key").at("secret"), created.at("api_key").at("secret"));
+  Reply rv = call("DELETE", "/admin/v1/keys/" + key_id);
+  ASSERT_EQ(rv.status, 200);
+  EXPECT_EQ(rv.body, (json::object{{"api_key", {{"id", key_id}, {"allocation_id", alloc}, {"revoked", true}}}}));
+  EXPECT_EQ(call("DELETE", "/admin/v1/keys/key_nope").status, 404);
+  EXPECT_EQ(call("POST", "/admin/v1/allocations/alloc_nope/keys").status, 404);
+}
+
+TEST_F(AdminApiTest, SuspendsAndResumesAndRefusesSuspendingDepleted) {
+  json::object created = create();
+  const std::string alloc(created.at("allocation").at("id").as_string());
+  Reply s = call("POST", "/admin/v1/allocations/" + alloc + "/suspend");
+  ASSERT_EQ(s.status, 200);
+  EXPECT_EQ(s.body.at("state"), "suspended");
+  EXPECT_EQ(s.body.at("object"), "allocation");
+  Reply r = call("POST", "/admin/v1/allocations/" + alloc + "/resume", "{}");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.body.at("state"), "active");
+  store_.set_depleted(alloc);
+  Reply d = call("POST", "/admin/v1/allocations/" + alloc + "/suspend");
+  EXPECT_EQ(d.status, 409);
+  EXPECT_EQ(d.code(), "conflict");
+}
+
+TEST_F(AdminApiTest, ListsRequestsWithFilters) {
+  add_request("req_a", core::RequestState::usage_pending, "alloc_1");
+  add_request("req_b", core::RequestState::booked, "alloc_1");
+  add_request("req_c", core::RequestState::usage_pending, "alloc_2");
+  Reply all = call("GET", "/admin/v1/requests");
+  ASSERT_EQ(all.status, 200);
+  EXPECT_EQ(all.body.at("data").as_array().size(), 3u);
+  Reply f = call("GET", "/admin/v1/requests?allocation_id=alloc_1&state=usage_pending&limit=5");
+  ASSERT_EQ(f.status, 200);
+  ASSERT_EQ(f.body.at("data").as_array().size(), 1u);
+  const auto& r = f.body.at("data").at(0).as_object();
+  EXPECT_EQ(r.at("id"), "req_a");
+  EXPECT_EQ(r.at("state"), "usage_pending");
+  EXPECT_EQ(r.at("hold"), (json::object{{"input_tokens", 10}, {"output_tokens", 20}}));
+  EXPECT_EQ(r.at("finished_at"), nullptr);
+  EXPECT_EQ(r.at("provider_request_id"), nullptr);
+  EXPECT_EQ(store_.last_request_filter.limit, 5u);
+  EXPECT_EQ(call("GET", "/admin/v1/requests?allocation_id=&state=").body.at("data").as_array().size(), 3u);
+  EXPECT_EQ(call("GET", "/admin/v1/requests/req_b").body.at("state"), "booked");
+  EXPECT_EQ(call("GET", "/admin/v1/requests/req_nope").status, 404);
+}
+
+TEST_F(AdminApiTest, RefusesBadQueryParameters) {
+  for (const std::string q : {"/admin/v1/requests?state=done", "/admin/v1/requests?allocation=a",
+                              "/admin/v1/requests?limit=0", "/admin/v1/events?limit=1001",
+                              "/admin/v1/events?limit=x", "/admin/v1/events?state=booked",
+                              "/admin/v1/conflicts?after=evt_1"}) {
+    Reply r = call("GET", q);
+    EXPECT_EQ(r.status, 400) << q;
+    EXPECT_EQ(r.code(), "invalid_request") << q;
+  }
+}
+
+TEST_F(AdminApiTest, ReconcileChecksBodyThenExistenceThenState) {
+  add_request("req_p", core::RequestState::usage_pending);
+  add_request("req_b", core::RequestState::booked);
+  const std::string good = R"({"input_tokens":12,"output_tokens":9,"evidence":"dashboard export"})";
+  for (const std::string bad : {R"({"input_tokens":1,"output_tokens":2})",
+                                R"({"input_tokens":-1,"output_tokens":2,"evidence":"x"})",
+                                R"({"input_tokens":1,"output_tokens":2.5,"evidence":"x"})",
+                                R"({"input_tokens":1,"output_tokens":2,"evidence":""})",
+                                R"({"input_tokens":1,"output_tokens":2,"evidence":"x","extra":1})",
+                                R"({"input_tokens":"1","output_tokens":2,"evidence":"x"})", ""}) {
+    for (const std::string id : {"req_p", "req_nope", "req_b"}) {
+      Reply r = call("POST", "/admin/v1/requests/" + id + "/reconcile", bad);
+      EXPECT_EQ(r.status, 400) << id << " " << bad;
+      EXPECT_EQ(r.code(), "invalid_request");
+    }
+  }
+  Reply nf = call("POST", "/admin/v1/requests/req_nope/reconcile", good);
+  EXPECT_EQ(nf.status, 404);
+  EXPECT_EQ(nf.code(), "not_found");
+  Reply np = call("POST", "/admin/v1/requests/req_b/reconcile", good);
+  EXPECT_EQ(np.status, 409);
+  EXPECT_EQ(np.code(), "not_pending");
+  Reply ok = call("POST", "/admin/v1/requests/req_p/reconcile", good);
+  ASSERT_EQ(ok.status, 200) << ok.text;
+  const auto& e = ok.body.at("event").as_object();
+  EXPECT_TRUE(e.at("id").as_string().starts_with("evt_"));
+  EXPECT_EQ(e.at("request_id"), "req_p");
+  EXPECT_EQ(e.at("input_tokens"), 12);
+  EXPECT_EQ(e.at("output_tokens"), 9);
+  EXPECT_EQ(e.at("source"), "reconciliation");
+  EXPECT_EQ(e.at("finality"), "confirmed");
+  EXPECT_EQ(e.at("evidence"), "dashboard export");
+  EXPECT_EQ(call("POST", "/admin/v1/requests/req_p/reconcile", good).code(), "not_pending");
+  Reply zero = call("POST", "/admin/v1/requests/req_nope/reconcile",
+                    R"({"input_tokens":0,"output_tokens":0,"evidence":"x"})");
+  EXPECT_EQ(zero.status, 404) << "zero counts are valid";
+}
+
+TEST_F(AdminApiTest, ListsEventsAfterAnExclusiveId) {
+  for (const char* id : {"req_1", "req_2", "req_3"}) {
+    add_request(id, core::RequestState::usage_pending);
+    ASSERT_EQ(call("POST", std::string("/admin/v1/requests/") + id + "/reconcile",
+                   R"({"input_tokens":1,"output_tokens":1,"evidence":"e"})").status, 200);
+  }
+  Reply all = call("GET", "/admin/v1/events?allocation_id=alloc_1");
+  ASSERT_EQ(all.status, 200);
+  const auto& data = all.body.at("data").as_array();
+  ASSERT_EQ(data.size(), 3u);
+  const std::string first(data.at(0).at("id").as_string());
+  Reply rest = call("GET", "/admin/v1/events?allocation_id=alloc_1&after=" + first + "&limit=1");
+  ASSERT_EQ(rest.body.at("data").as_array().size(), 1u);
+  EXPECT_EQ(rest.body.at("data").at(0).at("id"), data.at(1).at("id"));
+  EXPECT_EQ(store_.last_event_filter.after, first);
+  EXPECT_EQ(store_.last_event_filter.limit, 1u);
+}
+
+TEST_F(AdminApiTest, ListsConflictsByAllocation) {
+  store_.add_conflict(store::ConflictRow{"cfl_1", "alloc_1", "req_1", "chatcmpl-1", {99, 99}, {10, 5}, t0});
+  store_.add_conflict(store::ConflictRow{"cfl_2", "alloc_2", "req_2", "chatcmpl-2", {1, 1}, {2, 2}, t0});
+  Reply r = call("GET", "/admin/v1/conflicts?allocation_id=alloc_1");
+  ASSERT_EQ(r.status, 200);
+  ASSERT_EQ(r.body.at("data").as_array().size(), 1u);
+  const auto& c = r.body.at("data").at(0).as_object();
+  EXPECT_EQ(c.at("provider_request_id"), "chatcmpl-1");
+  EXPECT_EQ(c.at("reported"), (json::object{{"input_tokens", 99}, {"output_tokens", 99}}));
+  EXPECT_EQ(c.at("booked"), (json::object{{"input_tokens", 10}, {"output_tokens", 5}}));
+  EXPECT_EQ(call("GET", "/admin/v1/conflicts").body.at("data").as_array().size(), 2u);
+}
+
+TEST_F(AdminApiTest, StoreDownIs503StoreUnavailable) {
+  store_.fail_everything = true;
+  Reply r = call("GET", "/admin/v1/allocations");
+  EXPECT_EQ(r.status, 503);
+  EXPECT_EQ(r.code(), "store_unavailable");
+  EXPECT_EQ(call("POST", "/admin/v1/agreements", json::serialize(agreement_body())).status, 503);
+}
+
+}  // namespace
+}  // namespace cairva::admin

@@ -1,0 +1,182 @@
+// A test-only in-memory Store with just enough admin behaviour to test AdminApi's routing,
+// validation and rendering. The real semantics are the backends' (tests/contract).
+#pragma once
+
+#include <algorithm>
+#include <map>
+
+#include "base/ids.h"
+#include "store/store.h"
+
+namespace cairva::admin::testing {
+
+class FakeStore final : public store::Store {
+ public:
+  explicit FakeStore(std::vector<std::string> providers) : providers_(std::move(providers)) {}
+
+  // Test hooks.
+  void add_request(const store::RequestRow& r) { requests_[r.id] = r; }
+  void add_conflict(const store::ConflictRow& c) { conflicts_.push_back(c); }
+  void set_depleted(const std::string& allocation_id) {
+    allocations_[allocation_id].snapshot.state = core::AllocationState::depleted;
+  }
+  bool fail_everything = false;  // every admin call answers store_unavailable
+  store::RequestFilter last_request_filter;
+  store::EventFilter last_event_filter;
+
+  void authenticate(const std::string&, store::Callback<store::KeyGrant> done) override {
+    done(make_error(ErrorCode::invalid_api_key, "fake"));
+  }
+  void admit(store::AdmitCommand, store::Callback<store::AdmitResult> done) override {
+    done(make_error(ErrorCode::store_unavailable, "fake"));
+  }
+  void settle(store::SettleCommand, store::Callback<store::SettleResult> done) override {
+    done(make_error(ErrorCode::store_unavailable, "fake"));
+  }
+  void allocation_status(const std::string& id, store::Callback<store::AllocationStatus> done) override {
+    done(get_allocation(id));
+  }
+
+  Result<store::CreatedAgreement> create_agreement(const store::NewAgreement& a) override {
+    if (fail_everything) return down();
+    if (std::find(providers_.begin(), providers_.end(), a.provider) == providers_.end()) {
+      return make_error(ErrorCode::invalid_request, "provider " + a.provider + " is not configured");
+    }
+    store::AgreementRow row{new_id("agr"), a.supplier, a.buyer, a.provider, a.models, a.terms,
+                            core::AgreementState::in_force, 1};
+    agreements_[row.id] = row;
+    store::AllocationStatus alloc;
+    alloc.id = new_id("alloc");
+    alloc.agreement_id = row.id;
+    alloc.snapshot.terms = a.terms;
+    allocations_[alloc.id] = alloc;
+    auto key = create_key(alloc.id);
+    return store::CreatedAgreement{row, alloc, key->key_id, key->key_secret};
+  }
+  Result<store::AgreementRow> get_agreement(const std::string& id) override {
+    if (fail_everything) return down();
+    auto it = agreements_.find(id);
+    if (it == agreements_.end()) return missing(id);
+    return it->second;
+  }
+  Result<store::AgreementRow> cancel_agreement(const std::string& id) override {
+    if (fail_everything) return down();
+    auto it = agreements_.find(id);
+    if (it == agreements_.end()) return missing(id);
+    it->second.state = core::AgreementState::cancelled;
+    return it->second;
+  }
+  Result<std::vector<store::AllocationStatus>> list_allocations() override {
+    if (fail_everything) return down();
+    std::vector<store::AllocationStatus> out;
+    for (const auto& [id, a] : allocations_) out.push_back(a);
+    return out;
+  }
+  Result<store::AllocationStatus> get_allocation(const std::string& id) override {
+    if (fail_everything) return down();
+    auto it = allocations_.find(id);
+    if (it == allocations_.end()) return missing(id);
+    return it->second;
+  }
+  Result<store::AllocationStatus> suspend_allocation(const std::string& id) override {
+    if (fail_everything) return down();
+    auto it = allocations_.find(id);
+    if (it == allocations_.end()) return missing(id);
+    auto& s = it->second.snapshot.state;
+    if (s == core::AllocationState::depleted || s == core::AllocationState::expired) {
+      return make_error(ErrorCode::conflict, "allocation " + id + " is " + std::string(core::to_string(s)));
+    }
+    s = core::AllocationState::suspended;
+    return it->second;
+  }
+  Result<store::AllocationStatus> resume_allocation(const std::string& id) override {
+    if (fail_everything) return down();
+    auto it = allocations_.find(id);
+    if (it == allocations_.end()) return missing(id);
+    it->second.snapshot.state = core::AllocationState::active;
+    return it->second;
+  }
+  Result<store::CreatedKey> create_key(const std::string& allocation_id) override {
+    if (fail_everything) return down();
+    if (!allocations_.count(allocation_id)) return missing(allocation_id);
+    store::ApiKeyRow k{new_id("key"), allocation_id, false};
+    keys_[k.id] = k;
+    return store::CreatedKey{k.id, new_secret()};
+  }
+  Result<store::ApiKeyRow> revoke_key(const std::string& key_id) override {
+    if (fail_everything) return down();
+    auto it = keys_.find(key_id);
+    if (it == keys_.end()) return missing(key_id);
+    it->second.revoked = true;
+    return it->second;
+  }
+  Result<std::vector<store::RequestRow>> list_requests(const store::RequestFilter& f) override {
+    if (fail_everything) return down();
+    last_request_filter = f;
+    std::vector<store::RequestRow> out;
+    for (const auto& [id, r] : requests_) {
+      if (f.allocation_id && r.allocation_id != *f.allocation_id) continue;
+      if (f.state && r.state != *f.state) continue;
+      if (out.size() < f.limit) out.push_back(r);
+    }
+    return out;
+  }
+  Result<store::RequestRow> get_request(const std::string& id) override {
+    if (fail_everything) return down();
+    auto it = requests_.find(id);
+    if (it == requests_.end()) return missing(id);
+    return it->second;
+  }
+  Result<store::UsageEventRow> reconcile(const store::Reconciliation& r) override {
+    if (fail_everything) return down();
+    auto it = requests_.find(r.request_id);
+    if (it == requests_.end()) return missing(r.request_id);
+    if (it->second.state != core::RequestState::usage_pending) {
+      return make_error(ErrorCode::not_pending, "request " + r.request_id + " is not usage_pending");
+    }
+    it->second.state = core::RequestState::booked;
+    store::UsageEventRow e{new_id("evt"), it->second.allocation_id, r.request_id, r.request_id, r.usage,
+                           core::EventSource::reconciliation, core::Finality::confirmed, r.evidence, 2};
+    events_.push_back(e);
+    return e;
+  }
+  Result<std::vector<store::UsageEventRow>> list_events(const store::EventFilter& f) override {
+    if (fail_everything) return down();
+    last_event_filter = f;
+    std::vector<store::UsageEventRow> out;
+    bool past_after = !f.after.has_value();
+    for (const auto& e : events_) {
+      if (!past_after) {
+        past_after = e.id == *f.after;
+        continue;
+      }
+      if (f.allocation_id && e.allocation_id != *f.allocation_id) continue;
+      if (out.size() < f.limit) out.push_back(e);
+    }
+    return out;
+  }
+  Result<std::vector<store::ConflictRow>> list_conflicts(const std::optional<std::string>& alloc) override {
+    if (fail_everything) return down();
+    std::vector<store::ConflictRow> out;
+    for (const auto& c : conflicts_) {
+      if (!alloc || c.allocation_id == *alloc) out.push_back(c);
+    }
+    return out;
+  }
+  Result<int64_t> sweep_stale() override { return int64_t{0}; }
+  Result<store::AuditReport> audit() override { return store::AuditReport{}; }
+
+ private:
+  static Error missing(const std::string& id) { return make_error(ErrorCode::not_found, "no such id: " + id); }
+  static Error down() { return make_error(ErrorCode::store_unavailable, "store down"); }
+
+  std::vector<std::string> providers_;
+  std::map<std::string, store::AgreementRow> agreements_;
+  std::map<std::string, store::AllocationStatus> allocations_;
+  std::map<std::string, store::ApiKeyRow> keys_;
+  std::map<std::string, store::RequestRow> requests_;
+  std::vector<store::UsageEventRow> events_;
+  std::vector<store::ConflictRow> conflicts_;
+};
+
+}  // namespace cairva::admin::testing

@@ -1,0 +1,136 @@
+#include "admin/metrics.h"
+
+#include <cstdio>
+
+#include "store/store.h"
+
+namespace cairva::admin {
+namespace {
+
+// Names for core::BookResult, in enum order.
+constexpr std::array<std::string_view, book_result_count> book_result_names = {
+    "booked", "duplicate", "conflict", "already_settled", "unknown_request"};
+static_assert(static_cast<int>(core::BookResult::unknown_request) == book_result_count - 1);
+
+void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out.append("# HELP ").append(name).append(" ").append(help).append("\n");
+  out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
+}
+
+void sample(std::string& out, std::string_view name, std::string_view labels, int64_t v) {
+  out.append(name);
+  if (!labels.empty()) out.append("{").append(labels).append("}");
+  out.append(" ").append(std::to_string(v)).append("\n");
+}
+
+std::string label(std::string_view key, std::string_view value) {
+  // Ids and wire names are [a-z0-9_]: nothing to escape.
+  return std::string(key) + "=\"" + std::string(value) + "\"";
+}
+
+std::string seconds(int64_t us) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(us) / 1e6);
+  return buf;
+}
+
+template <size_t N>
+void histogram(std::string& out, std::string_view name, const Histogram<N>& h, bool micros) {
+  const std::string bucket = std::string(name) + "_bucket";
+  int64_t cumulative = 0;
+  for (size_t i = 0; i < N; ++i) {
+    cumulative += h.bucket(i);
+    const std::string le = micros ? seconds(h.bounds()[i]) : std::to_string(h.bounds()[i]);
+    sample(out, bucket, label("le", le), cumulative);
+  }
+  cumulative += h.bucket(N);
+  sample(out, bucket, label("le", "+Inf"), cumulative);
+  out.append(name).append("_sum ");
+  out.append(micros ? seconds(h.sum()) : std::to_string(h.sum())).append("\n");
+  sample(out, std::string(name) + "_count", "", cumulative);
+}
+
+void allocation_gauges(std::string& out, const std::vector<store::AllocationStatus>& allocations) {
+  const size_t shown = std::min(allocations.size(), allocation_series_max);
+  int64_t pending_total = 0;
+  for (const auto& a : allocations) pending_total += a.snapshot.usage_pending;
+  header(out, "cairva_usage_pending_requests", "gauge", "Requests waiting for reconciliation.");
+  sample(out, "cairva_usage_pending_requests", "", pending_total);
+  header(out, "cairva_allocations", "gauge", "Allocations in the store.");
+  sample(out, "cairva_allocations", "", static_cast<int64_t>(allocations.size()));
+  header(out, "cairva_allocation_in_flight", "gauge", "Requests in flight per allocation.");
+  for (size_t i = 0; i < shown; ++i) {
+    sample(out, "cairva_allocation_in_flight", label("allocation", allocations[i].id),
+           allocations[i].snapshot.in_flight);
+  }
+  header(out, "cairva_allocation_usage_pending", "gauge", "usage_pending requests per allocation.");
+  for (size_t i = 0; i < shown; ++i) {
+    sample(out, "cairva_allocation_usage_pending", label("allocation", allocations[i].id),
+           allocations[i].snapshot.usage_pending);
+  }
+  header(out, "cairva_allocation_held_tokens", "gauge", "Tokens held per allocation and direction.");
+  for (size_t i = 0; i < shown; ++i) {
+    const auto& a = allocations[i];
+    sample(out, "cairva_allocation_held_tokens", label("allocation", a.id) + "," + label("direction", "input"),
+           a.snapshot.held.input);
+    sample(out, "cairva_allocation_held_tokens", label("allocation", a.id) + "," + label("direction", "output"),
+           a.snapshot.held.output);
+  }
+}
+
+}  // namespace
+
+std::string Metrics::render(const std::vector<store::AllocationStatus>& allocations) const {
+  std::string out;
+  header(out, "cairva_requests_total", "counter", "Public API requests by outcome.");
+  sample(out, "cairva_requests_total", label("outcome", "admitted"), admitted_.load(std::memory_order_relaxed));
+  for (int i = 0; i < error_code_count; ++i) {
+    sample(out, "cairva_requests_total", label("outcome", wire_name(static_cast<ErrorCode>(i))),
+           refused_[i].load(std::memory_order_relaxed));
+  }
+  header(out, "cairva_admission_refusals_total", "counter", "Admission refusals by the check that failed.");
+  for (int i = 0; i < refusal_count; ++i) {
+    sample(out, "cairva_admission_refusals_total", label("reason", core::refusal_name(static_cast<core::Refusal>(i))),
+           refusals_[i].load(std::memory_order_relaxed));
+  }
+  header(out, "cairva_provider_latency_seconds", "histogram", "Time to the provider's response headers.");
+  histogram(out, "cairva_provider_latency_seconds", provider_latency_, true);
+  header(out, "cairva_bookings_total", "counter", "Provider usage reports by booking result.");
+  for (int i = 0; i < book_result_count; ++i) {
+    sample(out, "cairva_bookings_total", label("result", book_result_names[i]),
+           bookings_[i].load(std::memory_order_relaxed));
+  }
+  header(out, "cairva_booked_tokens_total", "counter", "Tokens booked from provider reports.");
+  sample(out, "cairva_booked_tokens_total", label("direction", "input"), booked_input_.load(std::memory_order_relaxed));
+  sample(out, "cairva_booked_tokens_total", label("direction", "output"), booked_output_.load(std::memory_order_relaxed));
+  header(out, "cairva_usage_missing_total", "counter", "Provider completions without usage (now usage_pending).");
+  sample(out, "cairva_usage_missing_total", "", usage_missing_.load(std::memory_order_relaxed));
+  header(out, "cairva_store_commit_batch_writes", "histogram", "Writes per store commit batch.");
+  histogram(out, "cairva_store_commit_batch_writes", commit_batch_, false);
+  allocation_gauges(out, allocations);
+  return out;
+}
+
+Metrics& metrics() {
+  static Metrics registry;
+  return registry;
+}
+
+std::string render_metrics(store::Store& store) {
+  auto allocations = store.list_allocations();
+  std::string out;
+  header(out, "cairva_store_up", "gauge", "1 when the store answered this scrape.");
+  if (!allocations) {
+    sample(out, "cairva_store_up", "", 0);
+    std::string message = allocations.error().message;
+    for (char& ch : message) {
+      if (ch == '\n' || ch == '\r') ch = ' ';  // the comment must stay one line
+    }
+    out.append("# store error: ").append(message).append("\n");
+    return metrics().render({}) + out;
+  }
+  sample(out, "cairva_store_up", "", 1);
+  return metrics().render(*allocations) + out;
+}
+
+}  // namespace cairva::admin

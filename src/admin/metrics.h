@@ -1,0 +1,118 @@
+// The process's metrics, declared in ONE list below, updated on the hot path with relaxed
+// atomics and rendered in the Prometheus text format for `GET /metrics` (SPEC §7).
+//
+// Why not prometheus-cpp: its Histogram::Observe takes a mutex and its families are
+// looked up through label maps; every update here is one relaxed fetch_add on a fixed
+// array slot, and the text format is simple enough to render by hand.
+//
+// Thread safety: every method may be called from any thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/error_code.h"
+#include "core/admission.h"
+#include "core/ledger.h"
+#include "store/rows.h"
+
+namespace cairva::store {
+class Store;
+}
+
+namespace cairva::admin {
+
+// Upper bounds (inclusive) of the provider latency histogram, in microseconds: 5 ms to
+// the 600 s provider timeout.
+inline constexpr std::array<int64_t, 14> provider_latency_bucket_us = {
+    5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 500'000,
+    1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000, 120'000'000, 600'000'000};
+// Upper bounds of the store's commit batch size histogram, in writes per commit.
+inline constexpr std::array<int64_t, 11> commit_batch_bucket_writes = {1, 2, 4, 8, 16, 32, 64,
+                                                                       128, 256, 512, 1024};
+// A scrape renders per-allocation gauges for at most this many allocations, so /metrics
+// stays bounded however many agreements a store holds.
+inline constexpr size_t allocation_series_max = 10'000;
+
+inline constexpr int refusal_count = static_cast<int>(core::Refusal::allowance_exhausted) + 1;
+inline constexpr int book_result_count = static_cast<int>(core::BookResult::unknown_request) + 1;
+
+// A fixed-bucket histogram: per-bucket counts (not cumulative; rendering sums them), a sum
+// and a count.
+template <size_t N>
+class Histogram {
+ public:
+  explicit constexpr Histogram(const std::array<int64_t, N>& bounds) : bounds_(bounds) {}
+  void observe(int64_t v) {
+    size_t i = 0;
+    while (i < N && v > bounds_[i]) ++i;
+    buckets_[i].fetch_add(1, std::memory_order_relaxed);
+    sum_.fetch_add(v, std::memory_order_relaxed);
+  }
+  const std::array<int64_t, N>& bounds() const { return bounds_; }
+  // Bucket i < N counts values <= bounds[i] and > bounds[i-1]; bucket N counts the rest.
+  int64_t bucket(size_t i) const { return buckets_[i].load(std::memory_order_relaxed); }
+  int64_t sum() const { return sum_.load(std::memory_order_relaxed); }
+
+ private:
+  std::array<int64_t, N> bounds_;
+  std::array<std::atomic<int64_t>, N + 1> buckets_{};
+  std::atomic<int64_t> sum_{0};
+};
+
+class Metrics {
+ public:
+  // --- The one list of what Cairva counts. ---
+  // cairva_requests_total{outcome}: public API requests by final outcome: "admitted" or
+  // the wire name of the error that answered them (before or at admission).
+  void count_admitted() { admitted_.fetch_add(1, std::memory_order_relaxed); }
+  void count_refused(ErrorCode code) {
+    refused_[static_cast<size_t>(code)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // cairva_admission_refusals_total{reason}: admission refusals by the check that failed.
+  void count_refusal(core::Refusal r) {
+    refusals_[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed);
+  }
+  // cairva_provider_latency_seconds: time to the provider's response headers.
+  void observe_provider_latency_us(int64_t us) { provider_latency_.observe(us); }
+  // cairva_bookings_total{result} and cairva_booked_tokens_total{direction}.
+  void count_booking(core::BookResult r, const core::Tokens& booked) {
+    bookings_[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed);
+    if (r == core::BookResult::booked) {
+      booked_input_.fetch_add(booked.input, std::memory_order_relaxed);
+      booked_output_.fetch_add(booked.output, std::memory_order_relaxed);
+    }
+  }
+  // cairva_usage_missing_total: settlements that left a request usage_pending.
+  void count_usage_missing() { usage_missing_.fetch_add(1, std::memory_order_relaxed); }
+  // cairva_store_commit_batch_writes: writes per store commit (the store's hook).
+  void observe_commit_batch(int64_t writes) { commit_batch_.observe(writes); }
+  // Scraped from the store, not counted: per-allocation in_flight, held and usage_pending
+  // gauges and the total usage_pending count (see render_metrics).
+
+  // Prometheus text for the counters above plus gauges from `allocations`.
+  std::string render(const std::vector<store::AllocationStatus>& allocations) const;
+
+ private:
+  std::atomic<int64_t> admitted_{0};
+  std::array<std::atomic<int64_t>, error_code_count> refused_{};
+  std::array<std::atomic<int64_t>, refusal_count> refusals_{};
+  Histogram<provider_latency_bucket_us.size()> provider_latency_{provider_latency_bucket_us};
+  std::array<std::atomic<int64_t>, book_result_count> bookings_{};
+  std::atomic<int64_t> booked_input_{0};
+  std::atomic<int64_t> booked_output_{0};
+  std::atomic<int64_t> usage_missing_{0};
+  Histogram<commit_batch_bucket_writes.size()> commit_batch_{commit_batch_bucket_writes};
+};
+
+// The process-wide registry the gateway and the store hook update.
+Metrics& metrics();
+
+// What `GET /metrics` serves: metrics().render() over the store's allocations as of now.
+// A store error is reported as a comment and cairva_store_up 0, never as a failed scrape.
+std::string render_metrics(store::Store& store);
+
+}  // namespace cairva::admin
