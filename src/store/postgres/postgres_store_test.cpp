@@ -303,5 +303,56 @@ TEST_F(PostgresStoreTest, DatabaseClockStampsStartsWithTheServersTime) {
   EXPECT_LT(std::llabs(req->started_at - wall), 60 * micros_per_second);
 }
 
+TEST_F(PostgresStoreTest, UnreachableDatabaseIsStoreUnavailable) {
+  StoreOptions o = options();
+  o.url = "postgresql://postgres@127.0.0.1:1/nowhere?connect_timeout=2";
+  auto s = PostgresStore::open(o, clock_);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, ErrorCode::store_unavailable);
+}
+
+TEST_F(PostgresStoreTest, BookingThroughOneStoreDepletesForTheOther) {
+  auto a = open(), b = open();
+  ASSERT_TRUE(a && b);
+  const auto created = agreement(*a, {100, 100000000, 10}, {100000, 100});
+  auto cmd = command(created.allocation.id, 100);
+  const std::string id = cmd.request_id;
+  ASSERT_TRUE(admit(*a, std::move(cmd))->decision.admitted());
+  auto booked = settle(*a, {id, created.allocation.id, SettleKind::usage, "p-1", {5, 100}});
+  ASSERT_TRUE(booked.ok());
+  EXPECT_EQ(booked->book, core::BookResult::booked);
+  auto refused = admit(*b, command(created.allocation.id, 1));
+  ASSERT_TRUE(refused.ok());
+  ASSERT_FALSE(refused->decision.admitted());
+  EXPECT_EQ(std::get<core::Refused>(refused->decision.outcome).reason, core::Refusal::depleted);
+  auto agreement_row = b->get_agreement(created.agreement.id);
+  ASSERT_TRUE(agreement_row.ok());
+  EXPECT_EQ(agreement_row->state, core::AgreementState::completed);
+}
+
+TEST_F(PostgresStoreTest, RepeatedProviderIdWithOtherCountsIsRecordedAsConflictNotBooked) {
+  auto a = open(), b = open();
+  ASSERT_TRUE(a && b);
+  const auto created = agreement(*a, {100, 100000000, 10}, {100000, 100000});
+  auto c1 = command(created.allocation.id), c2 = command(created.allocation.id);
+  const std::string r1 = c1.request_id, r2 = c2.request_id;
+  ASSERT_TRUE(admit(*a, std::move(c1))->decision.admitted());
+  ASSERT_TRUE(admit(*b, std::move(c2))->decision.admitted());
+  ASSERT_EQ(settle(*a, {r1, created.allocation.id, SettleKind::usage, "same", {7, 9}})->book,
+            core::BookResult::booked);
+  ASSERT_EQ(settle(*b, {r2, created.allocation.id, SettleKind::usage, "same", {8, 9}})->book,
+            core::BookResult::conflict);
+  auto conflicts = a->list_conflicts(created.allocation.id);
+  ASSERT_TRUE(conflicts.ok());
+  ASSERT_EQ(conflicts->size(), 1u);
+  EXPECT_EQ((*conflicts)[0].request_id, r2);
+  EXPECT_EQ((*conflicts)[0].reported, (core::Tokens{8, 9}));
+  EXPECT_EQ((*conflicts)[0].booked, (core::Tokens{7, 9}));
+  auto status = b->get_allocation(created.allocation.id);
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->snapshot.booked, (core::Tokens{7, 9}));
+  EXPECT_EQ(status->snapshot.held, (core::Tokens{0, 0}));
+}
+
 }  // namespace
 }  // namespace cairva::store::pg
