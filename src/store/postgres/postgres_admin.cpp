@@ -281,11 +281,10 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
   UsageEventRow event{new_id("evt"), allocation_id, r.request_id, provider_request_id, r.usage,
                       core::EventSource::reconciliation, core::Finality::confirmed, r.evidence,
                       rq.now};
-  Status w = write_booking(c, allocation_id, *alloc, ledger, event.id, r.request_id,
+  Status w = write_booking(c, &tx, allocation_id, *alloc, ledger, event.id, r.request_id,
                            provider_request_id, r.usage, event.source, event.finality, r.evidence,
                            rq.now, rq.open.hold);
   if (!w.ok()) return w.error();
-  if (Status s = tx.commit(); !s.ok()) return s.error();
   return event;
 }
 

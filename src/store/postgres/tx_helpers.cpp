@@ -42,12 +42,12 @@ Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::stri
   return std::optional<core::Tokens>(core::Tokens{get_i64(r->get(), 0, 0), get_i64(r->get(), 0, 1)});
 }
 
-Status write_booking(Connection& c, const std::string& allocation_id, const AllocationRow& alloc,
+Status write_booking(Connection& c, Transaction* commit_with, const std::string& allocation_id, const AllocationRow& alloc,
                      const core::AllocationLedger& ledger, const std::string& event_id,
                      const std::string& request_id, const std::string& provider_request_id,
                      const core::Tokens& usage, core::EventSource source, core::Finality finality,
                      const std::string& evidence, UnixMicros now, const core::Tokens& hold) {
-  auto r = c.run(sql::book_event, Params()
+  auto params = Params()
                                       .text(event_id)
                                       .text(allocation_id)
                                       .i64(alloc.event_seq + 1)
@@ -63,7 +63,9 @@ Status write_booking(Connection& c, const std::string& allocation_id, const Allo
                                       .i64(hold.output)
                                       .text(alloc.agreement_id)
                                       .text(core::to_string(ledger.agreement_state()))
-                                      .text(core::to_string(ledger.state())));
+                                      .text(core::to_string(ledger.state()));
+  if (commit_with != nullptr) return commit_with->run_and_commit(sql::book_event, params);
+  auto r = c.run(sql::book_event, params);
   if (!r.ok()) return r.error();
   return {};
 }
