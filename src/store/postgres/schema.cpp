@@ -41,7 +41,8 @@ CREATE TABLE allocations (
   held_input bigint NOT NULL DEFAULT 0,
   held_output bigint NOT NULL DEFAULT 0,
   event_seq bigint NOT NULL DEFAULT 0,
-  created_at bigint NOT NULL
+  created_at bigint NOT NULL,
+  seq bigserial NOT NULL  -- creation order, for listings (ties of created_at)
 );
 CREATE TABLE api_keys (
   id text PRIMARY KEY,
@@ -62,7 +63,8 @@ CREATE TABLE requests (
   stream boolean NOT NULL,
   hold_input bigint NOT NULL,
   hold_output bigint NOT NULL,
-  provider_request_id text NOT NULL DEFAULT ''
+  provider_request_id text NOT NULL DEFAULT '',
+  seq bigserial NOT NULL  -- admission order, for listings (ties of started_at)
 );
 -- requests_per_minute: starts in the trailing window.
 CREATE INDEX requests_started ON requests (allocation_id, started_at);
@@ -98,7 +100,8 @@ CREATE TABLE conflicts (
   reported_output bigint NOT NULL,
   booked_input bigint NOT NULL,
   booked_output bigint NOT NULL,
-  recorded_at bigint NOT NULL
+  recorded_at bigint NOT NULL,
+  seq bigserial NOT NULL  -- recording order, for listings
 );
 CREATE INDEX conflicts_allocation ON conflicts (allocation_id, recorded_at);
 )SQL";

@@ -55,7 +55,7 @@ const Statement allocation_status{
     "WITH c AS MATERIALIZED (SELECT " + now_param(1) + " AS now) SELECT al.id, " + lock_columns +
         ", c.now, " + counts("al.id") +
         " FROM allocations al JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c"
-        " WHERE ($2::text IS NULL OR al.id = $2::text) ORDER BY al.created_at, al.id LIMIT $5"};
+        " WHERE ($2::text IS NULL OR al.id = $2::text) ORDER BY al.created_at, al.seq LIMIT $5"};
 
 const Statement insert_request{
     "cv_insert_request",
@@ -178,7 +178,7 @@ const Statement list_requests{
     "cv_list_requests",
     std::string("SELECT ") + request_columns +
         " FROM requests WHERE ($1::text IS NULL OR allocation_id = $1::text)"
-        " AND ($2::text IS NULL OR state = $2::text) ORDER BY started_at, id LIMIT $3"};
+        " AND ($2::text IS NULL OR state = $2::text) ORDER BY started_at, seq LIMIT $3"};
 
 const Statement get_request{
     "cv_get_request", std::string("SELECT ") + request_columns + " FROM requests WHERE id = $1"};
@@ -203,7 +203,7 @@ const Statement list_conflicts{
     "cv_list_conflicts",
     "SELECT id, allocation_id, request_id, provider_request_id, reported_input, reported_output,"
     " booked_input, booked_output, recorded_at FROM conflicts"
-    " WHERE ($1::text IS NULL OR allocation_id = $1::text) ORDER BY recorded_at, id LIMIT $2"};
+    " WHERE ($1::text IS NULL OR allocation_id = $1::text) ORDER BY recorded_at, seq LIMIT $2"};
 
 const Statement get_event_of_request{
     "cv_get_event_of_request",
