@@ -17,8 +17,8 @@ Error invalid(std::string message) { return make_error(ErrorCode::invalid_reques
 Status validate(const NewAgreement& a, const std::vector<std::string>& providers) {
   if (a.supplier.empty()) return invalid("supplier: must be a non-empty string");
   if (a.buyer.empty()) return invalid("buyer: must be a non-empty string");
-  if (!providers.empty() && std::find(providers.begin(), providers.end(), a.provider) == providers.end()) {
-    return invalid("provider: not a configured provider: " + a.provider);
+  if (std::find(providers.begin(), providers.end(), a.provider) == providers.end()) {
+    return invalid("provider: unknown provider: " + a.provider);
   }
   const auto& t = a.terms;
   if (t.window.ends_at <= t.window.starts_at) return invalid("ends_at: must be after starts_at");
@@ -291,18 +291,35 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
 Result<std::vector<UsageEventRow>> PostgresStore::list_events(const EventFilter& f) {
   return with_connection<std::vector<UsageEventRow>>(
       [&](Connection& c) -> Result<std::vector<UsageEventRow>> {
-        Params p;
-        p.opt_text(f.allocation_id);
+        const int64_t limit = static_cast<int64_t>(std::min(f.limit, list_rows_max));
+        PgResult pos;
         if (f.after) {
-          auto pos = c.run(sql::event_position, Params().text(*f.after));
-          if (!pos.ok()) return pos.error();
-          if (rows(*pos) == 0) return make_error(ErrorCode::invalid_request, "after: unknown event id " + *f.after);
-          p.text(get_text(pos->get(), 0, 0)).i64(get_i64(pos->get(), 0, 1));
-        } else {
-          p.null().null();
+          auto p = c.run(sql::event_position, Params().text(*f.after));
+          if (!p.ok()) return p.error();
+          if (rows(*p) == 0) return invalid("after: unknown event id " + *f.after);
+          pos = std::move(p).value();
         }
-        p.i64(static_cast<int64_t>(std::min(f.limit, list_rows_max)));
-        auto r = c.run(sql::list_events, p);
+        Result<PgResult> r = make_error(ErrorCode::internal_error, "unreachable");
+        if (f.allocation_id) {
+          // Positions are per allocation: another allocation's event is no position here.
+          int64_t after_seq = 0;
+          if (pos) {
+            if (get_text(pos.get(), 0, 0) != *f.allocation_id) {
+              return invalid("after: event " + *f.after + " is not an event of " + *f.allocation_id);
+            }
+            after_seq = get_i64(pos.get(), 0, 1);
+          }
+          r = c.run(sql::list_allocation_events,
+                    Params().text(*f.allocation_id).i64(after_seq).i64(limit));
+        } else {
+          Params p;
+          if (pos) {
+            p.i64(get_i64(pos.get(), 0, 2)).i64(get_i64(pos.get(), 0, 3));
+          } else {
+            p.null().null();
+          }
+          r = c.run(sql::list_all_events, p.i64(limit));
+        }
         if (!r.ok()) return r.error();
         std::vector<UsageEventRow> out;
         for (int i = 0; i < rows(*r); ++i) {

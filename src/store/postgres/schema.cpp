@@ -86,11 +86,15 @@ CREATE TABLE usage_events (
   finality text NOT NULL,
   evidence text NOT NULL DEFAULT '',
   booked_at bigint NOT NULL,
+  -- Commit-independent global order for listings across allocations (may commit out of
+  -- order between processes; the per-allocation seq is the one that never skips).
+  gseq bigserial NOT NULL,
   UNIQUE (allocation_id, provider_request_id),
   UNIQUE (allocation_id, seq)
 );
 -- tokens_per_minute: bookings in the trailing window.
 CREATE INDEX usage_events_booked ON usage_events (allocation_id, booked_at);
+CREATE INDEX usage_events_global ON usage_events (booked_at, gseq);
 CREATE TABLE conflicts (
   id text PRIMARY KEY,
   allocation_id text NOT NULL REFERENCES allocations (id),

@@ -186,18 +186,26 @@ const Statement get_request{
 const Statement allocation_of_request{
     "cv_allocation_of_request", "SELECT allocation_id FROM requests WHERE id = $1"};
 
-// $1 event id. Columns: allocation_id, seq.
+// $1 event id. Columns: allocation_id, seq, booked_at, gseq.
 const Statement event_position{
-    "cv_event_position", "SELECT allocation_id, seq FROM usage_events WHERE id = $1"};
+    "cv_event_position",
+    "SELECT allocation_id, seq, booked_at, gseq FROM usage_events WHERE id = $1"};
 
-// $1 allocation|NULL, $2/$3 position after (allocation, seq) | NULL, $4 limit. Booking
-// order per allocation: seq was assigned under the allocation's row lock.
-const Statement list_events{
-    "cv_list_events",
+// One allocation's events in booking order: seq was assigned under the allocation's row
+// lock, so a page never skips an event another process commits later.
+// $1 allocation, $2 seq after (0 for the start), $3 limit.
+const Statement list_allocation_events{
+    "cv_list_allocation_events",
     std::string("SELECT ") + event_columns +
-        " FROM usage_events WHERE ($1::text IS NULL OR allocation_id = $1::text)"
-        " AND ($2::text IS NULL OR (allocation_id, seq) > ($2::text, $3::bigint))"
-        " ORDER BY allocation_id, seq LIMIT $4"};
+        " FROM usage_events WHERE allocation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"};
+
+// Every allocation's events by booking time (ties: insertion). $1/$2 position after
+// (booked_at, gseq) or NULL, $3 limit.
+const Statement list_all_events{
+    "cv_list_all_events",
+    std::string("SELECT ") + event_columns +
+        " FROM usage_events WHERE ($1::bigint IS NULL OR (booked_at, gseq) > ($1::bigint, $2::bigint))"
+        " ORDER BY booked_at, gseq LIMIT $3"};
 
 const Statement list_conflicts{
     "cv_list_conflicts",

@@ -57,7 +57,8 @@ extern const Statement list_requests;
 extern const Statement get_request;
 extern const Statement allocation_of_request;
 extern const Statement event_position;
-extern const Statement list_events;
+extern const Statement list_allocation_events;
+extern const Statement list_all_events;
 extern const Statement list_conflicts;
 extern const Statement get_event_of_request;
 
