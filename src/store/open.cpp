@@ -1,0 +1,33 @@
+#include "store/open.h"
+
+#include <string_view>
+
+#include "store/sqlite/sqlite_store.h"
+
+namespace cairva::store {
+namespace {
+
+constexpr std::string_view sqlite_scheme = "sqlite://";
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> open_store(const StoreOptions& options, std::shared_ptr<const Clock> clock) {
+  const std::string& url = options.url;
+  if (starts_with(url, sqlite_scheme)) {
+    const std::string path = url.substr(sqlite_scheme.size());
+    if (path.empty()) return make_error(ErrorCode::invalid_request, "store.url: sqlite:// needs a file path");
+    auto s = sqlite::SqliteStore::open(path, options, std::move(clock));
+    if (!s.ok()) return s.error();
+    return std::unique_ptr<Store>(std::move(s).value());
+  }
+  if (starts_with(url, "postgresql://") || starts_with(url, "postgres://")) {
+    // The PostgreSQL branch is added with its backend (src/store/postgres).
+    return make_error(ErrorCode::invalid_request, "store.url: PostgreSQL support is not built in: " + url);
+  }
+  return make_error(ErrorCode::invalid_request,
+                    "store.url: expected sqlite://PATH or postgresql://..., got \"" + url + "\"");
+}
+
+}  // namespace cairva::store

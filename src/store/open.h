@@ -1,0 +1,16 @@
+// The store factory: opens the backend a store URL names.
+#pragma once
+
+#include <memory>
+
+#include "base/time.h"
+#include "store/store.h"
+
+namespace cairva::store {
+
+// `sqlite://PATH` (relative to the working directory unless PATH begins with '/') → the
+// embedded store; `postgresql://…` or `postgres://…` → PostgreSQL; anything else →
+// Error{invalid_request, "store.url: …"}.
+Result<std::unique_ptr<Store>> open_store(const StoreOptions& options, std::shared_ptr<const Clock> clock);
+
+}  // namespace cairva::store

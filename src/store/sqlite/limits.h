@@ -1,0 +1,33 @@
+// Every bound of the embedded store, named with its unit last.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace cairva::store::sqlite {
+
+// Writes waiting for the writer thread. Admissions are refused (store_unavailable) at this
+// depth: a disk slower than the request rate must push back, not grow memory. Settlements
+// are never refused (each closes a request that was admitted under this bound).
+inline constexpr size_t writer_queue_ops_max = 16384;
+// Writes committed in one transaction: enough to amortise one fsync over a burst, small
+// enough that one transaction never holds the write lock for long.
+inline constexpr size_t commit_batch_ops_max = 512;
+// While the disk fails, the writer retries (and probes) this often.
+inline constexpr int64_t writer_retry_ms = 50;
+// A settlement or admin write that cannot be made durable gets store_unavailable after
+// this long; the write itself stays queued and is committed when the disk recovers.
+inline constexpr int64_t durable_ack_wait_ms_max = 30'000;
+// Blocking admin calls wait this long for their write (then store_unavailable).
+inline constexpr int64_t admin_wait_ms_max = 35'000;
+// Pages of list_requests / list_events / list_conflicts.
+inline constexpr size_t list_rows_max = 1000;
+// Audit's slack over the in-flight timeout: the gateway sweeps at least once a second.
+inline constexpr int64_t audit_sweep_slack_s = 1;
+// SQLite's own wait for a lock held by a reader checkpointing (the file is ours alone).
+inline constexpr int sqlite_busy_timeout_ms = 5000;
+
+static_assert(commit_batch_ops_max <= writer_queue_ops_max);
+static_assert(durable_ack_wait_ms_max < admin_wait_ms_max);
+
+}  // namespace cairva::store::sqlite

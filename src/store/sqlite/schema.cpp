@@ -1,0 +1,138 @@
+#include "store/sqlite/schema.h"
+
+#include <array>
+#include <string>
+
+namespace cairva::store::sqlite {
+namespace {
+
+// Never edit a migration once released: add a new one.
+constexpr std::array<const char*, 1> migrations = {
+    R"sql(
+CREATE TABLE agreements (
+  id TEXT PRIMARY KEY,
+  supplier TEXT NOT NULL,
+  buyer TEXT NOT NULL,
+  provider TEXT NOT NULL,
+  starts_at INTEGER NOT NULL,
+  ends_at INTEGER NOT NULL,
+  requests_per_minute INTEGER NOT NULL CHECK (requests_per_minute > 0),
+  tokens_per_minute INTEGER NOT NULL CHECK (tokens_per_minute > 0),
+  max_concurrency INTEGER NOT NULL CHECK (max_concurrency > 0),
+  input_tokens INTEGER NOT NULL CHECK (input_tokens > 0),
+  output_tokens INTEGER NOT NULL CHECK (output_tokens > 0),
+  state TEXT NOT NULL CHECK (state IN ('in_force','completed','expired','cancelled')),
+  created_at INTEGER NOT NULL,
+  CHECK (ends_at > starts_at)
+);
+CREATE TABLE agreement_models (
+  agreement_id TEXT NOT NULL REFERENCES agreements(id),
+  position INTEGER NOT NULL,
+  model TEXT NOT NULL,
+  PRIMARY KEY (agreement_id, position)
+);
+CREATE TABLE allocations (
+  id TEXT PRIMARY KEY,
+  agreement_id TEXT NOT NULL UNIQUE REFERENCES agreements(id),
+  state TEXT NOT NULL CHECK (state IN ('ready','active','suspended','depleted','expired')),
+  used_input INTEGER NOT NULL DEFAULT 0 CHECK (used_input >= 0),
+  used_output INTEGER NOT NULL DEFAULT 0 CHECK (used_output >= 0)
+);
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  allocation_id TEXT NOT NULL REFERENCES allocations(id),
+  secret_hash TEXT NOT NULL UNIQUE,
+  revoked INTEGER NOT NULL DEFAULT 0,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE requests (
+  id TEXT PRIMARY KEY,
+  allocation_id TEXT NOT NULL REFERENCES allocations(id),
+  key_id TEXT NOT NULL,
+  state TEXT NOT NULL CHECK (state IN ('in_flight','booked','usage_pending','failed')),
+  started_at INTEGER NOT NULL,
+  finished_at INTEGER,
+  model TEXT NOT NULL,
+  stream INTEGER NOT NULL,
+  hold_input INTEGER NOT NULL CHECK (hold_input >= 0),
+  hold_output INTEGER NOT NULL CHECK (hold_output >= 0),
+  provider_request_id TEXT NOT NULL DEFAULT '',
+  -- A request booked as a duplicate (or conflict) of another request's event: that event.
+  booked_event_id TEXT
+);
+CREATE INDEX requests_allocation_started ON requests (allocation_id, started_at);
+CREATE INDEX requests_state ON requests (state, started_at);
+CREATE TABLE usage_events (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,  -- booking order
+  id TEXT NOT NULL UNIQUE,
+  allocation_id TEXT NOT NULL REFERENCES allocations(id),
+  request_id TEXT NOT NULL UNIQUE REFERENCES requests(id),
+  provider_request_id TEXT NOT NULL,
+  input_tokens INTEGER NOT NULL CHECK (input_tokens >= 0),
+  output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0),
+  source TEXT NOT NULL CHECK (source IN ('provider','reconciliation')),
+  finality TEXT NOT NULL CHECK (finality IN ('reported','confirmed')),
+  evidence TEXT NOT NULL DEFAULT '',
+  booked_at INTEGER NOT NULL,
+  UNIQUE (allocation_id, provider_request_id)
+);
+CREATE INDEX usage_events_allocation ON usage_events (allocation_id, seq);
+CREATE INDEX usage_events_booked_at ON usage_events (allocation_id, booked_at);
+CREATE TABLE conflicts (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  id TEXT NOT NULL UNIQUE,
+  allocation_id TEXT NOT NULL,
+  request_id TEXT NOT NULL,
+  provider_request_id TEXT NOT NULL,
+  reported_input INTEGER NOT NULL,
+  reported_output INTEGER NOT NULL,
+  booked_input INTEGER NOT NULL,
+  booked_output INTEGER NOT NULL,
+  recorded_at INTEGER NOT NULL
+);
+CREATE INDEX conflicts_allocation ON conflicts (allocation_id, seq);
+-- The writer's liveness probe while the disk is failing.
+CREATE TABLE writer_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
+INSERT INTO writer_probe VALUES (1, 0);
+)sql",
+};
+
+Result<int> user_version(Db& db) {
+  auto s = db.prepare("PRAGMA user_version");
+  if (!s.ok()) return s.error();
+  auto r = s->step();
+  if (!r.ok()) return r.error();
+  return static_cast<int>(s->col_i64(0));
+}
+
+}  // namespace
+
+int schema_version_latest() { return static_cast<int>(migrations.size()); }
+
+Status prepare_database(Db& db, bool sync_full) {
+  if (Status s = db.exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
+  if (Status s = db.exec(sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = db.exec("PRAGMA foreign_keys=ON"); !s.ok()) return s;
+  auto v = user_version(db);
+  if (!v.ok()) return v.error();
+  if (*v > schema_version_latest()) {
+    return make_error(ErrorCode::store_unavailable,
+                      "sqlite: schema version " + std::to_string(*v) +
+                          " is newer than this cairva knows (" +
+                          std::to_string(schema_version_latest()) + ")");
+  }
+  for (int i = *v; i < schema_version_latest(); ++i) {
+    const std::string sql = std::string("BEGIN IMMEDIATE;") + migrations[i] +
+                            "PRAGMA user_version=" + std::to_string(i + 1) + ";COMMIT;";
+    if (Status s = db.exec(sql); !s.ok()) {
+      (void)db.exec("ROLLBACK");
+      return s;
+    }
+  }
+  return {};
+}
+
+}  // namespace cairva::store::sqlite

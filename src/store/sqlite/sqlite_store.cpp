@@ -1,0 +1,301 @@
+// SqliteStore: opening, the request path (authenticate, admit, settle, status) and sweep.
+#include "store/sqlite/sqlite_store.h"
+
+#include <future>
+
+#include "base/ids.h"
+#include "store/sqlite/limits.h"
+#include "store/sqlite/schema.h"
+#include "store/sqlite/writes.h"
+
+namespace cairva::store::sqlite {
+namespace {
+
+Error unavailable(const std::string& why) { return make_error(ErrorCode::store_unavailable, why); }
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
+                                                       const StoreOptions& options,
+                                                       std::shared_ptr<const Clock> clock) {
+  auto lock = FileLock::acquire(path);
+  if (!lock.ok()) return lock.error();
+  auto wdb = Db::open(path, false);
+  if (!wdb.ok()) return wdb.error();
+  if (Status s = prepare_database(*wdb, options.sync_full); !s.ok()) {
+    return make_error(ErrorCode::store_unavailable, "store " + path + ": " + s.error().message);
+  }
+  auto rdb = Db::open(path, true);
+  if (!rdb.ok()) return rdb.error();
+  // Requests the previous process left in flight may or may not have reached the provider:
+  // they hold their allowance until an operator reconciles them (SPEC §9).
+  if (Status s = wdb->exec("UPDATE requests SET state = 'usage_pending' WHERE state = 'in_flight'");
+      !s.ok()) {
+    return s.error();
+  }
+  auto writer = std::make_unique<Writer>(std::move(wdb).value());
+  std::unique_ptr<SqliteStore> store(new SqliteStore(options, std::move(clock), std::move(lock).value(),
+                                                     std::move(rdb).value(), std::move(writer)));
+  if (Status s = store->load(); !s.ok()) return s.error();
+  return store;
+}
+
+SqliteStore::SqliteStore(StoreOptions options, std::shared_ptr<const Clock> clock,
+                         std::unique_ptr<FileLock> lock, Db reader, std::unique_ptr<Writer> writer)
+    : options_(std::move(options)),
+      clock_(std::move(clock)),
+      lock_(std::move(lock)),
+      reader_(std::move(reader)),
+      writer_(std::move(writer)) {}
+
+SqliteStore::~SqliteStore() {
+  writer_.reset();  // drains the queue before the file lock is released
+}
+
+std::shared_ptr<SqliteStore::Allocation> SqliteStore::find(const std::string& allocation_id) const {
+  std::shared_lock lock(map_mu_);
+  const auto it = allocations_.find(allocation_id);
+  return it == allocations_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<SqliteStore::Allocation> SqliteStore::find_by_agreement(
+    const std::string& agreement_id) const {
+  std::shared_lock lock(map_mu_);
+  const auto it = allocation_of_agreement_.find(agreement_id);
+  if (it == allocation_of_agreement_.end()) return nullptr;
+  const auto a = allocations_.find(it->second);
+  return a == allocations_.end() ? nullptr : a->second;
+}
+
+void SqliteStore::persist_states_if_changed(Allocation& a, core::AllocationState before,
+                                            core::AgreementState before_agreement) {
+  if (a.ledger.state() == before && a.ledger.agreement_state() == before_agreement) return;
+  writer_->enqueue({WriteOp::Kind::durable,
+                    writes::set_states(a.id, a.agreement.id, a.ledger.state(), a.ledger.agreement_state()),
+                    nullptr});
+}
+
+int64_t SqliteStore::sweep_locked(Allocation& a, UnixMicros now) {
+  std::vector<std::string> swept = a.ledger.sweep_stale(now, options_.in_flight_timeout_s);
+  const auto n = static_cast<int64_t>(swept.size());
+  if (n > 0) {
+    writer_->enqueue({WriteOp::Kind::durable, writes::mark_usage_pending(std::move(swept), ""), nullptr});
+  }
+  return n;
+}
+
+AllocationStatus SqliteStore::status_locked(Allocation& a, UnixMicros now) {
+  AllocationStatus s{a.id, a.agreement.id, a.ledger.snapshot(now)};
+  s.snapshot.state = core::effective_state(s.snapshot, now);
+  return s;
+}
+
+AgreementRow SqliteStore::agreement_locked(Allocation& a) const {
+  AgreementRow row = a.agreement;
+  row.state = a.ledger.agreement_state();
+  return row;
+}
+
+// ---------------------------------------------------------------- request path
+
+void SqliteStore::authenticate(const std::string& key_secret_hash, Callback<KeyGrant> done) {
+  std::shared_ptr<Key> key;
+  std::shared_ptr<Allocation> alloc;
+  {
+    std::shared_lock lock(map_mu_);
+    const auto it = keys_by_hash_.find(key_secret_hash);
+    // The map's lookup compared the hash already; the constant-time compare keeps timing
+    // independent of where a near-miss differs should the map ever compare by prefix.
+    if (it != keys_by_hash_.end() && !it->second->revoked &&
+        constant_time_equal(it->second->hash, key_secret_hash)) {
+      key = it->second;
+      const auto a = allocations_.find(key->allocation_id);
+      if (a != allocations_.end()) alloc = a->second;
+    }
+  }
+  if (!key || !alloc) {
+    done(make_error(ErrorCode::invalid_api_key, "invalid API key"));
+    return;
+  }
+  done(KeyGrant{key->id, alloc->id, alloc->agreement.provider, alloc->agreement.models,
+                alloc->agreement.terms.limits});
+}
+
+void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
+  const auto alloc = find(cmd.allocation_id);
+  if (!alloc) {
+    done(make_error(ErrorCode::not_found, "allocation not found: " + cmd.allocation_id));
+    return;
+  }
+  if (writer_->failing()) {
+    done(unavailable("store unavailable: writes are failing"));
+    return;
+  }
+  std::optional<Result<AdmitResult>> answer_now;
+  {
+    std::lock_guard lock(alloc->mu);
+    const UnixMicros now = clock_->now();
+    sweep_locked(*alloc, now);
+    const auto before = alloc->ledger.state();
+    const auto before_agreement = alloc->ledger.agreement_state();
+    AdmitResult out{alloc->ledger.admit(cmd.request_id, cmd.facts, now), {}};
+    out.after = alloc->ledger.snapshot(now);
+    persist_states_if_changed(*alloc, before, before_agreement);
+    if (!out.decision.admitted()) {
+      answer_now = std::move(out);
+    } else {
+      const core::Tokens hold = std::get<core::Admitted>(out.decision.outcome).hold;
+      RequestRow row{cmd.request_id, cmd.allocation_id, core::RequestState::in_flight, now,
+                     std::nullopt,   cmd.model,         cmd.stream,                    hold, ""};
+      // The callback runs once the start is durable; a failed write undoes the admission
+      // (hold released, in-flight decremented) so nothing is forwarded without its start.
+      auto on_written = [this, alloc, id = cmd.request_id, out, done](Status s) mutable {
+        if (s.ok()) {
+          done(std::move(out));
+          return;
+        }
+        {
+          std::lock_guard relock(alloc->mu);
+          alloc->ledger.fail(id);
+        }
+        done(unavailable(s.error().message));
+      };
+      WriteOp op{WriteOp::Kind::admission, writes::insert_request(row, cmd.key_id), on_written};
+      if (!writer_->try_enqueue(std::move(op))) {
+        alloc->ledger.fail(cmd.request_id);
+        answer_now = Result<AdmitResult>(unavailable("store unavailable: write queue full or failing"));
+      }
+    }
+  }
+  if (answer_now) done(std::move(*answer_now));
+}
+
+void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
+  const auto alloc = find(cmd.allocation_id);
+  if (!alloc) {
+    done(SettleResult{});  // unknown_request
+    return;
+  }
+  std::unique_lock lock(alloc->mu);
+  const UnixMicros now = clock_->now();
+  const core::OpenRequest* open = alloc->ledger.find_open(cmd.request_id);
+  if (open == nullptr) {
+    lock.unlock();
+    settle_lookup(cmd, std::move(done));
+    return;
+  }
+  const auto before = alloc->ledger.state();
+  const auto before_agreement = alloc->ledger.agreement_state();
+  SettleResult out;
+  out.request_state = open->state;
+  std::vector<writes::Apply> rows;
+  switch (cmd.kind) {
+    case SettleKind::usage: {
+      const core::BookOutcome b = alloc->ledger.book(cmd.request_id, cmd.provider_request_id, cmd.usage, now);
+      out.book = b.result;
+      out.request_state = core::RequestState::booked;
+      if (b.result == core::BookResult::booked) {
+        rows.push_back(writes::book(UsageEventRow{new_id("evt"), alloc->id, cmd.request_id,
+                                                  cmd.provider_request_id, cmd.usage,
+                                                  core::EventSource::provider,
+                                                  core::Finality::reported, "", now}));
+      } else {
+        CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);
+        rows.push_back(writes::book_as_duplicate(cmd.request_id, alloc->id, cmd.provider_request_id, now));
+        if (b.result == core::BookResult::conflict) {
+          rows.push_back(writes::insert_conflict(ConflictRow{new_id("cfl"), alloc->id, cmd.request_id,
+                                                             cmd.provider_request_id, cmd.usage,
+                                                             b.booked_event, now}));
+        }
+      }
+      break;
+    }
+    case SettleKind::usage_missing:
+      if (alloc->ledger.mark_usage_pending(cmd.request_id)) {
+        rows.push_back(writes::mark_usage_pending({cmd.request_id}, cmd.provider_request_id));
+      }
+      out.request_state = core::RequestState::usage_pending;
+      break;
+    case SettleKind::failed:
+      alloc->ledger.fail(cmd.request_id);
+      rows.push_back(writes::fail_request(cmd.request_id, cmd.provider_request_id, now));
+      out.request_state = core::RequestState::failed;
+      break;
+  }
+  // One op per settlement keeps its rows in one transaction (they always are: a batch is one).
+  auto apply = [rows = std::move(rows)](Db& db) -> Status {
+    for (const auto& r : rows) {
+      if (Status s = r(db); !s.ok()) return s;
+    }
+    return {};
+  };
+  auto on_written = [out, done = std::move(done)](Status s) {
+    if (s.ok()) {
+      done(out);
+    } else {
+      done(s.error());
+    }
+  };
+  writer_->enqueue({WriteOp::Kind::durable, std::move(apply), std::move(on_written)});
+  persist_states_if_changed(*alloc, before, before_agreement);
+}
+
+// A request the ledger no longer tracks: settled already, undone, or never this allocation's.
+void SqliteStore::settle_lookup(const SettleCommand& cmd, Callback<SettleResult> done) {
+  auto found = std::make_shared<std::optional<core::RequestState>>();
+  auto apply = [found, id = cmd.request_id, alloc = cmd.allocation_id](Db& db) -> Status {
+    auto s = db.prepare("SELECT state FROM requests WHERE id = ? AND allocation_id = ?");
+    if (!s.ok()) return s.error();
+    s->text(id).text(alloc);
+    auto row = s->step();
+    if (!row.ok()) return row.error();
+    if (*row) *found = core::parse_request_state(s->col_text(0));
+    return {};
+  };
+  auto on_read = [found, kind = cmd.kind, done = std::move(done)](Status s) {
+    if (!s.ok()) {
+      done(s.error());
+      return;
+    }
+    SettleResult out;  // unknown_request
+    if (found->has_value()) {
+      out.request_state = **found;
+      if (kind == SettleKind::usage) out.book = core::BookResult::already_settled;
+    }
+    done(out);
+  };
+  writer_->enqueue({WriteOp::Kind::read, std::move(apply), std::move(on_read)});
+}
+
+void SqliteStore::allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) {
+  auto r = get_allocation(allocation_id);
+  done(std::move(r));
+}
+
+Result<int64_t> SqliteStore::sweep_stale() {
+  std::vector<std::shared_ptr<Allocation>> all;
+  {
+    std::shared_lock lock(map_mu_);
+    all.reserve(allocations_.size());
+    for (const auto& [id, a] : allocations_) all.push_back(a);
+  }
+  int64_t n = 0;
+  for (const auto& a : all) {
+    std::lock_guard lock(a->mu);
+    n += sweep_locked(*a, clock_->now());
+  }
+  if (n > 0) writer_->flush();
+  return n;
+}
+
+Status SqliteStore::write_and_wait(std::function<Status(Db&)> apply) {
+  auto p = std::make_shared<std::promise<Status>>();
+  auto f = p->get_future();
+  writer_->enqueue({WriteOp::Kind::durable, std::move(apply), [p](Status s) { p->set_value(s); }});
+  if (f.wait_for(std::chrono::milliseconds(admin_wait_ms_max)) != std::future_status::ready) {
+    return unavailable("store unavailable: write not durable in time");
+  }
+  return f.get();
+}
+
+}  // namespace cairva::store::sqlite

@@ -1,0 +1,129 @@
+// SqliteStore: the embedded, single-process Store.
+//
+// While the process owns the file (FileLock), memory is authoritative: each allocation is
+// a mutex + core::AllocationLedger + its agreement's immutable facts; API keys are a
+// hash -> grant map (a revocation takes effect at once). Authentication, admission and
+// settlement decide in memory under the allocation's mutex (no I/O inside) and queue their
+// row writes, in decision order, to the one group-commit Writer; callbacks run after COMMIT.
+// Admin reads of requests, events and conflicts read SQLite after a writer flush, so they
+// reflect everything acknowledged.
+//
+// Restart: open() marks requests left in_flight usage_pending (persisted) and rebuilds
+// every ledger from the tables.
+//
+// Thread safety: every method, from any thread. Lock order: allocations map (shared) ->
+// one allocation's mutex -> the writer's queue. Callbacks never run under these locks.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+
+#include "base/time.h"
+#include "core/ledger.h"
+#include "store/sqlite/db.h"
+#include "store/sqlite/file_lock.h"
+#include "store/sqlite/writer.h"
+#include "store/store.h"
+
+namespace cairva::store::sqlite {
+
+class SqliteStore final : public Store {
+ public:
+  // `path`: the database file (created if missing). Fails when another process (or
+  // another SqliteStore in this one) holds the file.
+  static Result<std::unique_ptr<SqliteStore>> open(const std::string& path,
+                                                   const StoreOptions& options,
+                                                   std::shared_ptr<const Clock> clock);
+  ~SqliteStore() override;
+
+  void authenticate(const std::string& key_secret_hash, Callback<KeyGrant> done) override;
+  void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;
+  void settle(SettleCommand cmd, Callback<SettleResult> done) override;
+  void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) override;
+
+  Result<CreatedAgreement> create_agreement(const NewAgreement& a) override;
+  Result<AgreementRow> get_agreement(const std::string& agreement_id) override;
+  Result<AgreementRow> cancel_agreement(const std::string& agreement_id) override;
+  Result<std::vector<AllocationStatus>> list_allocations() override;
+  Result<AllocationStatus> get_allocation(const std::string& allocation_id) override;
+  Result<AllocationStatus> suspend_allocation(const std::string& allocation_id) override;
+  Result<AllocationStatus> resume_allocation(const std::string& allocation_id) override;
+  Result<CreatedKey> create_key(const std::string& allocation_id) override;
+  Result<ApiKeyRow> revoke_key(const std::string& key_id) override;
+  Result<std::vector<RequestRow>> list_requests(const RequestFilter& f) override;
+  Result<RequestRow> get_request(const std::string& request_id) override;
+  Result<UsageEventRow> reconcile(const Reconciliation& r) override;
+  Result<std::vector<UsageEventRow>> list_events(const EventFilter& f) override;
+  Result<std::vector<ConflictRow>> list_conflicts(const std::optional<std::string>& allocation_id) override;
+
+  Result<int64_t> sweep_stale() override;
+  Result<AuditReport> audit() override;
+
+  // Group-commit figures (commits, rows, largest batch) for /metrics and reports.
+  WriterStats writer_stats() const { return writer_->stats(); }
+  // Tests: make every commit fail (as a full disk would) while set.
+  void set_write_fault_for_testing(bool fail) { writer_->set_fault_for_testing(fail); }
+  // Blocks until every write queued so far has been attempted.
+  void flush() { writer_->flush(); }
+
+  // One allocation's in-memory state. Public for the loader; opaque to callers.
+  struct Allocation {
+    Allocation(std::string id_, AgreementRow agreement_)
+        : id(std::move(id_)), agreement(std::move(agreement_)), ledger(agreement.terms) {}
+    const std::string id;
+    const AgreementRow agreement;  // immutable facts; its state lives in the ledger
+    std::mutex mu;
+    core::AllocationLedger ledger;  // GUARDED_BY(mu)
+  };
+  struct Key {
+    std::string id;
+    std::string hash;
+    std::string allocation_id;
+    bool revoked = false;
+  };
+
+ private:
+  SqliteStore(StoreOptions options, std::shared_ptr<const Clock> clock,
+              std::unique_ptr<FileLock> lock, Db reader, std::unique_ptr<Writer> writer);
+
+  std::shared_ptr<Allocation> find(const std::string& allocation_id) const;
+  std::shared_ptr<Allocation> find_by_agreement(const std::string& agreement_id) const;
+  // REQUIRES: a.mu held. Moves stale in-flight requests to usage_pending and queues it.
+  int64_t sweep_locked(Allocation& a, UnixMicros now);
+  // REQUIRES: a.mu held. Queues the ledger's states if they differ from `before`.
+  void persist_states_if_changed(Allocation& a, core::AllocationState before,
+                                 core::AgreementState before_agreement);
+  AllocationStatus status_locked(Allocation& a, UnixMicros now);
+  AgreementRow agreement_locked(Allocation& a) const;
+  // Queues `apply` as a durable write and waits (bounded) for it.
+  Status write_and_wait(std::function<Status(Db&)> apply);
+  // Runs `fn` on the reader connection after a writer flush.
+  template <class T>
+  Result<T> read(const std::function<Result<T>(Db&)>& fn) {
+    writer_->flush();  // everything acknowledged before this call is in the file
+    std::lock_guard lock(reader_mu_);
+    return fn(reader_);
+  }
+  void settle_lookup(const SettleCommand& cmd, Callback<SettleResult> done);
+  Result<AllocationStatus> change_state(const std::string& allocation_id, bool suspend);
+  Status load();
+
+  const StoreOptions options_;
+  const std::shared_ptr<const Clock> clock_;
+  std::unique_ptr<FileLock> lock_;
+  std::mutex reader_mu_;
+  Db reader_;  // GUARDED_BY(reader_mu_)
+  std::unique_ptr<Writer> writer_;
+
+  mutable std::shared_mutex map_mu_;
+  std::unordered_map<std::string, std::shared_ptr<Allocation>> allocations_;  // GUARDED_BY(map_mu_)
+  std::unordered_map<std::string, std::string> allocation_of_agreement_;      // GUARDED_BY(map_mu_)
+  std::unordered_map<std::string, std::shared_ptr<Key>> keys_by_hash_;        // GUARDED_BY(map_mu_)
+  std::unordered_map<std::string, std::shared_ptr<Key>> keys_by_id_;          // GUARDED_BY(map_mu_)
+
+};
+
+}  // namespace cairva::store::sqlite
