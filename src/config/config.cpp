@@ -108,7 +108,8 @@ const toml::table* get_table(Checker& c, const toml::table& root, std::string_vi
   return n->as_table();
 }
 
-// "host:port" with a non-empty host (a bracketed IPv6 literal allowed) and a port 0..65535.
+}  // namespace
+
 bool valid_listen_address(std::string_view addr) {
   const auto colon = addr.rfind(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == addr.size()) return false;
@@ -122,6 +123,8 @@ bool valid_listen_address(std::string_view addr) {
   auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
   return ec == std::errc() && end == port.data() + port.size() && value <= 65535;
 }
+
+namespace {
 
 void check_listen(Checker& c, const std::optional<std::string>& v, const std::string& path,
                   std::string& out) {
@@ -158,10 +161,14 @@ void load_admin(Checker& c, const toml::table& root, Config& cfg) {
   }
 }
 
+}  // namespace
+
 bool valid_store_url(std::string_view url) {
   if (url.starts_with(sqlite_scheme)) return url.size() > sqlite_scheme.size();
   return url.starts_with("postgresql://") || url.starts_with("postgres://");
 }
+
+namespace {
 
 void load_store(Checker& c, const toml::table& root, Config& cfg) {
   const toml::table* t = get_table(c, root, "store");

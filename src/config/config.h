@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -48,6 +49,11 @@ struct Config {
 Result<Config> load_config_file(const std::string& path);
 // Parses TOML text (for tests); `source` names it in errors.
 Result<Config> parse_config(const std::string& toml_text, const std::string& source);
+// "HOST:PORT" with a non-empty host (a bracketed IPv6 literal allowed) and a port 0..65535:
+// what server.listen and server.admin_listen (and their command-line overrides) accept.
+bool valid_listen_address(std::string_view address);
+// sqlite://PATH (PATH non-empty), postgresql://… or postgres://…: what store.url accepts.
+bool valid_store_url(std::string_view url);
 // The configuration used when no file is given: defaults, the embedded store
 // ./cairva.db, and no provider.
 Config default_config();

@@ -1,0 +1,297 @@
+#include "cli/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json/parse.hpp>
+#include <cstdlib>
+#include <fstream>
+
+#include "cli/admin_commands.h"
+
+namespace cairva::cli {
+namespace {
+
+namespace json = boost::json;
+
+struct Outcome {
+  int code = -1;
+  std::string out, err;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv(admin_token_env, "tok", 1);
+    unsetenv(admin_url_env);
+    hooks_.admin_http = [this](const std::string& url, const std::string& token, const HttpCall& call) {
+      calls_.push_back(call);
+      urls_.push_back(url);
+      tokens_.push_back(token);
+      return Result<HttpReply>(reply_);
+    };
+  }
+
+  Outcome run_cli(std::vector<std::string> args) {
+    args.insert(args.begin(), "cairva");
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    ::testing::internal::CaptureStdout();
+    ::testing::internal::CaptureStderr();
+    Outcome o;
+    o.code = run(static_cast<int>(argv.size()), argv.data(), hooks_);
+    o.out = ::testing::internal::GetCapturedStdout();
+    o.err = ::testing::internal::GetCapturedStderr();
+    return o;
+  }
+
+  Hooks hooks_;
+  HttpReply reply_{200, "{}"};
+  std::vector<HttpCall> calls_;
+  std::vector<std::string> urls_, tokens_;
+};
+
+TEST(Duration, ParsesEachUnitAndRefusesTheRest) {
+  EXPECT_EQ(parse_duration_s("30d"), 30 * 86400);
+  EXPECT_EQ(parse_duration_s("12h"), 12 * 3600);
+  EXPECT_EQ(parse_duration_s("90m"), 90 * 60);
+  EXPECT_EQ(parse_duration_s("45s"), 45);
+  for (const char* bad : {"", "d", "30", "0d", "-1d", "1.5h", "3w", "1d2h", "99999999999d"}) {
+    EXPECT_EQ(parse_duration_s(bad), std::nullopt) << bad;
+  }
+}
+
+TEST(AgreementBody, DurationCountsFromStartsAtOrNow) {
+  AgreementArgs a;
+  a.supplier = "s";
+  a.duration = "1d";
+  const UnixMicros now = 1'796'083'200 * micros_per_second;  // 2026-12-01T00:00:00Z
+  auto body = agreement_body(a, now);
+  ASSERT_TRUE(body.ok());
+  json::value v = json::parse(*body);
+  EXPECT_EQ(v.at("ends_at"), "2026-12-02T00:00:00Z");
+  EXPECT_FALSE(v.as_object().contains("starts_at")) << "the server's now is the default";
+  EXPECT_FALSE(v.as_object().contains("models")) << "no allow-list: any model";
+  a.starts_at = "2026-12-10T00:00:00Z";
+  v = json::parse(*agreement_body(a, now));
+  EXPECT_EQ(v.at("starts_at"), "2026-12-10T00:00:00Z");
+  EXPECT_EQ(v.at("ends_at"), "2026-12-11T00:00:00Z");
+}
+
+TEST(AgreementBody, NeedsExactlyOneOfEndsAtAndDuration) {
+  AgreementArgs a;
+  EXPECT_FALSE(agreement_body(a, 0).ok());
+  a.ends_at = "2026-12-02T00:00:00Z";
+  a.duration = "1d";
+  EXPECT_FALSE(agreement_body(a, 0).ok());
+  a.ends_at.clear();
+  a.duration = "soon";
+  auto r = agreement_body(a, 0);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("--duration"), std::string::npos);
+}
+
+TEST_F(CliTest, AgreementCreatePostsTheBodyAndPrintsTheSecretOnce) {
+  reply_ = {201, R"({"agreement":{"id":"agr_1","state":"in_force","models":["a","b"]},
+                    "allocation":{"id":"alloc_1","state":"active"},
+                    "api_key":{"id":"key_1","secret":"cv_SECRET"}})"};
+  Outcome o = run_cli({"agreement", "create", "--supplier", "acme", "--buyer", "bob", "--provider", "openai",
+                       "--models", "a,b", "--input-tokens", "100", "--output-tokens", "50", "--ends-at",
+                       "2027-01-01T00:00:00Z", "--rpm", "60", "--tpm", "1000", "--concurrency", "4"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  ASSERT_EQ(calls_.size(), 1u);
+  EXPECT_EQ(calls_[0].method, "POST");
+  EXPECT_EQ(calls_[0].target, "/admin/v1/agreements");
+  EXPECT_EQ(json::parse(calls_[0].body),
+            json::parse(R"({"supplier":"acme","buyer":"bob","provider":"openai","models":["a","b"],
+                            "input_tokens":100,"output_tokens":50,"ends_at":"2027-01-01T00:00:00Z",
+                            "requests_per_minute":60,"tokens_per_minute":1000,"max_concurrency":4})"));
+  EXPECT_EQ(urls_[0], admin_url_default);
+  EXPECT_EQ(tokens_[0], "tok");
+  EXPECT_NE(o.out.find("cv_SECRET"), std::string::npos);
+  EXPECT_NE(o.out.find("agr_1"), std::string::npos);
+  EXPECT_NE(o.out.find("alloc_1"), std::string::npos);
+}
+
+TEST_F(CliTest, JsonFlagPrintsTheRawAnswer) {
+  reply_ = {200, R"({"object":"list","data":[]})"};
+  Outcome o = run_cli({"allocation", "list", "--json"});
+  EXPECT_EQ(o.code, 0);
+  EXPECT_EQ(o.out, "{\"object\":\"list\",\"data\":[]}\n");
+}
+
+TEST_F(CliTest, AdminUrlComesFromFlagThenEnv) {
+  setenv(admin_url_env, "http://10.0.0.1:9999", 1);
+  reply_ = {200, R"({"data":[]})"};
+  EXPECT_EQ(run_cli({"allocation", "list"}).code, 0);
+  EXPECT_EQ(run_cli({"allocation", "list", "--admin-url", "http://h:1"}).code, 0);
+  ASSERT_EQ(urls_.size(), 2u);
+  EXPECT_EQ(urls_[0], "http://10.0.0.1:9999");
+  EXPECT_EQ(urls_[1], "http://h:1");
+}
+
+TEST_F(CliTest, ApiErrorExitsNonZeroWithItsMessage) {
+  reply_ = {409, R"({"error":{"type":"not_pending","code":"not_pending","message":"request req_1 is booked"}})"};
+  Outcome o = run_cli({"reconcile", "req_1", "--input", "3", "--output", "4", "--evidence", "export"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_EQ(o.err, "cairva: 409 not_pending: request req_1 is booked\n");
+  ASSERT_EQ(calls_.size(), 1u);
+  EXPECT_EQ(calls_[0].target, "/admin/v1/requests/req_1/reconcile");
+  EXPECT_EQ(json::parse(calls_[0].body),
+            json::parse(R"({"input_tokens":3,"output_tokens":4,"evidence":"export"})"));
+}
+
+TEST_F(CliTest, MissingAdminTokenIsRefusedBeforeAnyCall) {
+  unsetenv(admin_token_env);
+  Outcome o = run_cli({"allocation", "list"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("CAIRVA_ADMIN_TOKEN"), std::string::npos);
+  EXPECT_TRUE(calls_.empty());
+}
+
+TEST_F(CliTest, EachAdminCommandCallsItsRoute) {
+  reply_ = {200, R"({"data":[]})"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"allocation", "show", "alloc_1"}, "GET /admin/v1/allocations/alloc_1"},
+      {{"allocation", "suspend", "alloc_1"}, "POST /admin/v1/allocations/alloc_1/suspend"},
+      {{"allocation", "resume", "alloc_1"}, "POST /admin/v1/allocations/alloc_1/resume"},
+      {{"agreement", "cancel", "agr_1"}, "POST /admin/v1/agreements/agr_1/cancel"},
+      {{"agreement", "show", "agr_1"}, "GET /admin/v1/agreements/agr_1"},
+      {{"key", "create", "alloc_1"}, "POST /admin/v1/allocations/alloc_1/keys"},
+      {{"key", "revoke", "key_1"}, "DELETE /admin/v1/keys/key_1"},
+      {{"requests", "pending"}, "GET /admin/v1/requests?state=usage_pending"},
+      {{"requests", "pending", "--allocation", "alloc_1"},
+       "GET /admin/v1/requests?allocation_id=alloc_1&state=usage_pending"},
+      {{"requests", "list", "--state", "failed", "--limit", "5"}, "GET /admin/v1/requests?state=failed&limit=5"},
+      {{"events", "--allocation", "alloc_1", "--after", "evt_9"},
+       "GET /admin/v1/events?allocation_id=alloc_1&after=evt_9"},
+      {{"conflicts"}, "GET /admin/v1/conflicts"},
+  };
+  for (const auto& [args, want] : cases) {
+    calls_.clear();
+    // Renderers must cope with any shape the fake answers: the exit code is what matters.
+    Outcome o = run_cli(args);
+    EXPECT_EQ(o.code, 0) << want << ": " << o.err;
+    ASSERT_EQ(calls_.size(), 1u) << want;
+    EXPECT_EQ(calls_[0].method + " " + calls_[0].target, want);
+  }
+}
+
+TEST_F(CliTest, UsageErrorsExitNonZeroWithoutCalling) {
+  EXPECT_NE(run_cli({}).code, 0);
+  EXPECT_NE(run_cli({"allocation"}).code, 0);
+  EXPECT_NE(run_cli({"reconcile", "req_1", "--input", "x", "--output", "1", "--evidence", "e"}).code, 0);
+  EXPECT_NE(run_cli({"agreement", "create", "--supplier", "s"}).code, 0);
+  EXPECT_TRUE(calls_.empty());
+}
+
+TEST_F(CliTest, ServeAppliesOverridesToTheConfig) {
+  config::Config seen;
+  hooks_.serve = [&](const config::Config& c) {
+    seen = c;
+    return 7;
+  };
+  Outcome o = run_cli({"serve", "--listen", "0.0.0.0:1", "--admin-listen", "127.0.0.1:2", "--store",
+                       "postgresql://db/x"});
+  EXPECT_EQ(o.code, 7);
+  EXPECT_EQ(seen.source, "(defaults)");
+  EXPECT_EQ(seen.listen, "0.0.0.0:1");
+  EXPECT_EQ(seen.admin_listen, "127.0.0.1:2");
+  EXPECT_EQ(seen.store_url, "postgresql://db/x");
+}
+
+TEST_F(CliTest, ServeWithoutConfigUsesDefaults) {
+  config::Config seen;
+  hooks_.serve = [&](const config::Config& c) {
+    seen = c;
+    return 0;
+  };
+  EXPECT_EQ(run_cli({"serve"}).code, 0);
+  EXPECT_EQ(seen.store_url, "sqlite://cairva.db");
+  EXPECT_EQ(seen.listen, config::listen_default);
+}
+
+TEST_F(CliTest, ServeRefusesBadConfigWithOneLine) {
+  bool called = false;
+  hooks_.serve = [&](const config::Config&) {
+    called = true;
+    return 0;
+  };
+  const std::string path = ::testing::TempDir() + "cairva-cli-test.toml";
+  std::ofstream(path) << "[store]\nsync = \"sometimes\"\n";
+  Outcome o = run_cli({"serve", "--config", path});
+  EXPECT_EQ(o.code, 2);
+  EXPECT_EQ(o.err, path + ": store.sync: expected \"normal\" or \"full\", got \"sometimes\"\n");
+  Outcome bad_listen = run_cli({"serve", "--listen", "8080"});
+  EXPECT_EQ(bad_listen.code, 2);
+  EXPECT_NE(bad_listen.err.find("--listen"), std::string::npos);
+  EXPECT_EQ(run_cli({"serve", "--store", "mysql://x"}).code, 2);
+  EXPECT_FALSE(called);
+}
+
+TEST_F(CliTest, MissingHookSaysNotBuilt) {
+  Outcome o = run_cli({"mock-provider"});
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("not built"), std::string::npos);
+}
+
+TEST_F(CliTest, MockProviderGetsItsListenAddress) {
+  std::string seen;
+  hooks_.mock_provider = [&](const std::string& listen) {
+    seen = listen;
+    return 0;
+  };
+  EXPECT_EQ(run_cli({"mock-provider"}).code, 0);
+  EXPECT_EQ(seen, mock_provider_listen_default);
+  EXPECT_EQ(run_cli({"mock-provider", "--listen", "127.0.0.1:0"}).code, 0);
+  EXPECT_EQ(seen, "127.0.0.1:0");
+}
+
+TEST_F(CliTest, AuditExitsNonZeroOnViolations) {
+  store::AuditReport report{2, 5, 4, {}};
+  std::string store_url;
+  hooks_.audit = [&](const config::Config& c) {
+    store_url = c.store_url;
+    return Result<store::AuditReport>(report);
+  };
+  Outcome ok = run_cli({"audit", "--store", "sqlite:///tmp/x.db"});
+  EXPECT_EQ(ok.code, 0);
+  EXPECT_EQ(store_url, "sqlite:///tmp/x.db");
+  EXPECT_NE(ok.out.find("2 allocations, 5 requests, 4 usage events"), std::string::npos);
+  report.violations = {"allocation alloc_1: used 10 != sum of events 9"};
+  Outcome bad = run_cli({"audit"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.out.find("violation: allocation alloc_1"), std::string::npos);
+}
+
+TEST(StoreOptions, CarryTheConfig) {
+  config::Config c;
+  c.store_url = "sqlite:///x.db";
+  c.store_sync_full = true;
+  c.pool_size = 3;
+  c.in_flight_timeout_s = 9;
+  c.providers.push_back(config::Provider{"openai", "https://a", "", "", 5});
+  store::StoreOptions o = store_options(c);
+  EXPECT_EQ(o.url, "sqlite:///x.db");
+  EXPECT_TRUE(o.sync_full);
+  EXPECT_EQ(o.pool_size, 3);
+  EXPECT_EQ(o.in_flight_timeout_s, 9);
+  EXPECT_EQ(o.providers, std::vector<std::string>{"openai"});
+}
+
+TEST(Render, AllocationListIsATable) {
+  json::value list = json::parse(R"({"data":[{"id":"alloc_1","state":"active","agreement_id":"agr_1",
+      "used":{"input_tokens":1,"output_tokens":2},"held":{"input_tokens":3,"output_tokens":4},
+      "remaining":{"input_tokens":5,"output_tokens":6},"current":{"in_flight":7,"usage_pending":8}}]})");
+  const std::string text = render_allocation_list(list);
+  EXPECT_EQ(text.substr(0, text.find('\n')).find("ALLOCATION  STATE"), 0u);
+  EXPECT_NE(text.find("alloc_1     active  agr_1"), std::string::npos) << text;
+  EXPECT_NE(text.find("1/2"), std::string::npos);
+  EXPECT_NE(text.find("5/6"), std::string::npos);
+}
+
+TEST(Render, ErrorWithoutTheUsualShapeShowsTheBody) {
+  EXPECT_EQ(render_error(502, "Bad Gateway"), "cairva: 502: Bad Gateway");
+}
+
+}  // namespace
+}  // namespace cairva::cli
