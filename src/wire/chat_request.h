@@ -1,0 +1,70 @@
+// Chat Completions requests (SPEC §3, §4): inspection of a client's body — validation,
+// the facts admission needs, where the limit fields sit — and the splice that lowers the
+// limit or asks the provider for the usage chunk.
+//
+// Pure functions over bytes; thread-safe (each thread parses with its own scratch).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "core/estimate.h"
+
+namespace cairva::wire {
+
+// A run of bytes in the body the request was inspected from.
+struct ByteSpan {
+  size_t offset = 0;
+  size_t size = 0;
+  friend bool operator==(const ByteSpan&, const ByteSpan&) = default;
+};
+
+// What a valid chat request asks for, and where the members a rewrite touches are.
+struct ChatRequest {
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;                    // stream_options.include_usage is true
+  int64_t n = 1;                                 // 1..choices_max
+  std::optional<int64_t> max_tokens;             // absent or null: nullopt
+  std::optional<int64_t> max_completion_tokens;  // absent or null: nullopt
+  core::PromptFacts prompt;                      // SPEC §4 chars and messages
+
+  // Byte offsets into the inspected body, for rewrite_chat_request.
+  size_t object_open = 0;                        // the top-level '{'
+  std::optional<ByteSpan> max_tokens_value;      // set when the member is present (even null)
+  std::optional<ByteSpan> max_completion_tokens_value;
+  std::optional<ByteSpan> stream_options_value;  // set when present: an object or null
+  bool stream_options_has_members = false;
+  std::optional<ByteSpan> include_usage_value;   // inside stream_options, when present
+};
+
+// Validates `body` and reads it. Errors are ErrorCode::invalid_request with a message
+// naming the field ("max_tokens must be an integer >= 1"): malformed JSON, trailing
+// bytes, a non-object body, nesting deeper than json_depth_max, a member repeated,
+// `model` not a string, `messages` not a non-empty array of objects, `n`, `max_tokens`,
+// `max_completion_tokens` not integers in range, `stream` not a boolean, `stream_options`
+// not an object, `stream_options.include_usage` not a boolean. Absent and null mean the
+// same for the optional members.
+Result<ChatRequest> inspect_chat_request(std::string_view body);
+
+// How the gateway changes a request before forwarding it.
+struct RewritePlan {
+  // Set when admission lowered the limit (SPEC §4): the per-choice value the provider gets.
+  std::optional<int64_t> per_choice_limit;
+  // Ask the provider for the usage chunk (stream_options.include_usage = true).
+  bool include_usage = false;
+};
+
+// `body` with the plan spliced into its original bytes: the lowered limit replaces the
+// value of every limit member the client sent (`"max_tokens":N` is added when it sent
+// none); include_usage is set inside an existing stream_options or a new one is added.
+// Every other byte is unchanged. REQUIRES: `request` was inspected from this `body`;
+// per_choice_limit >= 0.
+std::string rewrite_chat_request(std::string_view body, const ChatRequest& request,
+                                 const RewritePlan& plan);
+
+}  // namespace cairva::wire

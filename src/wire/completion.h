@@ -1,0 +1,35 @@
+// Non-streaming Chat Completions responses (SPEC §5): the provider id and usage read from
+// the provider's body, and the `usage_source` member spliced into it for the client.
+//
+// Pure functions over bytes; thread-safe.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "core/types.h"
+
+namespace cairva::wire {
+
+struct CompletionInfo {
+  std::string id;                     // the body's "id" string; empty when absent or not a string
+  std::optional<core::Tokens> usage;  // prompt_tokens -> input, completion_tokens -> output
+};
+
+// Reads a provider's completion body. `usage` is set only when "usage" is an object whose
+// prompt_tokens and completion_tokens are integers in [0, usage_tokens_max]; anything else
+// counts as usage missing. A body that is not a valid JSON object is an
+// ErrorCode::provider_unavailable error.
+Result<CompletionInfo> read_completion(std::string_view body);
+inline Result<CompletionInfo> process_completion_body(std::string_view body) { return read_completion(body); }
+
+// `body` with `"usage_source":"provider"` added before its closing brace or, when
+// `pending`, with `"usage":null` (replacing any usage value) and
+// `"usage_source":"pending"`. An existing usage_source value is replaced. Every other byte
+// is unchanged. A body read_completion refused is returned unchanged.
+std::string with_usage_source(std::string_view body, bool pending);
+inline std::string add_usage_source(std::string_view body, bool pending) { return with_usage_source(body, pending); }
+
+}  // namespace cairva::wire

@@ -1,0 +1,105 @@
+#include "wire/completion.h"
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+#include "wire/limits.h"
+
+namespace cairva::wire {
+namespace {
+
+namespace bj = boost::json;
+
+const std::string completion =
+    R"({"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"}}],)"
+    R"("usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}})";
+
+TEST(ReadCompletion, ReadsIdAndUsage) {
+  auto info = read_completion(completion);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->id, "chatcmpl-1");
+  ASSERT_TRUE(info->usage);
+  EXPECT_EQ(info->usage->input, 12);
+  EXPECT_EQ(info->usage->output, 3);
+}
+
+TEST(ReadCompletion, UnescapesTheId) {
+  auto info = read_completion(R"({"id":"a\"b\u00e9"})");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->id, "a\"b\xC3\xA9");
+}
+
+TEST(ReadCompletion, TreatsAbsentOrInvalidUsageAsMissing) {
+  const std::vector<std::string> bodies = {
+      R"({"id":"x"})",
+      R"({"id":"x","usage":null})",
+      R"({"id":"x","usage":[]})",
+      R"({"id":"x","usage":{}})",
+      R"({"id":"x","usage":{"prompt_tokens":1}})",
+      R"({"id":"x","usage":{"completion_tokens":1}})",
+      R"({"id":"x","usage":{"prompt_tokens":-1,"completion_tokens":1}})",
+      R"({"id":"x","usage":{"prompt_tokens":1.5,"completion_tokens":1}})",
+      R"({"id":"x","usage":{"prompt_tokens":"1","completion_tokens":1}})",
+      R"({"id":"x","usage":{"prompt_tokens":1,"completion_tokens":1099511627777}})",
+      R"({"id":"x","usage":{"prompt_tokens":1,"completion_tokens":18446744073709551615}})",
+      R"({"id":"x","usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens":3}})",
+  };
+  for (const auto& b : bodies) {
+    auto info = read_completion(b);
+    ASSERT_TRUE(info.ok()) << b;
+    EXPECT_FALSE(info->usage) << b;
+    EXPECT_EQ(info->id, "x");
+  }
+  auto at_bound = read_completion(R"({"usage":{"prompt_tokens":0,"completion_tokens":1099511627776}})");
+  ASSERT_TRUE(at_bound.ok());
+  ASSERT_TRUE(at_bound->usage);
+  EXPECT_EQ(at_bound->usage->output, usage_tokens_max);
+  EXPECT_EQ(at_bound->id, "");
+}
+
+TEST(ReadCompletion, RefusesMalformedBodies) {
+  for (std::string_view b : {"", "nope", "[]", "5", "{", R"({"id":"x"} {})", R"({"id":"x"}])",
+                             R"({"id":"x","usage":{"prompt_tokens":1,,}})", R"({"id":"x","choices":[1,]})"}) {
+    auto info = read_completion(b);
+    ASSERT_FALSE(info.ok()) << b;
+    EXPECT_EQ(info.error().code, ErrorCode::provider_unavailable);
+  }
+}
+
+bj::value reparse(const std::string& s) {
+  boost::system::error_code ec;
+  bj::value v = bj::parse(s, ec);
+  EXPECT_FALSE(ec) << "not valid JSON: " << s;
+  return v;
+}
+
+TEST(WithUsageSource, AppendsProviderBeforeTheClosingBrace) {
+  const std::string body = completion + "\n";
+  const std::string out = with_usage_source(body, false);
+  EXPECT_EQ(out, completion.substr(0, completion.size() - 1) + ",\"usage_source\":\"provider\"}\n");
+  reparse(out);
+}
+
+TEST(WithUsageSource, PendingNullsAnExistingUsage) {
+  const std::string body = R"({"id":"x","usage":{"prompt_tokens":"bad"} ,"choices":[]})";
+  const std::string out = with_usage_source(body, true);
+  EXPECT_EQ(out, R"({"id":"x","usage":null ,"choices":[],"usage_source":"pending"})");
+  reparse(out);
+}
+
+TEST(WithUsageSource, PendingAddsUsageWhenAbsent) {
+  EXPECT_EQ(with_usage_source(R"({"id":"x"})", true), R"({"id":"x","usage":null,"usage_source":"pending"})");
+  EXPECT_EQ(with_usage_source(" { } ", true), R"( { "usage":null,"usage_source":"pending"} )");
+  EXPECT_EQ(with_usage_source("{}", false), R"({"usage_source":"provider"})");
+}
+
+TEST(WithUsageSource, ReplacesAnExistingUsageSource) {
+  EXPECT_EQ(with_usage_source(R"({"usage_source":"x","id":"y"})", false), R"({"usage_source":"provider","id":"y"})");
+}
+
+TEST(WithUsageSource, LeavesAMalformedBodyAlone) {
+  EXPECT_EQ(with_usage_source("{oops", false), "{oops");
+}
+
+}  // namespace
+}  // namespace cairva::wire

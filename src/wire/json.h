@@ -1,0 +1,75 @@
+// Internal helpers over simdjson On-Demand shared by the wire parsers: a padded parsing
+// scratch, a validating walk, code point counting and byte offsets. Not included by the
+// public headers, so simdjson stays an implementation detail of cairva_wire.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <simdjson.h>
+
+namespace cairva::wire::json {
+
+namespace od = simdjson::ondemand;
+
+// A parser plus a padded copy of the document it iterates. On-Demand reads up to
+// SIMDJSON_PADDING bytes past the end, and the strings we are given (Beast bodies, SSE
+// lines) promise no such slack, hence the copy. Not thread-safe; one per thread.
+class Scratch {
+ public:
+  Scratch();
+  // Copies `text` into the padded buffer and starts iterating it. The document and every
+  // view it yields stay valid until the next call. Offsets of the views from base() are
+  // offsets into `text`.
+  simdjson::simdjson_result<od::document> iterate(std::string_view text);
+  const char* base() const { return buffer_.get(); }
+  size_t retained_bytes() const { return capacity_; }
+
+ private:
+  od::parser parser_;
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;  // bytes of buffer_, padding included
+};
+
+// Runs fn(Scratch&) with this thread's retained scratch, or with a temporary one when
+// `text_bytes` is above json_scratch_retained_bytes_max. The wire functions never suspend
+// nor re-enter each other, so one scratch per thread is enough.
+template <class Fn>
+decltype(auto) with_scratch(size_t text_bytes, Fn&& fn);
+
+Scratch& thread_scratch();
+bool use_thread_scratch(size_t text_bytes);
+
+template <class Fn>
+decltype(auto) with_scratch(size_t text_bytes, Fn&& fn) {
+  if (use_thread_scratch(text_bytes)) return fn(thread_scratch());
+  Scratch own;
+  return fn(own);
+}
+
+// Consumes `v` completely so that every byte of it is checked: structure, numbers,
+// literals, string escapes. On-Demand skips what it is not asked for without checking it,
+// and a malformed body must not reach the provider. `depth` is v's nesting depth.
+simdjson::error_code validate(od::value v, int depth);
+
+// Unicode code points in valid UTF-8 (simdjson validated it): bytes that are not
+// continuation bytes, counted eight at a time.
+int64_t count_code_points(std::string_view utf8);
+
+// JSON insignificant whitespace.
+inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// `s` without trailing JSON whitespace.
+std::string_view trim_right(std::string_view s);
+
+// Offset just past the value the iterator has consumed: the next structural character
+// (',', '}' or ']') with the whitespace before it stepped back over.
+simdjson::simdjson_result<size_t> end_of_consumed(od::document& doc, const char* base);
+
+// "request body is not valid JSON (<simdjson's reason>)"-style text for an error code.
+std::string_view reason(simdjson::error_code e);
+
+}  // namespace cairva::wire::json
