@@ -2,6 +2,7 @@
 
 #include <string_view>
 
+#include "store/postgres/postgres_store.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cairva::store {
@@ -23,8 +24,10 @@ Result<std::unique_ptr<Store>> open_store(const StoreOptions& options, std::shar
     return std::unique_ptr<Store>(std::move(s).value());
   }
   if (starts_with(url, "postgresql://") || starts_with(url, "postgres://")) {
-    // The PostgreSQL branch is added with its backend (src/store/postgres).
-    return make_error(ErrorCode::invalid_request, "store.url: PostgreSQL support is not built in: " + url);
+    // libpq takes the URI as is (postgres:// and postgresql:// both).
+    auto s = pg::PostgresStore::open(options, std::move(clock));
+    if (!s.ok()) return s.error();
+    return std::unique_ptr<Store>(std::move(s).value());
   }
   return make_error(ErrorCode::invalid_request,
                     "store.url: expected sqlite://PATH or postgresql://..., got \"" + url + "\"");
