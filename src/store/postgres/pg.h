@@ -78,6 +78,11 @@ class Connection {
                                  const char* after);
 
   bool healthy() const { return PQstatus(conn_) == CONNECTION_OK; }
+  // Fit to hand to the next caller: connected, no transaction left open, not in pipeline mode.
+  bool reusable() const {
+    return healthy() && PQtransactionStatus(conn_) == PQTRANS_IDLE &&
+           PQpipelineStatus(conn_) == PQ_PIPELINE_OFF;
+  }
   // SQLSTATE of the last failed command since clear_sqlstate() ("" when none).
   const std::string& last_sqlstate() const { return last_sqlstate_; }
   void clear_sqlstate() { last_sqlstate_.clear(); }

@@ -46,10 +46,11 @@ void ConnectionPool::give_back(std::unique_ptr<Connection> c) {
   std::unique_ptr<Connection> broken;
   {
     std::lock_guard lock(mu_);
-    if (c->healthy()) {
+    if (c->reusable()) {
       idle_.push_back(std::move(c));
     } else {
       broken = std::move(c);  // closed outside the lock; its slot frees up for a new one
+                              // (a connection left mid-transaction is dropped, not reused)
       --open_;
     }
   }
