@@ -90,7 +90,7 @@ Status count_if_string(od::value v, int depth, int64_t& chars) {
     return {};
   }
   std::string_view s;
-  if (auto e = v.get_string().get(s)) return malformed(e);
+  if (auto e = json::read_string(v, s)) return malformed(e);
   chars += json::count_code_points(s);
   return {};
 }
@@ -106,7 +106,7 @@ Status Inspector::run(ChatRequest& out) {
     od::field field;
     if (auto e = std::move(entry).get(field)) return malformed(e);
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return malformed(e);
+    if (auto e = json::read_key(field, key)) return malformed(e);
     const Member m = member_of(key);
     if (m != 0) {
       if (seen & m) return invalid("member \"" + std::string(key) + "\" appears more than once");
@@ -207,7 +207,7 @@ Status Inspector::message(od::value v, int64_t& chars) {
     od::field field;
     if (auto e = std::move(entry).get(field)) return malformed(e);
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return malformed(e);
+    if (auto e = json::read_key(field, key)) return malformed(e);
     od::value value = field.value();
     if (key == "content" || key == "tool_calls") {
       od::json_type type;
@@ -248,7 +248,7 @@ Status Inspector::content_parts(od::array parts, int64_t& chars) {
       od::field field;
       if (auto e = std::move(entry).get(field)) return malformed(e);
       std::string_view key;
-      if (auto e = field.unescaped_key().get(key)) return malformed(e);
+      if (auto e = json::read_key(field, key)) return malformed(e);
       od::value value = field.value();
       if (key == "text") {
         if (auto s = count_if_string(value, part_member_depth, text_chars); !s) return s;
@@ -257,7 +257,7 @@ Status Inspector::content_parts(od::array parts, int64_t& chars) {
         od::json_type t;
         if (auto e = value.type().get(t)) return malformed(e);
         if (t == od::json_type::string) {
-          if (auto e = value.get_string().get(part_type)) return malformed(e);
+          if (auto e = json::read_string(value, part_type)) return malformed(e);
           is_text = part_type == "text";
         } else if (auto e = json::validate(value, part_member_depth)) {
           return malformed(e);
@@ -288,7 +288,7 @@ Status Inspector::tool_calls(od::array calls, int64_t& chars) {
       od::field field;
       if (auto e = std::move(entry).get(field)) return malformed(e);
       std::string_view key;
-      if (auto e = field.unescaped_key().get(key)) return malformed(e);
+      if (auto e = json::read_key(field, key)) return malformed(e);
       od::value value = field.value();
       od::json_type t;
       if (auto e = value.type().get(t)) return malformed(e);
@@ -302,7 +302,7 @@ Status Inspector::tool_calls(od::array calls, int64_t& chars) {
         od::field ffield;
         if (auto e = std::move(fentry).get(ffield)) return malformed(e);
         std::string_view fkey;
-        if (auto e = ffield.unescaped_key().get(fkey)) return malformed(e);
+        if (auto e = json::read_key(ffield, fkey)) return malformed(e);
         if (fkey == "name" || fkey == "arguments") {
           if (auto s = count_if_string(ffield.value(), part_member_depth + 1, chars); !s) return s;
         } else if (auto e = json::validate(ffield.value(), part_member_depth + 1)) {
@@ -316,12 +316,12 @@ Status Inspector::tool_calls(od::array calls, int64_t& chars) {
 
 // `tools` counts as its raw text exactly as sent, whitespace included (SPEC §4).
 Status Inspector::tools(od::value v, ChatRequest& out) {
-  const size_t start = offset_of(v.raw_json_token());
+  const json::SpanStart start = json::span_start(v, base_);
   if (auto e = json::validate(v, member_depth)) return malformed(e);
   size_t end = 0;
-  if (auto e = json::end_of_consumed(doc_, base_).get(end)) return malformed(e);
-  CAIRVA_ASSERT(end >= start);
-  out.prompt.chars += json::count_code_points(std::string_view(base_ + start, end - start));
+  if (auto e = json::span_end(start, doc_, base_, end)) return malformed(e);
+  CAIRVA_ASSERT(end >= start.offset);
+  out.prompt.chars += json::count_code_points(std::string_view(base_ + start.offset, end - start.offset));
   return {};
 }
 
@@ -342,7 +342,7 @@ Status Inspector::stream_options(od::value v, ChatRequest& out) {
     od::field field;
     if (auto e = std::move(entry).get(field)) return malformed(e);
     std::string_view key;
-    if (auto e = field.unescaped_key().get(key)) return malformed(e);
+    if (auto e = json::read_key(field, key)) return malformed(e);
     out.stream_options_has_members = true;
     od::value value = field.value();
     if (key != "include_usage") {

@@ -119,6 +119,14 @@ TEST(InspectChatRequest, ToolsCountAsRawTextIncludingWhitespaceAndEscapes) {
   EXPECT_EQ(r.prompt.chars, 2 + static_cast<int64_t>(tools.size()) - 1);
 }
 
+TEST(InspectChatRequest, ToolsOfAnyTypeCountAsTheirRawText) {
+  // Regression: a scalar `tools` is not consumed by reading it, so its end comes from the token.
+  EXPECT_EQ(inspect_ok(body_with(R"("tools": "ab" ,"n":1)")).prompt.chars, 2 + 4);
+  EXPECT_EQ(inspect_ok(body_with(R"("tools":null)")).prompt.chars, 2 + 4);
+  EXPECT_EQ(inspect_ok(body_with(R"("tools":12.5e1)")).prompt.chars, 2 + 6);
+  EXPECT_EQ(inspect_ok(body_with(R"("tools":"a\"b")")).prompt.chars, 2 + 6);
+}
+
 TEST(InspectChatRequest, EscapedMemberNamesAreTheMembersTheyName) {
   // A provider decodes "max\u005ftokens" as max_tokens: so must admission.
   const ChatRequest r = inspect_ok(body_with(R"("max\u005ftokens":7)"));

@@ -39,10 +39,10 @@ Result<CompletionScan> scan_completion(std::string_view body) {
       od::field field;
       if (auto e = std::move(entry).get(field)) return malformed(json::reason(e));
       std::string_view key;
-      if (auto e = field.unescaped_key().get(key)) return malformed(json::reason(e));
+      if (auto e = json::read_key(field, key)) return malformed(json::reason(e));
       out.has_members = true;
       od::value value = field.value();
-      const size_t start = static_cast<size_t>(value.raw_json_token().data() - base);
+      const json::SpanStart start = json::span_start(value, base);
       simdjson::error_code e = simdjson::SUCCESS;
       std::string_view id;
       if (key == "usage") {
@@ -55,8 +55,8 @@ Result<CompletionScan> scan_completion(std::string_view body) {
       if (e) return malformed(json::reason(e));
       if (key == "usage" || key == "usage_source") {
         size_t end = 0;
-        if (auto err = json::end_of_consumed(doc, base).get(end)) return malformed(json::reason(err));
-        (key == "usage" ? out.usage_value : out.usage_source_value) = ByteSpan{start, end - start};
+        if (auto err = json::span_end(start, doc, base, end)) return malformed(json::reason(err));
+        (key == "usage" ? out.usage_value : out.usage_source_value) = ByteSpan{start.offset, end - start.offset};
       }
     }
     const char* next = nullptr;

@@ -97,6 +97,11 @@ TEST(WithUsageSource, ReplacesAnExistingUsageSource) {
   EXPECT_EQ(with_usage_source(R"({"usage_source":"x","id":"y"})", false), R"({"usage_source":"provider","id":"y"})");
 }
 
+TEST(WithUsageSource, PendingReplacesAScalarUsage) {
+  EXPECT_EQ(with_usage_source(R"({"usage":"lots" ,"id":"y"})", true),
+            R"({"usage":null ,"id":"y","usage_source":"pending"})");
+}
+
 TEST(WithUsageSource, LeavesAMalformedBodyAlone) {
   EXPECT_EQ(with_usage_source("{oops", false), "{oops");
 }

@@ -55,6 +55,13 @@ decltype(auto) with_scratch(size_t text_bytes, Fn&& fn) {
 // and a malformed body must not reach the provider. `depth` is v's nesting depth.
 simdjson::error_code validate(od::value v, int depth);
 
+// A string value's contents, consumed: a view of the document's own bytes when they hold
+// no escape (stage 1 already checked them, and most strings have nothing to unescape),
+// else unescaped into the parser's buffer. INCORRECT_TYPE when `v` is not a string.
+simdjson::error_code read_string(od::value& v, std::string_view& out);
+// A member's name, the same way.
+simdjson::error_code read_key(od::field& f, std::string_view& out);
+
 // Unicode code points in valid UTF-8 (simdjson validated it): bytes that are not
 // continuation bytes, counted eight at a time.
 int64_t count_code_points(std::string_view utf8);
@@ -64,6 +71,18 @@ inline bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c ==
 
 // `s` without trailing JSON whitespace.
 std::string_view trim_right(std::string_view s);
+
+// Where a value starts in the document, taken before it is read. A scalar's end is known
+// at once; a container's only after it is consumed (see span_end). read_string does not
+// consume, hence the distinction.
+struct SpanStart {
+  size_t offset = 0;
+  size_t scalar_size = 0;
+  bool container = false;
+};
+SpanStart span_start(od::value& v, const char* base);
+// The offset just past the value; call once the value has been read.
+simdjson::error_code span_end(const SpanStart& start, od::document& doc, const char* base, size_t& end);
 
 // Offset just past the value the iterator has consumed: the next structural character
 // (',', '}' or ']') with the whitespace before it stepped back over.

@@ -111,13 +111,14 @@ bool scan_chunk(json::Scratch& scratch, std::string_view data, ChunkScan& out) {
     if (std::move(entry).get(field)) return false;
     const char* key_quote = field.key().raw() - 1;
     std::string_view key;
-    if (field.unescaped_key().get(key)) return false;
+    if (json::read_key(field, key)) return false;
     od::value value = field.value();
     od::json_type type;
     if (value.type().get(type)) return false;
     if (key == "usage") {
       out.usage_present = true;
       out.usage_begin = static_cast<size_t>(key_quote - base);
+      const json::SpanStart start = json::span_start(value, base);
       simdjson::error_code e = simdjson::SUCCESS;
       if (type == od::json_type::null) {
         out.usage_null = true;
@@ -126,7 +127,7 @@ bool scan_chunk(json::Scratch& scratch, std::string_view data, ChunkScan& out) {
         out.usage = read_usage(value, member_depth, e);
         if (e) return false;
       }
-      if (json::end_of_consumed(doc, base).get(out.usage_end)) return false;
+      if (json::span_end(start, doc, base, out.usage_end)) return false;
     } else if (key == "choices" && type == od::json_type::array) {
       od::array choices;
       if (value.get_array().get(choices)) return false;

@@ -244,6 +244,11 @@ TEST(StreamRelay, KeepsUsageOnAChunkWithChoicesButRemovesItForAClientThatDidNotA
             "data: {\"id\":\"c\",\"choices\":[{\"delta\":{}}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2},\"usage_source\":\"provider\"}\n\n" + done);
 }
 
+TEST(StreamRelay, RemovesAScalarUsageForAClientThatDidNotAsk) {
+  StreamRelay relay(false);
+  EXPECT_EQ(relay_all(relay, "data: {\"usage\":\"x\" , \"choices\":[1]}\n\n"), "data: { \"choices\":[1]}\n\n" + done);
+}
+
 TEST(StreamRelay, PassesThroughWhatItCannotRead) {
   StreamRelay relay(false);
   const std::string odd = "data: not json\n\ndata: {\"usage\":null} trailing\n\nevent: x\n\n";

@@ -42,7 +42,7 @@ std::optional<core::Tokens> read_usage(od::value v, int depth, simdjson::error_c
     od::field field;
     if ((e = std::move(entry).get(field))) return std::nullopt;
     std::string_view key;
-    if ((e = field.unescaped_key().get(key))) return std::nullopt;
+    if ((e = json::read_key(field, key))) return std::nullopt;
     if (key == "prompt_tokens" || key == "completion_tokens") {
       auto& slot = key == "prompt_tokens" ? prompt : completion;
       if (slot) valid = false;  // repeated: which one counts is ambiguous
