@@ -18,7 +18,9 @@
 int main(int argc, char** argv) {
   cairva::cli::Hooks hooks;
 #if CAIRVA_HAVE_GATEWAY
-  hooks.serve = [](const cairva::config::Config& config) { return cairva::gateway::run_serve(config); };
+  hooks.serve = [](const cairva::config::Config& config) {
+    return cairva::gateway::run_serve(config);
+  };
 #endif
 #if CAIRVA_HAVE_MOCK_PROVIDER
   hooks.mock_provider = [](const std::string& listen) {
@@ -28,7 +30,8 @@ int main(int argc, char** argv) {
   };
 #endif
 #if CAIRVA_HAVE_STORE_OPEN
-  hooks.audit = [](const cairva::config::Config& config) -> cairva::Result<cairva::store::AuditReport> {
+  hooks.audit =
+      [](const cairva::config::Config& config) -> cairva::Result<cairva::store::AuditReport> {
     auto store = cairva::store::open_store(cairva::cli::store_options(config),
                                            std::make_shared<cairva::SystemClock>());
     if (!store) return store.error();

@@ -84,7 +84,9 @@ AdminResponse error_response(ErrorCode code, std::string_view message) {
 
 AdminResponse error_response(const Error& e) { return error_response(e.code, e.message); }
 
-AdminResponse json_response(int status, const json::value& v) { return AdminResponse{status, json::serialize(v)}; }
+AdminResponse json_response(int status, const json::value& v) {
+  return AdminResponse{status, json::serialize(v)};
+}
 
 template <class T, class F>
 json::object list_of(const std::vector<T>& rows, F render) {
@@ -126,8 +128,8 @@ Result<size_t> page_size(const Query& q) {
   const std::string& s = it->second;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc() || end != s.data() + s.size() || v < 1 || v > page_size_max) {
-    return make_error(ErrorCode::invalid_request,
-                      "limit: must be an integer between 1 and " + std::to_string(page_size_max) + ", got " + s);
+    return make_error(ErrorCode::invalid_request, "limit: must be an integer between 1 and " +
+                                                      std::to_string(page_size_max) + ", got " + s);
   }
   return v;
 }
@@ -143,7 +145,9 @@ Status check_empty_body(const std::string& body) {
 
 AdminApi::AdminApi(store::Store& store, std::string admin_token, std::shared_ptr<const Clock> clock,
                    std::function<std::string()> metrics_text)
-    : store_(store), admin_token_(std::move(admin_token)), clock_(std::move(clock)),
+    : store_(store),
+      admin_token_(std::move(admin_token)),
+      clock_(std::move(clock)),
       metrics_text_(std::move(metrics_text)) {
   CAIRVA_ASSERT(clock_ != nullptr);
 }
@@ -155,8 +159,9 @@ class Handler {
   Handler(store::Store& store, const Clock& clock) : store_(store), clock_(clock) {}
 
   AdminResponse create_agreement(const std::string& body) {
-    BodyReader r(body, {"supplier", "buyer", "provider", "models", "input_tokens", "output_tokens", "starts_at",
-                        "ends_at", "requests_per_minute", "tokens_per_minute", "max_concurrency"});
+    BodyReader r(body, {"supplier", "buyer", "provider", "models", "input_tokens", "output_tokens",
+                        "starts_at", "ends_at", "requests_per_minute", "tokens_per_minute",
+                        "max_concurrency"});
     store::NewAgreement a;
     auto supplier = r.string("supplier", name_bytes_max, true);
     auto buyer = r.string("buyer", name_bytes_max, true);
@@ -172,8 +177,8 @@ class Handler {
     if (!r.ok()) return error_response(r.error());
     const UnixMicros start = starts.value_or(clock_.now());
     if (*ends <= start) {
-      return error_response(ErrorCode::invalid_request, "ends_at must be later than starts_at (" +
-                                                            format_rfc3339(start) + ")");
+      return error_response(ErrorCode::invalid_request,
+                            "ends_at must be later than starts_at (" + format_rfc3339(start) + ")");
     }
     a.supplier = *supplier;
     a.buyer = *buyer;
@@ -185,9 +190,10 @@ class Handler {
     auto created = store_.create_agreement(a);
     if (!created) return error_response(created.error());
     const auto& c = *created;
-    return json_response(201, json::object{{"agreement", agreement_object(c.agreement)},
-                                           {"allocation", allocation_object(c.allocation)},
-                                           {"api_key", new_key_object(c.key_id, c.allocation.id, c.key_secret)}});
+    return json_response(
+        201, json::object{{"agreement", agreement_object(c.agreement)},
+                          {"allocation", allocation_object(c.allocation)},
+                          {"api_key", new_key_object(c.key_id, c.allocation.id, c.key_secret)}});
   }
 
   AdminResponse reconcile(const std::string& request_id, const std::string& body) {
@@ -202,14 +208,16 @@ class Handler {
   }
 
   AdminResponse list_requests(const Query& q) {
-    if (auto s = check_query(q, {"allocation_id", "state", "limit"}); !s) return error_response(s.error());
+    if (auto s = check_query(q, {"allocation_id", "state", "limit"}); !s)
+      return error_response(s.error());
     store::RequestFilter f;
     f.allocation_id = non_empty(q, "allocation_id");
     if (auto state = non_empty(q, "state")) {
       f.state = core::parse_request_state(*state);
       if (!f.state) {
-        return error_response(ErrorCode::invalid_request,
-                              "state: must be in_flight, booked, usage_pending or failed, got " + *state);
+        return error_response(
+            ErrorCode::invalid_request,
+            "state: must be in_flight, booked, usage_pending or failed, got " + *state);
       }
     }
     auto limit = page_size(q);
@@ -221,7 +229,8 @@ class Handler {
   }
 
   AdminResponse list_events(const Query& q) {
-    if (auto s = check_query(q, {"allocation_id", "after", "limit"}); !s) return error_response(s.error());
+    if (auto s = check_query(q, {"allocation_id", "after", "limit"}); !s)
+      return error_response(s.error());
     store::EventFilter f;
     f.allocation_id = non_empty(q, "allocation_id");
     f.after = non_empty(q, "after");
@@ -248,8 +257,10 @@ class Handler {
 
   AdminResponse dispatch(const Route& route, const Query& q, const std::string& body) {
     switch (route.kind) {
-      case Kind::metrics: break;  // handled by the caller
-      case Kind::create_agreement: return create_agreement(body);
+      case Kind::metrics:
+        break;  // handled by the caller
+      case Kind::create_agreement:
+        return create_agreement(body);
       case Kind::get_agreement: {
         auto a = store_.get_agreement(route.id);
         if (!a) return error_response(a.error());
@@ -266,12 +277,14 @@ class Handler {
         if (!rows) return error_response(rows.error());
         return json_response(200, list_of(*rows, allocation_object));
       }
-      case Kind::get_allocation: return allocation(store_.get_allocation(route.id));
+      case Kind::get_allocation:
+        return allocation(store_.get_allocation(route.id));
       case Kind::create_key: {
         if (auto s = check_empty_body(body); !s) return error_response(s.error());
         auto k = store_.create_key(route.id);
         if (!k) return error_response(k.error());
-        return json_response(201, json::object{{"api_key", new_key_object(k->key_id, route.id, k->key_secret)}});
+        return json_response(
+            201, json::object{{"api_key", new_key_object(k->key_id, route.id, k->key_secret)}});
       }
       case Kind::suspend_allocation:
         if (auto s = check_empty_body(body); !s) return error_response(s.error());
@@ -284,15 +297,19 @@ class Handler {
         if (!k) return error_response(k.error());
         return json_response(200, json::object{{"api_key", api_key_object(*k)}});
       }
-      case Kind::list_requests: return list_requests(q);
+      case Kind::list_requests:
+        return list_requests(q);
       case Kind::get_request: {
         auto r = store_.get_request(route.id);
         if (!r) return error_response(r.error());
         return json_response(200, request_object(*r));
       }
-      case Kind::reconcile: return reconcile(route.id, body);
-      case Kind::list_events: return list_events(q);
-      case Kind::list_conflicts: return list_conflicts(q);
+      case Kind::reconcile:
+        return reconcile(route.id, body);
+      case Kind::list_events:
+        return list_events(q);
+      case Kind::list_conflicts:
+        return list_conflicts(q);
     }
     return error_response(ErrorCode::internal_error, "unrouted admin call");
   }
@@ -310,16 +327,19 @@ AdminResponse AdminApi::handle(const AdminRequest& request) const {
   Segments segments;
   for (auto seg : url->segments()) segments.push_back(std::string(seg));
   const auto route = match(segments);
-  if (!route) return error_response(ErrorCode::not_found, "unknown path " + std::string(url->path()));
+  if (!route)
+    return error_response(ErrorCode::not_found, "unknown path " + std::string(url->path()));
   if (request.method != route->method) {
-    return error_response(ErrorCode::method_not_allowed,
-                          request.method + " is not allowed on " + std::string(url->path()) + " (use " +
-                              std::string(route->method) + ")");
+    return error_response(ErrorCode::method_not_allowed, request.method + " is not allowed on " +
+                                                             std::string(url->path()) + " (use " +
+                                                             std::string(route->method) + ")");
   }
   if (!authorized(request.authorization, admin_token_)) {
-    return error_response(ErrorCode::invalid_admin_token, "missing or wrong admin token: send Authorization: Bearer <token>");
+    return error_response(ErrorCode::invalid_admin_token,
+                          "missing or wrong admin token: send Authorization: Bearer <token>");
   }
-  if (route->kind == Kind::metrics) return AdminResponse{200, metrics_text_(), metrics_content_type};
+  if (route->kind == Kind::metrics)
+    return AdminResponse{200, metrics_text_(), metrics_content_type};
   Query query;
   for (auto p : url->params()) query[std::string(p.key)] = p.has_value ? std::string(p.value) : "";
   try {

@@ -44,11 +44,16 @@ class AdminApiTest : public ::testing::Test {
   }
 
   static json::object agreement_body() {
-    return json::object{{"supplier", "acme"},          {"buyer", "bob"},
-                        {"provider", "openai"},        {"models", json::array{"gpt-a", "gpt-b"}},
-                        {"input_tokens", 1000},        {"output_tokens", 500},
-                        {"starts_at", "2026-12-01T00:00:00Z"}, {"ends_at", "2026-12-31T00:00:00Z"},
-                        {"requests_per_minute", 60},   {"tokens_per_minute", 10000},
+    return json::object{{"supplier", "acme"},
+                        {"buyer", "bob"},
+                        {"provider", "openai"},
+                        {"models", json::array{"gpt-a", "gpt-b"}},
+                        {"input_tokens", 1000},
+                        {"output_tokens", 500},
+                        {"starts_at", "2026-12-01T00:00:00Z"},
+                        {"ends_at", "2026-12-31T00:00:00Z"},
+                        {"requests_per_minute", 60},
+                        {"tokens_per_minute", 10000},
                         {"max_concurrency", 4}};
   }
 
@@ -66,7 +71,8 @@ class AdminApiTest : public ::testing::Test {
     EXPECT_NE(r.text.find(message_part), std::string::npos) << r.text;
   }
 
-  store::RequestRow add_request(const std::string& id, core::RequestState state, const std::string& alloc = "alloc_1") {
+  store::RequestRow add_request(const std::string& id, core::RequestState state,
+                                const std::string& alloc = "alloc_1") {
     store::RequestRow r;
     r.id = id;
     r.allocation_id = alloc;
@@ -84,8 +90,8 @@ class AdminApiTest : public ::testing::Test {
 };
 
 TEST_F(AdminApiTest, RefusesMissingWrongOrMalformedToken) {
-  for (const std::string auth : {"", "Bearer", "Bearer ", "Bearer wrong", "Basic admin-token", "admin-token",
-                                 "Bearer admin-token2", "Bearer admin-toke"}) {
+  for (const std::string auth : {"", "Bearer", "Bearer ", "Bearer wrong", "Basic admin-token",
+                                 "admin-token", "Bearer admin-token2", "Bearer admin-toke"}) {
     Reply r = call("GET", "/admin/v1/allocations", "", auth);
     EXPECT_EQ(r.status, 401) << auth;
     EXPECT_EQ(r.code(), "invalid_admin_token");
@@ -103,9 +109,10 @@ TEST_F(AdminApiTest, EmptyConfiguredTokenRefusesEverything) {
 }
 
 TEST_F(AdminApiTest, UnknownPathIs404BeforeAuthentication) {
-  for (const std::string path : {"/", "/admin", "/admin/v1", "/admin/v2/allocations", "/admin/v1/things",
-                                 "/admin/v1/allocations/a/b/c", "/admin/v1/allocations/x/explode",
-                                 "/admin/v1/keys", "/admin/v1/events/evt_1", "/metrics/x"}) {
+  for (const std::string path :
+       {"/", "/admin", "/admin/v1", "/admin/v2/allocations", "/admin/v1/things",
+        "/admin/v1/allocations/a/b/c", "/admin/v1/allocations/x/explode", "/admin/v1/keys",
+        "/admin/v1/events/evt_1", "/metrics/x"}) {
     Reply r = call("GET", path, "", "");
     EXPECT_EQ(r.status, 404) << path;
     EXPECT_EQ(r.code(), "not_found") << path;
@@ -113,12 +120,15 @@ TEST_F(AdminApiTest, UnknownPathIs404BeforeAuthentication) {
 }
 
 TEST_F(AdminApiTest, WrongMethodIs405BeforeAuthentication) {
-  const std::pair<std::string, std::string> cases[] = {
-      {"GET", "/admin/v1/agreements"},           {"DELETE", "/admin/v1/allocations"},
-      {"POST", "/admin/v1/allocations/alloc_1"}, {"GET", "/admin/v1/allocations/a/keys"},
-      {"POST", "/admin/v1/keys/key_1"},          {"GET", "/admin/v1/requests/r/reconcile"},
-      {"POST", "/admin/v1/events"},              {"PUT", "/admin/v1/conflicts"},
-      {"POST", "/metrics"}};
+  const std::pair<std::string, std::string> cases[] = {{"GET", "/admin/v1/agreements"},
+                                                       {"DELETE", "/admin/v1/allocations"},
+                                                       {"POST", "/admin/v1/allocations/alloc_1"},
+                                                       {"GET", "/admin/v1/allocations/a/keys"},
+                                                       {"POST", "/admin/v1/keys/key_1"},
+                                                       {"GET", "/admin/v1/requests/r/reconcile"},
+                                                       {"POST", "/admin/v1/events"},
+                                                       {"PUT", "/admin/v1/conflicts"},
+                                                       {"POST", "/metrics"}};
   for (const auto& [method, path] : cases) {
     Reply r = call(method, path, "", "");
     EXPECT_EQ(r.status, 405) << method << " " << path;
@@ -190,8 +200,9 @@ TEST_F(AdminApiTest, CreateAgreementRefusesUnknownFieldsNamingThem) {
 }
 
 TEST_F(AdminApiTest, CreateAgreementRefusesMissingRequiredFields) {
-  for (const char* field : {"supplier", "buyer", "provider", "input_tokens", "output_tokens", "ends_at",
-                            "requests_per_minute", "tokens_per_minute", "max_concurrency"}) {
+  for (const char* field :
+       {"supplier", "buyer", "provider", "input_tokens", "output_tokens", "ends_at",
+        "requests_per_minute", "tokens_per_minute", "max_concurrency"}) {
     json::object body = agreement_body();
     body.erase(field);
     expect_invalid(body, std::string(field) + ": required");
@@ -199,10 +210,11 @@ TEST_F(AdminApiTest, CreateAgreementRefusesMissingRequiredFields) {
 }
 
 TEST_F(AdminApiTest, CreateAgreementRefusesNonPositiveOrIllTypedNumbers) {
-  for (const char* field : {"input_tokens", "output_tokens", "requests_per_minute", "tokens_per_minute",
-                            "max_concurrency"}) {
-    for (json::value bad : {json::value(0), json::value(-1), json::value(1.5), json::value("many"),
-                            json::value(nullptr), json::value(true), json::value(18446744073709551615ull)}) {
+  for (const char* field : {"input_tokens", "output_tokens", "requests_per_minute",
+                            "tokens_per_minute", "max_concurrency"}) {
+    for (json::value bad :
+         {json::value(0), json::value(-1), json::value(1.5), json::value("many"),
+          json::value(nullptr), json::value(true), json::value(18446744073709551615ull)}) {
       json::object body = agreement_body();
       body[field] = bad;
       expect_invalid(body, std::string(field) + ": must be an integer between 1 and");
@@ -265,8 +277,8 @@ TEST_F(AdminApiTest, ListsAndShowsAllocationsInTheStatusShape) {
   Reply one = call("GET", "/admin/v1/allocations/" + id);
   ASSERT_EQ(one.status, 200);
   const auto& o = one.body.as_object();
-  for (const char* k : {"object", "id", "agreement_id", "state", "window", "limits", "allowance", "used", "held",
-                        "remaining", "current"}) {
+  for (const char* k : {"object", "id", "agreement_id", "state", "window", "limits", "allowance",
+                        "used", "held", "remaining", "current"}) {
     EXPECT_TRUE(o.contains(k)) << k;
   }
   EXPECT_EQ(o.at("limits").at("max_concurrency"), 4);
@@ -297,7 +309,9 @@ TEST_F(AdminApiTest, CreatesAndRevokesKeys) {
   EXPECT_NE(k.body.at("api_key").at("secret"), created.at("api_key").at("secret"));
   Reply rv = call("DELETE", "/admin/v1/keys/" + key_id);
   ASSERT_EQ(rv.status, 200);
-  EXPECT_EQ(rv.body, (json::object{{"api_key", {{"id", key_id}, {"allocation_id", alloc}, {"revoked", true}}}}));
+  EXPECT_EQ(
+      rv.body,
+      (json::object{{"api_key", {{"id", key_id}, {"allocation_id", alloc}, {"revoked", true}}}}));
   EXPECT_EQ(call("DELETE", "/admin/v1/keys/key_nope").status, 404);
   EXPECT_EQ(call("POST", "/admin/v1/allocations/alloc_nope/keys").status, 404);
 }
@@ -335,16 +349,18 @@ TEST_F(AdminApiTest, ListsRequestsWithFilters) {
   EXPECT_EQ(r.at("finished_at"), nullptr);
   EXPECT_EQ(r.at("provider_request_id"), nullptr);
   EXPECT_EQ(store_.last_request_filter.limit, 5u);
-  EXPECT_EQ(call("GET", "/admin/v1/requests?allocation_id=&state=").body.at("data").as_array().size(), 3u);
+  EXPECT_EQ(
+      call("GET", "/admin/v1/requests?allocation_id=&state=").body.at("data").as_array().size(),
+      3u);
   EXPECT_EQ(call("GET", "/admin/v1/requests/req_b").body.at("state"), "booked");
   EXPECT_EQ(call("GET", "/admin/v1/requests/req_nope").status, 404);
 }
 
 TEST_F(AdminApiTest, RefusesBadQueryParameters) {
-  for (const std::string q : {"/admin/v1/requests?state=done", "/admin/v1/requests?allocation=a",
-                              "/admin/v1/requests?limit=0", "/admin/v1/events?limit=1001",
-                              "/admin/v1/events?limit=x", "/admin/v1/events?state=booked",
-                              "/admin/v1/conflicts?after=evt_1"}) {
+  for (const std::string q :
+       {"/admin/v1/requests?state=done", "/admin/v1/requests?allocation=a",
+        "/admin/v1/requests?limit=0", "/admin/v1/events?limit=1001", "/admin/v1/events?limit=x",
+        "/admin/v1/events?state=booked", "/admin/v1/conflicts?after=evt_1"}) {
     Reply r = call("GET", q);
     EXPECT_EQ(r.status, 400) << q;
     EXPECT_EQ(r.code(), "invalid_request") << q;
@@ -393,7 +409,9 @@ TEST_F(AdminApiTest, ListsEventsAfterAnExclusiveId) {
   for (const char* id : {"req_1", "req_2", "req_3"}) {
     add_request(id, core::RequestState::usage_pending);
     ASSERT_EQ(call("POST", std::string("/admin/v1/requests/") + id + "/reconcile",
-                   R"({"input_tokens":1,"output_tokens":1,"evidence":"e"})").status, 200);
+                   R"({"input_tokens":1,"output_tokens":1,"evidence":"e"})")
+                  .status,
+              200);
   }
   Reply all = call("GET", "/admin/v1/events?allocation_id=alloc_1");
   ASSERT_EQ(all.status, 200);
@@ -408,8 +426,10 @@ TEST_F(AdminApiTest, ListsEventsAfterAnExclusiveId) {
 }
 
 TEST_F(AdminApiTest, ListsConflictsByAllocation) {
-  store_.add_conflict(store::ConflictRow{"cfl_1", "alloc_1", "req_1", "chatcmpl-1", {99, 99}, {10, 5}, t0});
-  store_.add_conflict(store::ConflictRow{"cfl_2", "alloc_2", "req_2", "chatcmpl-2", {1, 1}, {2, 2}, t0});
+  store_.add_conflict(
+      store::ConflictRow{"cfl_1", "alloc_1", "req_1", "chatcmpl-1", {99, 99}, {10, 5}, t0});
+  store_.add_conflict(
+      store::ConflictRow{"cfl_2", "alloc_2", "req_2", "chatcmpl-2", {1, 1}, {2, 2}, t0});
   Reply r = call("GET", "/admin/v1/conflicts?allocation_id=alloc_1");
   ASSERT_EQ(r.status, 200);
   ASSERT_EQ(r.body.at("data").as_array().size(), 1u);

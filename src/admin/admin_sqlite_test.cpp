@@ -29,8 +29,9 @@ Result<T> wait(std::function<void(store::Callback<T>)> call) {
 class AdminSqliteTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::path(::testing::TempDir()) / ("cairva-admin-" + std::to_string(getpid()) + "-" +
-                                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::path(::testing::TempDir()) /
+           ("cairva-admin-" + std::to_string(getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     store::StoreOptions o;
@@ -53,7 +54,8 @@ class AdminSqliteTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  std::pair<int, json::value> call(const std::string& method, const std::string& target, const std::string& body = "") {
+  std::pair<int, json::value> call(const std::string& method, const std::string& target,
+                                   const std::string& body = "") {
     AdminResponse r = api_->handle(AdminRequest{method, target, "Bearer tok", body});
     boost::system::error_code ec;
     json::value v = json::parse(r.body, ec);
@@ -61,10 +63,15 @@ class AdminSqliteTest : public ::testing::Test {
   }
 
   json::object create(int64_t output_tokens = 1000) {
-    json::object body{{"supplier", "s"},        {"buyer", "b"},           {"provider", "mock"},
-                      {"input_tokens", 1000},   {"output_tokens", output_tokens},
-                      {"ends_at", "2026-12-31T00:00:00Z"}, {"requests_per_minute", 100},
-                      {"tokens_per_minute", 100000}, {"max_concurrency", 10}};
+    json::object body{{"supplier", "s"},
+                      {"buyer", "b"},
+                      {"provider", "mock"},
+                      {"input_tokens", 1000},
+                      {"output_tokens", output_tokens},
+                      {"ends_at", "2026-12-31T00:00:00Z"},
+                      {"requests_per_minute", 100},
+                      {"tokens_per_minute", 100000},
+                      {"max_concurrency", 10}};
     auto [status, v] = call("POST", "/admin/v1/agreements", json::serialize(body));
     EXPECT_EQ(status, 201) << json::serialize(v);
     return v.as_object();
@@ -82,7 +89,8 @@ class AdminSqliteTest : public ::testing::Test {
     auto admitted = wait<store::AdmitResult>([&](auto cb) { store_->admit(cmd, std::move(cb)); });
     EXPECT_TRUE(admitted.ok() && admitted->decision.admitted());
     store::SettleCommand settle{cmd.request_id, alloc, store::SettleKind::usage_missing, "", {}};
-    auto settled = wait<store::SettleResult>([&](auto cb) { store_->settle(settle, std::move(cb)); });
+    auto settled =
+        wait<store::SettleResult>([&](auto cb) { store_->settle(settle, std::move(cb)); });
     EXPECT_TRUE(settled.ok());
     return cmd.request_id;
   }
@@ -108,9 +116,10 @@ TEST_F(AdminSqliteTest, CreatesListsAndShowsAnAgreementsAllocation) {
 }
 
 TEST_F(AdminSqliteTest, UnconfiguredProviderIs400) {
-  json::object body{{"supplier", "s"}, {"buyer", "b"}, {"provider", "nope"}, {"input_tokens", 1},
-                    {"output_tokens", 1}, {"ends_at", "2026-12-31T00:00:00Z"}, {"requests_per_minute", 1},
-                    {"tokens_per_minute", 1}, {"max_concurrency", 1}};
+  json::object body{
+      {"supplier", "s"},          {"buyer", "b"},           {"provider", "nope"},
+      {"input_tokens", 1},        {"output_tokens", 1},     {"ends_at", "2026-12-31T00:00:00Z"},
+      {"requests_per_minute", 1}, {"tokens_per_minute", 1}, {"max_concurrency", 1}};
   auto [status, v] = call("POST", "/admin/v1/agreements", json::serialize(body));
   EXPECT_EQ(status, 400);
   EXPECT_EQ(v.at("error").at("code"), "invalid_request");
@@ -146,8 +155,10 @@ TEST_F(AdminSqliteTest, SuspendResumeCancelAndKeys) {
   json::object c = create();
   const std::string alloc(c.at("allocation").at("id").as_string());
   const std::string agr(c.at("agreement").at("id").as_string());
-  EXPECT_EQ(call("POST", "/admin/v1/allocations/" + alloc + "/suspend").second.at("state"), "suspended");
-  EXPECT_EQ(call("POST", "/admin/v1/allocations/" + alloc + "/resume").second.at("state"), "active");
+  EXPECT_EQ(call("POST", "/admin/v1/allocations/" + alloc + "/suspend").second.at("state"),
+            "suspended");
+  EXPECT_EQ(call("POST", "/admin/v1/allocations/" + alloc + "/resume").second.at("state"),
+            "active");
   auto [ks, k] = call("POST", "/admin/v1/allocations/" + alloc + "/keys");
   EXPECT_EQ(ks, 201);
   const std::string key_id(k.at("api_key").at("id").as_string());
@@ -165,7 +176,9 @@ TEST_F(AdminSqliteTest, SuspendingADepletedAllocationIs409) {
   const std::string key(c.at("api_key").at("id").as_string());
   const std::string req = pending_request(alloc, key);
   ASSERT_EQ(call("POST", "/admin/v1/requests/" + req + "/reconcile",
-                 R"({"input_tokens":1,"output_tokens":5,"evidence":"e"})").first, 200);
+                 R"({"input_tokens":1,"output_tokens":5,"evidence":"e"})")
+                .first,
+            200);
   EXPECT_EQ(call("GET", "/admin/v1/allocations/" + alloc).second.at("state"), "depleted");
   EXPECT_EQ(call("POST", "/admin/v1/allocations/" + alloc + "/suspend").first, 409);
 }

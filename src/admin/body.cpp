@@ -10,14 +10,21 @@ namespace {
 
 std::string kind_of(const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null: return "null";
-    case json::kind::bool_: return "a boolean";
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "a boolean";
     case json::kind::int64:
-    case json::kind::uint64: return "an integer";
-    case json::kind::double_: return "a number with a fraction";
-    case json::kind::string: return "a string";
-    case json::kind::array: return "an array";
-    case json::kind::object: return "an object";
+    case json::kind::uint64:
+      return "an integer";
+    case json::kind::double_:
+      return "a number with a fraction";
+    case json::kind::string:
+      return "a string";
+    case json::kind::array:
+      return "an array";
+    case json::kind::object:
+      return "an object";
   }
   return "a value";
 }
@@ -54,7 +61,8 @@ const json::value* BodyReader::field(std::string_view key, bool required) {
   return v;
 }
 
-std::optional<int64_t> BodyReader::integer(std::string_view key, int64_t min, int64_t max, bool required) {
+std::optional<int64_t> BodyReader::integer(std::string_view key, int64_t min, int64_t max,
+                                           bool required) {
   const json::value* v = field(key, required);
   if (v == nullptr) return std::nullopt;
   const std::string range = " between " + std::to_string(min) + " and " + std::to_string(max);
@@ -69,7 +77,8 @@ std::optional<int64_t> BodyReader::integer(std::string_view key, int64_t min, in
   return v->get_int64();
 }
 
-std::optional<std::string> BodyReader::string(std::string_view key, size_t max_bytes, bool required) {
+std::optional<std::string> BodyReader::string(std::string_view key, size_t max_bytes,
+                                              bool required) {
   const json::value* v = field(key, required);
   if (v == nullptr) return std::nullopt;
   if (!v->is_string()) {
@@ -78,7 +87,8 @@ std::optional<std::string> BodyReader::string(std::string_view key, size_t max_b
   }
   const json::string& s = v->get_string();
   if (s.empty() || s.size() > max_bytes) {
-    fail(std::string(key) + ": must be a non-empty string of at most " + std::to_string(max_bytes) + " bytes");
+    fail(std::string(key) + ": must be a non-empty string of at most " + std::to_string(max_bytes) +
+         " bytes");
     return std::nullopt;
   }
   return std::string(s);
@@ -96,19 +106,21 @@ std::optional<UnixMicros> BodyReader::time(std::string_view key, bool required) 
   return t;
 }
 
-std::optional<std::vector<std::string>> BodyReader::string_list(std::string_view key, size_t max_items,
+std::optional<std::vector<std::string>> BodyReader::string_list(std::string_view key,
+                                                                size_t max_items,
                                                                 size_t max_item_bytes) {
   const json::value* v = field(key, false);
   if (v == nullptr || v->is_null()) return std::nullopt;
-  const std::string problem = std::string(key) + ": must be an array of at most " + std::to_string(max_items) +
-                              " non-empty strings";
+  const std::string problem = std::string(key) + ": must be an array of at most " +
+                              std::to_string(max_items) + " non-empty strings";
   if (!v->is_array() || v->get_array().size() > max_items) {
     fail(problem);
     return std::nullopt;
   }
   std::vector<std::string> out;
   for (const auto& item : v->get_array()) {
-    if (!item.is_string() || item.get_string().empty() || item.get_string().size() > max_item_bytes) {
+    if (!item.is_string() || item.get_string().empty() ||
+        item.get_string().size() > max_item_bytes) {
       fail(problem);
       return std::nullopt;
     }

@@ -75,7 +75,9 @@ json::object agreement_object(const store::AgreementRow& a) {
   return o;
 }
 
-std::string agreement_json(const store::AgreementRow& a) { return json::serialize(agreement_object(a)); }
+std::string agreement_json(const store::AgreementRow& a) {
+  return json::serialize(agreement_object(a));
+}
 
 json::object new_key_object(const std::string& key_id, const std::string& allocation_id,
                             const std::string& secret) {
@@ -134,7 +136,9 @@ json::object conflict_object(const store::ConflictRow& c) {
   return o;
 }
 
-std::string conflict_json(const store::ConflictRow& c) { return json::serialize(conflict_object(c)); }
+std::string conflict_json(const store::ConflictRow& c) {
+  return json::serialize(conflict_object(c));
+}
 
 std::string error_json(ErrorCode code, std::string_view message) {
   const std::string_view name = wire_name(code);

@@ -40,8 +40,15 @@ TEST(EntityJson, AllocationHasTheStatusEndpointShape) {
 }
 
 TEST(EntityJson, ProviderEventHasNullEvidence) {
-  store::UsageEventRow e{"evt_1", "alloc_1", "req_1", "chatcmpl-1", {3, 4}, core::EventSource::provider,
-                         core::Finality::reported, "ignored", t0};
+  store::UsageEventRow e{"evt_1",
+                         "alloc_1",
+                         "req_1",
+                         "chatcmpl-1",
+                         {3, 4},
+                         core::EventSource::provider,
+                         core::Finality::reported,
+                         "ignored",
+                         t0};
   const json::value v = json::parse(event_json(e));
   EXPECT_EQ(v.at("evidence"), nullptr);
   EXPECT_EQ(v.at("source"), "provider");
@@ -67,8 +74,9 @@ TEST(EntityJson, RequestShowsFinishTimeAndProviderIdWhenKnown) {
 }
 
 TEST(EntityJson, ErrorBodyIsOpenAiShaped) {
-  EXPECT_EQ(error_json(ErrorCode::not_pending, "request req_1 is \"booked\""),
-            R"({"error":{"type":"not_pending","code":"not_pending","message":"request req_1 is \"booked\""}})");
+  EXPECT_EQ(
+      error_json(ErrorCode::not_pending, "request req_1 is \"booked\""),
+      R"({"error":{"type":"not_pending","code":"not_pending","message":"request req_1 is \"booked\""}})");
 }
 
 }  // namespace

@@ -33,17 +33,25 @@ class FakeStore final : public store::Store {
   void settle(store::SettleCommand, store::Callback<store::SettleResult> done) override {
     done(make_error(ErrorCode::store_unavailable, "fake"));
   }
-  void allocation_status(const std::string& id, store::Callback<store::AllocationStatus> done) override {
+  void allocation_status(const std::string& id,
+                         store::Callback<store::AllocationStatus> done) override {
     done(get_allocation(id));
   }
 
   Result<store::CreatedAgreement> create_agreement(const store::NewAgreement& a) override {
     if (fail_everything) return down();
     if (std::find(providers_.begin(), providers_.end(), a.provider) == providers_.end()) {
-      return make_error(ErrorCode::invalid_request, "provider " + a.provider + " is not configured");
+      return make_error(ErrorCode::invalid_request,
+                        "provider " + a.provider + " is not configured");
     }
-    store::AgreementRow row{new_id("agr"), a.supplier, a.buyer, a.provider, a.models, a.terms,
-                            core::AgreementState::in_force, 1};
+    store::AgreementRow row{new_id("agr"),
+                            a.supplier,
+                            a.buyer,
+                            a.provider,
+                            a.models,
+                            a.terms,
+                            core::AgreementState::in_force,
+                            1};
     agreements_[row.id] = row;
     store::AllocationStatus alloc;
     alloc.id = new_id("alloc");
@@ -84,7 +92,8 @@ class FakeStore final : public store::Store {
     if (it == allocations_.end()) return missing(id);
     auto& s = it->second.snapshot.state;
     if (s == core::AllocationState::depleted || s == core::AllocationState::expired) {
-      return make_error(ErrorCode::conflict, "allocation " + id + " is " + std::string(core::to_string(s)));
+      return make_error(ErrorCode::conflict,
+                        "allocation " + id + " is " + std::string(core::to_string(s)));
     }
     s = core::AllocationState::suspended;
     return it->second;
@@ -132,11 +141,19 @@ class FakeStore final : public store::Store {
     auto it = requests_.find(r.request_id);
     if (it == requests_.end()) return missing(r.request_id);
     if (it->second.state != core::RequestState::usage_pending) {
-      return make_error(ErrorCode::not_pending, "request " + r.request_id + " is not usage_pending");
+      return make_error(ErrorCode::not_pending,
+                        "request " + r.request_id + " is not usage_pending");
     }
     it->second.state = core::RequestState::booked;
-    store::UsageEventRow e{new_id("evt"), it->second.allocation_id, r.request_id, r.request_id, r.usage,
-                           core::EventSource::reconciliation, core::Finality::confirmed, r.evidence, 2};
+    store::UsageEventRow e{new_id("evt"),
+                           it->second.allocation_id,
+                           r.request_id,
+                           r.request_id,
+                           r.usage,
+                           core::EventSource::reconciliation,
+                           core::Finality::confirmed,
+                           r.evidence,
+                           2};
     events_.push_back(e);
     return e;
   }
@@ -155,7 +172,8 @@ class FakeStore final : public store::Store {
     }
     return out;
   }
-  Result<std::vector<store::ConflictRow>> list_conflicts(const std::optional<std::string>& alloc) override {
+  Result<std::vector<store::ConflictRow>> list_conflicts(
+      const std::optional<std::string>& alloc) override {
     if (fail_everything) return down();
     std::vector<store::ConflictRow> out;
     for (const auto& c : conflicts_) {
@@ -167,7 +185,9 @@ class FakeStore final : public store::Store {
   Result<store::AuditReport> audit() override { return store::AuditReport{}; }
 
  private:
-  static Error missing(const std::string& id) { return make_error(ErrorCode::not_found, "no such id: " + id); }
+  static Error missing(const std::string& id) {
+    return make_error(ErrorCode::not_found, "no such id: " + id);
+  }
   static Error down() { return make_error(ErrorCode::store_unavailable, "store down"); }
 
   std::vector<std::string> providers_;

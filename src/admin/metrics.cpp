@@ -68,13 +68,14 @@ void allocation_gauges(std::string& out, const std::vector<store::AllocationStat
     sample(out, "cairva_allocation_usage_pending", label("allocation", allocations[i].id),
            allocations[i].snapshot.usage_pending);
   }
-  header(out, "cairva_allocation_held_tokens", "gauge", "Tokens held per allocation and direction.");
+  header(out, "cairva_allocation_held_tokens", "gauge",
+         "Tokens held per allocation and direction.");
   for (size_t i = 0; i < shown; ++i) {
     const auto& a = allocations[i];
-    sample(out, "cairva_allocation_held_tokens", label("allocation", a.id) + "," + label("direction", "input"),
-           a.snapshot.held.input);
-    sample(out, "cairva_allocation_held_tokens", label("allocation", a.id) + "," + label("direction", "output"),
-           a.snapshot.held.output);
+    sample(out, "cairva_allocation_held_tokens",
+           label("allocation", a.id) + "," + label("direction", "input"), a.snapshot.held.input);
+    sample(out, "cairva_allocation_held_tokens",
+           label("allocation", a.id) + "," + label("direction", "output"), a.snapshot.held.output);
   }
 }
 
@@ -83,17 +84,21 @@ void allocation_gauges(std::string& out, const std::vector<store::AllocationStat
 std::string Metrics::render(const std::vector<store::AllocationStatus>& allocations) const {
   std::string out;
   header(out, "cairva_requests_total", "counter", "Public API requests by outcome.");
-  sample(out, "cairva_requests_total", label("outcome", "admitted"), admitted_.load(std::memory_order_relaxed));
+  sample(out, "cairva_requests_total", label("outcome", "admitted"),
+         admitted_.load(std::memory_order_relaxed));
   for (int i = 0; i < error_code_count; ++i) {
     sample(out, "cairva_requests_total", label("outcome", wire_name(static_cast<ErrorCode>(i))),
            refused_[i].load(std::memory_order_relaxed));
   }
-  header(out, "cairva_admission_refusals_total", "counter", "Admission refusals by the check that failed.");
+  header(out, "cairva_admission_refusals_total", "counter",
+         "Admission refusals by the check that failed.");
   for (int i = 0; i < refusal_count; ++i) {
-    sample(out, "cairva_admission_refusals_total", label("reason", core::refusal_name(static_cast<core::Refusal>(i))),
+    sample(out, "cairva_admission_refusals_total",
+           label("reason", core::refusal_name(static_cast<core::Refusal>(i))),
            refusals_[i].load(std::memory_order_relaxed));
   }
-  header(out, "cairva_provider_latency_seconds", "histogram", "Time to the provider's response headers.");
+  header(out, "cairva_provider_latency_seconds", "histogram",
+         "Time to the provider's response headers.");
   histogram(out, "cairva_provider_latency_seconds", provider_latency_, true);
   header(out, "cairva_bookings_total", "counter", "Provider usage reports by booking result.");
   for (int i = 0; i < book_result_count; ++i) {
@@ -101,9 +106,12 @@ std::string Metrics::render(const std::vector<store::AllocationStatus>& allocati
            bookings_[i].load(std::memory_order_relaxed));
   }
   header(out, "cairva_booked_tokens_total", "counter", "Tokens booked from provider reports.");
-  sample(out, "cairva_booked_tokens_total", label("direction", "input"), booked_input_.load(std::memory_order_relaxed));
-  sample(out, "cairva_booked_tokens_total", label("direction", "output"), booked_output_.load(std::memory_order_relaxed));
-  header(out, "cairva_usage_missing_total", "counter", "Provider completions without usage (now usage_pending).");
+  sample(out, "cairva_booked_tokens_total", label("direction", "input"),
+         booked_input_.load(std::memory_order_relaxed));
+  sample(out, "cairva_booked_tokens_total", label("direction", "output"),
+         booked_output_.load(std::memory_order_relaxed));
+  header(out, "cairva_usage_missing_total", "counter",
+         "Provider completions without usage (now usage_pending).");
   sample(out, "cairva_usage_missing_total", "", usage_missing_.load(std::memory_order_relaxed));
   header(out, "cairva_store_commit_batch_writes", "histogram", "Writes per store commit batch.");
   histogram(out, "cairva_store_commit_batch_writes", commit_batch_, false);

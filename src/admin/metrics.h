@@ -28,11 +28,11 @@ namespace cairva::admin {
 // Upper bounds (inclusive) of the provider latency histogram, in microseconds: 5 ms to
 // the 600 s provider timeout.
 inline constexpr std::array<int64_t, 14> provider_latency_bucket_us = {
-    5'000, 10'000, 25'000, 50'000, 100'000, 250'000, 500'000,
+    5'000,     10'000,    25'000,    50'000,     100'000,    250'000,     500'000,
     1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000, 120'000'000, 600'000'000};
 // Upper bounds of the store's commit batch size histogram, in writes per commit.
-inline constexpr std::array<int64_t, 11> commit_batch_bucket_writes = {1, 2, 4, 8, 16, 32, 64,
-                                                                       128, 256, 512, 1024};
+inline constexpr std::array<int64_t, 11> commit_batch_bucket_writes = {1,  2,   4,   8,   16,  32,
+                                                                       64, 128, 256, 512, 1024};
 // A scrape renders per-allocation gauges for at most this many allocations, so /metrics
 // stays bounded however many agreements a store holds.
 inline constexpr size_t allocation_series_max = 10'000;

@@ -27,10 +27,10 @@ TEST(Metrics, CountsRequestsByOutcome) {
 
 TEST(Metrics, ProviderLatencyHistogramIsCumulativeInSeconds) {
   Metrics m;
-  m.observe_provider_latency_us(3'000);       // <= 5 ms
-  m.observe_provider_latency_us(5'000);       // <= 5 ms (bounds are inclusive)
-  m.observe_provider_latency_us(200'000);     // <= 250 ms
-  m.observe_provider_latency_us(900'000'000); // beyond the last bucket
+  m.observe_provider_latency_us(3'000);        // <= 5 ms
+  m.observe_provider_latency_us(5'000);        // <= 5 ms (bounds are inclusive)
+  m.observe_provider_latency_us(200'000);      // <= 250 ms
+  m.observe_provider_latency_us(900'000'000);  // beyond the last bucket
   const std::string text = m.render({});
   EXPECT_TRUE(has_line(text, "# TYPE cairva_provider_latency_seconds histogram"));
   EXPECT_TRUE(has_line(text, "cairva_provider_latency_seconds_bucket{le=\"0.005\"} 2"));
@@ -74,7 +74,8 @@ TEST(Metrics, RendersPerAllocationGaugesFromTheStore) {
   EXPECT_TRUE(has_line(text, "cairva_allocations 2"));
   EXPECT_TRUE(has_line(text, "cairva_allocation_in_flight{allocation=\"alloc_a\"} 3"));
   EXPECT_TRUE(has_line(text, "cairva_allocation_usage_pending{allocation=\"alloc_b\"} 1"));
-  EXPECT_TRUE(has_line(text, "cairva_allocation_held_tokens{allocation=\"alloc_a\",direction=\"output\"} 50"));
+  EXPECT_TRUE(has_line(
+      text, "cairva_allocation_held_tokens{allocation=\"alloc_a\",direction=\"output\"} 50"));
 }
 
 TEST(Metrics, RenderMetricsReportsStoreDownWithoutFailing) {

@@ -14,7 +14,8 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 
-Result<HttpReply> admin_http(const std::string& admin_url, const std::string& token, const HttpCall& call) {
+Result<HttpReply> admin_http(const std::string& admin_url, const std::string& token,
+                             const HttpCall& call) {
   auto url = boost::urls::parse_absolute_uri(admin_url);
   if (!url || url->scheme() != "http" || url->host().empty()) {
     return make_error(ErrorCode::invalid_request,
@@ -39,7 +40,8 @@ Result<HttpReply> admin_http(const std::string& admin_url, const std::string& to
   stream.connect(endpoints, ec);
   if (ec) return fail("cannot connect (is `cairva serve` running?)", ec);
 
-  bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(call.method), prefix + call.target, 11};
+  bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(call.method), prefix + call.target,
+                                         11};
   req.set(bhttp::field::host, url->encoded_host_and_port());
   req.set(bhttp::field::user_agent, "cairva-cli");
   req.set(bhttp::field::authorization, "Bearer " + token);

@@ -27,6 +27,7 @@ inline constexpr size_t admin_reply_bytes_max = size_t{16} << 20;
 // Sends `call` to `admin_url` (http://HOST:PORT[/prefix]) with `Authorization: Bearer
 // <token>`. Any HTTP status is a reply; only a failure to reach the API or a malformed
 // answer is an error (ErrorCode::provider_unavailable, message saying what failed).
-Result<HttpReply> admin_http(const std::string& admin_url, const std::string& token, const HttpCall& call);
+Result<HttpReply> admin_http(const std::string& admin_url, const std::string& token,
+                             const HttpCall& call);
 
 }  // namespace cairva::cli

@@ -50,7 +50,8 @@ class Table {
   std::string str() const {
     std::vector<size_t> width(rows_[0].size(), 0);
     for (const auto& r : rows_) {
-      for (size_t i = 0; i < r.size() && i < width.size(); ++i) width[i] = std::max(width[i], r[i].size());
+      for (size_t i = 0; i < r.size() && i < width.size(); ++i)
+        width[i] = std::max(width[i], r[i].size());
     }
     std::string out;
     for (const auto& r : rows_) {
@@ -82,16 +83,26 @@ std::optional<int64_t> parse_duration_s(std::string_view text) {
   if (text.size() < 2) return std::nullopt;
   int64_t unit = 0;
   switch (text.back()) {
-    case 's': unit = 1; break;
-    case 'm': unit = seconds_per_minute; break;
-    case 'h': unit = seconds_per_hour; break;
-    case 'd': unit = seconds_per_day; break;
-    default: return std::nullopt;
+    case 's':
+      unit = 1;
+      break;
+    case 'm':
+      unit = seconds_per_minute;
+      break;
+    case 'h':
+      unit = seconds_per_hour;
+      break;
+    case 'd':
+      unit = seconds_per_day;
+      break;
+    default:
+      return std::nullopt;
   }
   const std::string_view digits = text.substr(0, text.size() - 1);
   int64_t n = 0;
   auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
-  if (ec != std::errc() || end != digits.data() + digits.size() || n <= 0 || n > duration_s_max / unit) {
+  if (ec != std::errc() || end != digits.data() + digits.size() || n <= 0 ||
+      n > duration_s_max / unit) {
     return std::nullopt;
   }
   return n * unit;
@@ -118,17 +129,19 @@ Result<std::string> agreement_body(const AgreementArgs& a, UnixMicros now) {
   } else {
     auto seconds = parse_duration_s(a.duration);
     if (!seconds) {
-      return make_error(ErrorCode::invalid_request,
-                        "--duration: expected a positive number and a unit s, m, h or d (e.g. 30d), got \"" +
-                            a.duration + "\"");
+      return make_error(
+          ErrorCode::invalid_request,
+          "--duration: expected a positive number and a unit s, m, h or d (e.g. 30d), got \"" +
+              a.duration + "\"");
     }
     UnixMicros start = now;
     if (!a.starts_at.empty()) {
       auto parsed = parse_rfc3339(a.starts_at);
       if (!parsed) {
-        return make_error(ErrorCode::invalid_request,
-                          "--starts-at: expected an RFC 3339 time such as 2026-12-01T00:00:00Z, got \"" +
-                              a.starts_at + "\"");
+        return make_error(
+            ErrorCode::invalid_request,
+            "--starts-at: expected an RFC 3339 time such as 2026-12-01T00:00:00Z, got \"" +
+                a.starts_at + "\"");
       }
       start = *parsed;
     }
@@ -142,7 +155,8 @@ Result<std::string> agreement_body(const AgreementArgs& a, UnixMicros now) {
 
 std::string render_agreement(const json::value& g) {
   std::string models;
-  if (const json::value* m = g.is_object() ? g.get_object().if_contains("models") : nullptr; m && m->is_array()) {
+  if (const json::value* m = g.is_object() ? g.get_object().if_contains("models") : nullptr;
+      m && m->is_array()) {
     for (const auto& x : m->get_array()) models += (models.empty() ? "" : ",") + cell(&x);
   }
   return kv_lines({{"agreement", field(g, "id")},
@@ -153,8 +167,9 @@ std::string render_agreement(const json::value& g) {
                    {"models", models.empty() ? "(any)" : models},
                    {"allowance in/out", field(g, "input_tokens") + "/" + field(g, "output_tokens")},
                    {"window", field(g, "starts_at") + " .. " + field(g, "ends_at")},
-                   {"limits rpm/tpm/conc", field(g, "requests_per_minute") + "/" + field(g, "tokens_per_minute") +
-                                               "/" + field(g, "max_concurrency")}});
+                   {"limits rpm/tpm/conc", field(g, "requests_per_minute") + "/" +
+                                               field(g, "tokens_per_minute") + "/" +
+                                               field(g, "max_concurrency")}});
 }
 
 std::string render_cancelled_agreement(const json::value& v) {
@@ -175,13 +190,15 @@ std::string render_allocation(const json::value& a) {
                    {"agreement", field(a, "agreement_id")},
                    {"state", field(a, "state")},
                    {"window", field(w, "starts_at") + " .. " + field(w, "ends_at")},
-                   {"limits rpm/tpm/conc", field(l, "requests_per_minute") + "/" + field(l, "tokens_per_minute") +
-                                               "/" + field(l, "max_concurrency")},
+                   {"limits rpm/tpm/conc", field(l, "requests_per_minute") + "/" +
+                                               field(l, "tokens_per_minute") + "/" +
+                                               field(l, "max_concurrency")},
                    {"allowance in/out", pair(a, "allowance")},
                    {"used in/out", pair(a, "used")},
                    {"held in/out", pair(a, "held")},
                    {"remaining in/out", pair(a, "remaining")},
-                   {"last minute req/tok", field(c, "requests_last_minute") + "/" + field(c, "tokens_last_minute")},
+                   {"last minute req/tok",
+                    field(c, "requests_last_minute") + "/" + field(c, "tokens_last_minute")},
                    {"in flight", field(c, "in_flight")},
                    {"usage pending", field(c, "usage_pending")}});
 }
@@ -192,19 +209,22 @@ std::string render_created_agreement(const json::value& v) {
   const json::value* agr = obj ? obj->if_contains("agreement") : nullptr;
   const json::value* alloc = obj ? obj->if_contains("allocation") : nullptr;
   const json::value* key = obj ? obj->if_contains("api_key") : nullptr;
-  return render_agreement(agr ? *agr : none) + "\n" + render_allocation(alloc ? *alloc : none) + "\n" +
-         kv_lines({{"api key", field(key ? *key : none, "id")}, {"secret", field(key ? *key : none, "secret")}}) +
+  return render_agreement(agr ? *agr : none) + "\n" + render_allocation(alloc ? *alloc : none) +
+         "\n" +
+         kv_lines({{"api key", field(key ? *key : none, "id")},
+                   {"secret", field(key ? *key : none, "secret")}}) +
          "The secret is shown only now: hand it to the buyer (Authorization: Bearer <secret>).\n";
 }
 
 std::string render_allocation_list(const json::value& list) {
-  Table t({"ALLOCATION", "STATE", "AGREEMENT", "USED IN/OUT", "HELD IN/OUT", "REMAINING IN/OUT", "IN_FLIGHT",
-           "PENDING"});
+  Table t({"ALLOCATION", "STATE", "AGREEMENT", "USED IN/OUT", "HELD IN/OUT", "REMAINING IN/OUT",
+           "IN_FLIGHT", "PENDING"});
   for (const auto& a : data_of(list)) {
     const json::value* c = a.is_object() ? a.get_object().if_contains("current") : nullptr;
     const json::value none;
-    t.add({field(a, "id"), field(a, "state"), field(a, "agreement_id"), pair(a, "used"), pair(a, "held"),
-           pair(a, "remaining"), field(c ? *c : none, "in_flight"), field(c ? *c : none, "usage_pending")});
+    t.add({field(a, "id"), field(a, "state"), field(a, "agreement_id"), pair(a, "used"),
+           pair(a, "held"), pair(a, "remaining"), field(c ? *c : none, "in_flight"),
+           field(c ? *c : none, "usage_pending")});
   }
   return t.str();
 }
@@ -212,7 +232,8 @@ std::string render_allocation_list(const json::value& list) {
 std::string render_new_key(const json::value& v) {
   const json::value none;
   const json::value* k = v.is_object() ? v.get_object().if_contains("api_key") : nullptr;
-  return kv_lines({{"api key", field(k ? *k : none, "id")}, {"secret", field(k ? *k : none, "secret")}}) +
+  return kv_lines({{"api key", field(k ? *k : none, "id")},
+                   {"secret", field(k ? *k : none, "secret")}}) +
          "The secret is shown only now.\n";
 }
 
@@ -223,10 +244,11 @@ std::string render_revoked_key(const json::value& v) {
 }
 
 std::string render_request_list(const json::value& list) {
-  Table t({"REQUEST", "ALLOCATION", "STATE", "MODEL", "STARTED", "HOLD IN/OUT", "PROVIDER_REQUEST_ID"});
+  Table t(
+      {"REQUEST", "ALLOCATION", "STATE", "MODEL", "STARTED", "HOLD IN/OUT", "PROVIDER_REQUEST_ID"});
   for (const auto& r : data_of(list)) {
-    t.add({field(r, "id"), field(r, "allocation_id"), field(r, "state"), field(r, "model"), field(r, "started_at"),
-           pair(r, "hold"), field(r, "provider_request_id")});
+    t.add({field(r, "id"), field(r, "allocation_id"), field(r, "state"), field(r, "model"),
+           field(r, "started_at"), pair(r, "hold"), field(r, "provider_request_id")});
   }
   return t.str();
 }
@@ -246,18 +268,20 @@ std::string render_event(const json::value& v) {
 std::string render_event_list(const json::value& list) {
   Table t({"EVENT", "ALLOCATION", "REQUEST", "IN", "OUT", "SOURCE", "FINALITY", "BOOKED_AT"});
   for (const auto& e : data_of(list)) {
-    t.add({field(e, "id"), field(e, "allocation_id"), field(e, "request_id"), field(e, "input_tokens"),
-           field(e, "output_tokens"), field(e, "source"), field(e, "finality"), field(e, "booked_at")});
+    t.add({field(e, "id"), field(e, "allocation_id"), field(e, "request_id"),
+           field(e, "input_tokens"), field(e, "output_tokens"), field(e, "source"),
+           field(e, "finality"), field(e, "booked_at")});
   }
   return t.str();
 }
 
 std::string render_conflict_list(const json::value& list) {
-  Table t({"CONFLICT", "ALLOCATION", "REQUEST", "PROVIDER_REQUEST_ID", "REPORTED IN/OUT", "BOOKED IN/OUT",
-           "RECORDED_AT"});
+  Table t({"CONFLICT", "ALLOCATION", "REQUEST", "PROVIDER_REQUEST_ID", "REPORTED IN/OUT",
+           "BOOKED IN/OUT", "RECORDED_AT"});
   for (const auto& c : data_of(list)) {
-    t.add({field(c, "id"), field(c, "allocation_id"), field(c, "request_id"), field(c, "provider_request_id"),
-           pair(c, "reported"), pair(c, "booked"), field(c, "recorded_at")});
+    t.add({field(c, "id"), field(c, "allocation_id"), field(c, "request_id"),
+           field(c, "provider_request_id"), pair(c, "reported"), pair(c, "booked"),
+           field(c, "recorded_at")});
   }
   return t.str();
 }
@@ -267,7 +291,8 @@ std::string render_error(int status, const std::string& body) {
   json::value v = json::parse(body, ec);
   const json::value* e = !ec && v.is_object() ? v.get_object().if_contains("error") : nullptr;
   if (e != nullptr && e->is_object()) {
-    return "cairva: " + std::to_string(status) + " " + field(*e, "code") + ": " + field(*e, "message");
+    return "cairva: " + std::to_string(status) + " " + field(*e, "code") + ": " +
+           field(*e, "message");
   }
   return "cairva: " + std::to_string(status) + ": " + body;
 }

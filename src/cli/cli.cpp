@@ -33,7 +33,8 @@ constexpr const char* footer =
     "      --rpm 600 --tpm 200000 --concurrency 8\n"
     "  cairva allocation list\n"
     "  cairva requests pending\n"
-    "  cairva reconcile req_... --input 1200 --output 340 --evidence \"provider export 2026-11-30\"\n"
+    "  cairva reconcile req_... --input 1200 --output 340 --evidence \"provider export "
+    "2026-11-30\"\n"
     "Run `cairva COMMAND --help` for a command's options.";
 
 struct AdminOptions {
@@ -43,7 +44,8 @@ struct AdminOptions {
 
 void add_admin_options(CLI::App* cmd, AdminOptions& o) {
   cmd->add_option("--admin-url", o.url,
-                  std::string("Admin API base URL (default: env ") + admin_url_env + ", else " + admin_url_default + ")");
+                  std::string("Admin API base URL (default: env ") + admin_url_env + ", else " +
+                      admin_url_default + ")");
   cmd->add_flag("--json", o.json, "Print the API's JSON answer instead of a table");
 }
 
@@ -53,7 +55,8 @@ using Renderer = std::string (*)(const json::value&);
 int admin_call(const Hooks& hooks, const AdminOptions& o, const HttpCall& call, Renderer render) {
   const char* token = std::getenv(admin_token_env);
   if (token == nullptr || *token == '\0') {
-    std::cerr << "cairva: set " << admin_token_env << " to the admin token (the gateway reads it from the "
+    std::cerr << "cairva: set " << admin_token_env
+              << " to the admin token (the gateway reads it from the "
               << "env var named by admin.token_env)\n";
     return exit_refused;
   }
@@ -78,7 +81,8 @@ int admin_call(const Hooks& hooks, const AdminOptions& o, const HttpCall& call, 
   boost::system::error_code ec;
   json::value v = json::parse(reply->body, ec);
   if (ec) {
-    std::cerr << "cairva: the admin API answered " << reply->status << " with a body that is not JSON\n";
+    std::cerr << "cairva: the admin API answered " << reply->status
+              << " with a body that is not JSON\n";
     return exit_refused;
   }
   std::cout << render(v);
@@ -112,7 +116,8 @@ Result<config::Config> serve_config(const ServeArgs& a) {
   if (!cfg) return cfg;
   if (!a.listen.empty()) {
     if (!config::valid_listen_address(a.listen)) {
-      return make_error(ErrorCode::invalid_request, "--listen: expected HOST:PORT, got \"" + a.listen + "\"");
+      return make_error(ErrorCode::invalid_request,
+                        "--listen: expected HOST:PORT, got \"" + a.listen + "\"");
     }
     cfg->listen = a.listen;
   }
@@ -125,8 +130,9 @@ Result<config::Config> serve_config(const ServeArgs& a) {
   }
   if (!a.store.empty()) {
     if (!config::valid_store_url(a.store)) {
-      return make_error(ErrorCode::invalid_request,
-                        "--store: expected sqlite://PATH or postgresql://..., got \"" + a.store + "\"");
+      return make_error(
+          ErrorCode::invalid_request,
+          "--store: expected sqlite://PATH or postgresql://..., got \"" + a.store + "\"");
     }
     cfg->store_url = a.store;
   }
@@ -139,8 +145,8 @@ int not_built(const char* what) {
 }
 
 int print_audit(const store::AuditReport& r) {
-  std::cout << "audit: " << r.allocations << " allocations, " << r.requests << " requests, " << r.events
-            << " usage events\n";
+  std::cout << "audit: " << r.allocations << " allocations, " << r.requests << " requests, "
+            << r.events << " usage events\n";
   if (r.violations.empty()) {
     std::cout << "ok: no violation of the ledger's invariants\n";
     return exit_ok;
@@ -171,10 +177,14 @@ int run(int argc, char** argv, const Hooks& hooks) {
   // --- serve, mock-provider, audit ---
   ServeArgs serve;
   auto* serve_cmd = app.add_subcommand("serve", "Run the gateway (public API and admin API)");
-  serve_cmd->add_option("--config", serve.config, "TOML config file (default: built-in defaults, store ./cairva.db)");
-  serve_cmd->add_option("--listen", serve.listen, "Public API address HOST:PORT (overrides server.listen)");
-  serve_cmd->add_option("--admin-listen", serve.admin_listen, "Admin API address HOST:PORT (overrides server.admin_listen)");
-  serve_cmd->add_option("--store", serve.store, "sqlite://PATH or postgresql://... (overrides store.url)");
+  serve_cmd->add_option("--config", serve.config,
+                        "TOML config file (default: built-in defaults, store ./cairva.db)");
+  serve_cmd->add_option("--listen", serve.listen,
+                        "Public API address HOST:PORT (overrides server.listen)");
+  serve_cmd->add_option("--admin-listen", serve.admin_listen,
+                        "Admin API address HOST:PORT (overrides server.admin_listen)");
+  serve_cmd->add_option("--store", serve.store,
+                        "sqlite://PATH or postgresql://... (overrides store.url)");
   serve_cmd->callback([&] {
     action = [&] {
       auto cfg = serve_config(serve);
@@ -187,7 +197,8 @@ int run(int argc, char** argv, const Hooks& hooks) {
   });
 
   std::string mock_listen = mock_provider_listen_default;
-  auto* mock_cmd = app.add_subcommand("mock-provider", "Run the built-in OpenAI-compatible fake provider");
+  auto* mock_cmd =
+      app.add_subcommand("mock-provider", "Run the built-in OpenAI-compatible fake provider");
   mock_cmd->add_option("--listen", mock_listen, "Address HOST:PORT")->capture_default_str();
   mock_cmd->callback([&] {
     action = [&] {
@@ -200,9 +211,11 @@ int run(int argc, char** argv, const Hooks& hooks) {
   });
 
   ServeArgs audit;
-  auto* audit_cmd = app.add_subcommand("audit", "Check a store's ledger invariants; non-zero exit on any violation");
+  auto* audit_cmd = app.add_subcommand(
+      "audit", "Check a store's ledger invariants; non-zero exit on any violation");
   audit_cmd->add_option("--config", audit.config, "TOML config file naming the store");
-  audit_cmd->add_option("--store", audit.store, "sqlite://PATH or postgresql://... (overrides store.url)");
+  audit_cmd->add_option("--store", audit.store,
+                        "sqlite://PATH or postgresql://... (overrides store.url)");
   audit_cmd->callback([&] {
     action = [&] {
       auto cfg = serve_config(audit);
@@ -223,7 +236,9 @@ int run(int argc, char** argv, const Hooks& hooks) {
   // --- admin commands ---
   AdminOptions admin;
   auto admin_action = [&](std::function<HttpCall()> make, Renderer render) {
-    return [&, make, render] { action = [&, make, render] { return admin_call(hooks, admin, make(), render); }; };
+    return [&, make, render] {
+      action = [&, make, render] { return admin_call(hooks, admin, make(), render); };
+    };
   };
 
   auto* agreement = app.add_subcommand("agreement", "Create, show or cancel agreements");
@@ -231,19 +246,25 @@ int run(int argc, char** argv, const Hooks& hooks) {
   AgreementArgs ag;
   UnixMicros now = SystemClock().now();
   auto* ag_create = agreement->add_subcommand(
-      "create", "Create an agreement, its allocation and a first API key (its secret is printed once)");
+      "create",
+      "Create an agreement, its allocation and a first API key (its secret is printed once)");
   ag_create->add_option("--supplier", ag.supplier, "Who sells the capacity")->required();
   ag_create->add_option("--buyer", ag.buyer, "Who buys it")->required();
-  ag_create->add_option("--provider", ag.provider, "A provider name from the config's [[providers]]")->required();
-  ag_create->add_option("--models", ag.models, "Allowed models, comma-separated (default: any)")->delimiter(',');
+  ag_create
+      ->add_option("--provider", ag.provider, "A provider name from the config's [[providers]]")
+      ->required();
+  ag_create->add_option("--models", ag.models, "Allowed models, comma-separated (default: any)")
+      ->delimiter(',');
   ag_create->add_option("--input-tokens", ag.input_tokens, "Input token allowance")->required();
   ag_create->add_option("--output-tokens", ag.output_tokens, "Output token allowance")->required();
   ag_create->add_option("--starts-at", ag.starts_at, "Window start, RFC 3339 (default: now)");
   auto* ends = ag_create->add_option("--ends-at", ag.ends_at, "Window end, RFC 3339");
-  auto* dur = ag_create->add_option("--duration", ag.duration, "Window length instead of --ends-at: 30d, 12h, 90m, 45s");
+  auto* dur = ag_create->add_option("--duration", ag.duration,
+                                    "Window length instead of --ends-at: 30d, 12h, 90m, 45s");
   ends->excludes(dur);
   ag_create->add_option("--rpm", ag.requests_per_minute, "requests_per_minute limit")->required();
-  ag_create->add_option("--tpm", ag.tokens_per_minute, "tokens_per_minute limit (booked tokens)")->required();
+  ag_create->add_option("--tpm", ag.tokens_per_minute, "tokens_per_minute limit (booked tokens)")
+      ->required();
   ag_create->add_option("--concurrency", ag.max_concurrency, "max_concurrency limit")->required();
   add_admin_options(ag_create, admin);
   ag_create->callback([&] {
@@ -261,28 +282,38 @@ int run(int argc, char** argv, const Hooks& hooks) {
   auto* ag_show = agreement->add_subcommand("show", "Show one agreement");
   ag_show->add_option("ID", id, "Agreement id (agr_...)")->required();
   add_admin_options(ag_show, admin);
-  ag_show->callback(admin_action([&] { return HttpCall{"GET", admin_target({"agreements", id}), ""}; },
-                                 render_agreement));
+  ag_show->callback(admin_action(
+      [&] {
+        return HttpCall{"GET", admin_target({"agreements", id}), ""};
+      },
+      render_agreement));
   auto* ag_cancel = agreement->add_subcommand(
-      "cancel", "Cancel an agreement: its allocation is refused from now on; in-flight requests settle");
+      "cancel",
+      "Cancel an agreement: its allocation is refused from now on; in-flight requests settle");
   ag_cancel->add_option("ID", id, "Agreement id (agr_...)")->required();
   add_admin_options(ag_cancel, admin);
   ag_cancel->callback(admin_action(
-      [&] { return HttpCall{"POST", admin_target({"agreements", id, "cancel"}), ""}; },
+      [&] {
+        return HttpCall{"POST", admin_target({"agreements", id, "cancel"}), ""};
+      },
       render_cancelled_agreement));
 
   auto* allocation = app.add_subcommand("allocation", "List, show, suspend or resume allocations");
   allocation->require_subcommand(1);
   auto* al_list = allocation->add_subcommand("list", "List every allocation with its usage");
   add_admin_options(al_list, admin);
-  al_list->callback(admin_action([&] { return HttpCall{"GET", admin_target({"allocations"}), ""}; },
-                                 render_allocation_list));
+  al_list->callback(admin_action(
+      [&] {
+        return HttpCall{"GET", admin_target({"allocations"}), ""};
+      },
+      render_allocation_list));
   for (const char* verb : {"show", "suspend", "resume"}) {
     const std::string v = verb;
     auto* cmd = allocation->add_subcommand(
-        v, v == "show" ? "Show one allocation: window, limits, used, held, remaining, current load"
-                       : (v == "suspend" ? "Suspend an allocation: its requests are refused until resumed"
-                                         : "Resume a suspended allocation"));
+        v, v == "show"
+               ? "Show one allocation: window, limits, used, held, remaining, current load"
+               : (v == "suspend" ? "Suspend an allocation: its requests are refused until resumed"
+                                 : "Resume a suspended allocation"));
     cmd->add_option("ID", id, "Allocation id (alloc_...)")->required();
     add_admin_options(cmd, admin);
     cmd->callback(admin_action(
@@ -295,28 +326,40 @@ int run(int argc, char** argv, const Hooks& hooks) {
 
   auto* key = app.add_subcommand("key", "Create or revoke API keys");
   key->require_subcommand(1);
-  auto* key_create = key->add_subcommand("create", "Create another API key for an allocation (secret printed once)");
+  auto* key_create = key->add_subcommand(
+      "create", "Create another API key for an allocation (secret printed once)");
   key_create->add_option("ALLOCATION", id, "Allocation id (alloc_...)")->required();
   add_admin_options(key_create, admin);
   key_create->callback(admin_action(
-      [&] { return HttpCall{"POST", admin_target({"allocations", id, "keys"}), ""}; }, render_new_key));
-  auto* key_revoke = key->add_subcommand("revoke", "Revoke an API key: refused at once from then on");
+      [&] {
+        return HttpCall{"POST", admin_target({"allocations", id, "keys"}), ""};
+      },
+      render_new_key));
+  auto* key_revoke =
+      key->add_subcommand("revoke", "Revoke an API key: refused at once from then on");
   key_revoke->add_option("KEY", id, "Key id (key_...)")->required();
   add_admin_options(key_revoke, admin);
-  key_revoke->callback(admin_action([&] { return HttpCall{"DELETE", admin_target({"keys", id}), ""}; },
-                                    render_revoked_key));
+  key_revoke->callback(admin_action(
+      [&] {
+        return HttpCall{"DELETE", admin_target({"keys", id}), ""};
+      },
+      render_revoked_key));
 
   std::string alloc_filter, state_filter, after, limit;
   auto* requests = app.add_subcommand("requests", "List requests");
   requests->require_subcommand(1);
-  auto* pending = requests->add_subcommand("pending", "Requests waiting for reconciliation (usage_pending)");
+  auto* pending =
+      requests->add_subcommand("pending", "Requests waiting for reconciliation (usage_pending)");
   pending->add_option("--allocation", alloc_filter, "Only this allocation");
   pending->add_option("--limit", limit, "At most this many (default 100)");
   add_admin_options(pending, admin);
   pending->callback(admin_action(
       [&] {
-        return HttpCall{"GET", admin_target({"requests"}, {{"allocation_id", alloc_filter}, {"state", "usage_pending"},
-                                                          {"limit", limit}}), ""};
+        return HttpCall{"GET",
+                        admin_target({"requests"}, {{"allocation_id", alloc_filter},
+                                                    {"state", "usage_pending"},
+                                                    {"limit", limit}}),
+                        ""};
       },
       render_request_list));
   auto* req_list = requests->add_subcommand("list", "Requests in any state");
@@ -326,8 +369,11 @@ int run(int argc, char** argv, const Hooks& hooks) {
   add_admin_options(req_list, admin);
   req_list->callback(admin_action(
       [&] {
-        return HttpCall{"GET", admin_target({"requests"}, {{"allocation_id", alloc_filter}, {"state", state_filter},
-                                                          {"limit", limit}}), ""};
+        return HttpCall{"GET",
+                        admin_target({"requests"}, {{"allocation_id", alloc_filter},
+                                                    {"state", state_filter},
+                                                    {"limit", limit}}),
+                        ""};
       },
       render_request_list));
 
@@ -338,24 +384,31 @@ int run(int argc, char** argv, const Hooks& hooks) {
   reconcile->add_option("REQUEST", id, "Request id (req_...)")->required();
   reconcile->add_option("--input", rec_input, "Input tokens the provider metered")->required();
   reconcile->add_option("--output", rec_output, "Output tokens the provider metered")->required();
-  reconcile->add_option("--evidence", evidence, "Where the counts come from (kept with the booking)")->required();
+  reconcile
+      ->add_option("--evidence", evidence, "Where the counts come from (kept with the booking)")
+      ->required();
   add_admin_options(reconcile, admin);
   reconcile->callback(admin_action(
       [&] {
-        json::object body{{"input_tokens", rec_input}, {"output_tokens", rec_output}, {"evidence", evidence}};
+        json::object body{
+            {"input_tokens", rec_input}, {"output_tokens", rec_output}, {"evidence", evidence}};
         return HttpCall{"POST", admin_target({"requests", id, "reconcile"}), json::serialize(body)};
       },
       render_event));
 
-  auto* events = app.add_subcommand("events", "List usage events in booking order (page with --after)");
+  auto* events =
+      app.add_subcommand("events", "List usage events in booking order (page with --after)");
   events->add_option("--allocation", alloc_filter, "Only this allocation");
   events->add_option("--after", after, "Only events after this event id (exclusive)");
   events->add_option("--limit", limit, "At most this many (default 100)");
   add_admin_options(events, admin);
   events->callback(admin_action(
       [&] {
-        return HttpCall{"GET", admin_target({"events"}, {{"allocation_id", alloc_filter}, {"after", after},
-                                                        {"limit", limit}}), ""};
+        return HttpCall{
+            "GET",
+            admin_target({"events"},
+                         {{"allocation_id", alloc_filter}, {"after", after}, {"limit", limit}}),
+            ""};
       },
       render_event_list));
 
@@ -364,7 +417,9 @@ int run(int argc, char** argv, const Hooks& hooks) {
   conflicts->add_option("--allocation", alloc_filter, "Only this allocation");
   add_admin_options(conflicts, admin);
   conflicts->callback(admin_action(
-      [&] { return HttpCall{"GET", admin_target({"conflicts"}, {{"allocation_id", alloc_filter}}), ""}; },
+      [&] {
+        return HttpCall{"GET", admin_target({"conflicts"}, {{"allocation_id", alloc_filter}}), ""};
+      },
       render_conflict_list));
 
   try {

@@ -27,7 +27,8 @@ struct Hooks {
   // Opens the configured store and audits its ledger.
   std::function<Result<store::AuditReport>(const config::Config&)> audit;
   // The admin API transport; empty = the real HTTP client (tests inject a fake).
-  std::function<Result<HttpReply>(const std::string& admin_url, const std::string& token, const HttpCall&)>
+  std::function<Result<HttpReply>(const std::string& admin_url, const std::string& token,
+                                  const HttpCall&)>
       admin_http;
 };
 

@@ -23,7 +23,8 @@ class CliTest : public ::testing::Test {
   void SetUp() override {
     setenv(admin_token_env, "tok", 1);
     unsetenv(admin_url_env);
-    hooks_.admin_http = [this](const std::string& url, const std::string& token, const HttpCall& call) {
+    hooks_.admin_http = [this](const std::string& url, const std::string& token,
+                               const HttpCall& call) {
       calls_.push_back(call);
       urls_.push_back(url);
       tokens_.push_back(token);
@@ -94,9 +95,12 @@ TEST_F(CliTest, AgreementCreatePostsTheBodyAndPrintsTheSecretOnce) {
   reply_ = {201, R"({"agreement":{"id":"agr_1","state":"in_force","models":["a","b"]},
                     "allocation":{"id":"alloc_1","state":"active"},
                     "api_key":{"id":"key_1","secret":"cv_SECRET"}})"};
-  Outcome o = run_cli({"agreement", "create", "--supplier", "acme", "--buyer", "bob", "--provider", "openai",
-                       "--models", "a,b", "--input-tokens", "100", "--output-tokens", "50", "--ends-at",
-                       "2027-01-01T00:00:00Z", "--rpm", "60", "--tpm", "1000", "--concurrency", "4"});
+  Outcome o = run_cli({"agreement",       "create", "--supplier",     "acme",
+                       "--buyer",         "bob",    "--provider",     "openai",
+                       "--models",        "a,b",    "--input-tokens", "100",
+                       "--output-tokens", "50",     "--ends-at",      "2027-01-01T00:00:00Z",
+                       "--rpm",           "60",     "--tpm",          "1000",
+                       "--concurrency",   "4"});
   ASSERT_EQ(o.code, 0) << o.err;
   ASSERT_EQ(calls_.size(), 1u);
   EXPECT_EQ(calls_[0].method, "POST");
@@ -130,8 +134,11 @@ TEST_F(CliTest, AdminUrlComesFromFlagThenEnv) {
 }
 
 TEST_F(CliTest, ApiErrorExitsNonZeroWithItsMessage) {
-  reply_ = {409, R"({"error":{"type":"not_pending","code":"not_pending","message":"request req_1 is booked"}})"};
-  Outcome o = run_cli({"reconcile", "req_1", "--input", "3", "--output", "4", "--evidence", "export"});
+  reply_ = {
+      409,
+      R"({"error":{"type":"not_pending","code":"not_pending","message":"request req_1 is booked"}})"};
+  Outcome o =
+      run_cli({"reconcile", "req_1", "--input", "3", "--output", "4", "--evidence", "export"});
   EXPECT_EQ(o.code, 1);
   EXPECT_EQ(o.err, "cairva: 409 not_pending: request req_1 is booked\n");
   ASSERT_EQ(calls_.size(), 1u);
@@ -161,7 +168,8 @@ TEST_F(CliTest, EachAdminCommandCallsItsRoute) {
       {{"requests", "pending"}, "GET /admin/v1/requests?state=usage_pending"},
       {{"requests", "pending", "--allocation", "alloc_1"},
        "GET /admin/v1/requests?allocation_id=alloc_1&state=usage_pending"},
-      {{"requests", "list", "--state", "failed", "--limit", "5"}, "GET /admin/v1/requests?state=failed&limit=5"},
+      {{"requests", "list", "--state", "failed", "--limit", "5"},
+       "GET /admin/v1/requests?state=failed&limit=5"},
       {{"events", "--allocation", "alloc_1", "--after", "evt_9"},
        "GET /admin/v1/events?allocation_id=alloc_1&after=evt_9"},
       {{"conflicts"}, "GET /admin/v1/conflicts"},
@@ -179,7 +187,8 @@ TEST_F(CliTest, EachAdminCommandCallsItsRoute) {
 TEST_F(CliTest, UsageErrorsExitNonZeroWithoutCalling) {
   EXPECT_NE(run_cli({}).code, 0);
   EXPECT_NE(run_cli({"allocation"}).code, 0);
-  EXPECT_NE(run_cli({"reconcile", "req_1", "--input", "x", "--output", "1", "--evidence", "e"}).code, 0);
+  EXPECT_NE(
+      run_cli({"reconcile", "req_1", "--input", "x", "--output", "1", "--evidence", "e"}).code, 0);
   EXPECT_NE(run_cli({"agreement", "create", "--supplier", "s"}).code, 0);
   EXPECT_TRUE(calls_.empty());
 }
@@ -279,7 +288,8 @@ TEST(StoreOptions, CarryTheConfig) {
 }
 
 TEST(Render, AllocationListIsATable) {
-  json::value list = json::parse(R"({"data":[{"id":"alloc_1","state":"active","agreement_id":"agr_1",
+  json::value list =
+      json::parse(R"({"data":[{"id":"alloc_1","state":"active","agreement_id":"agr_1",
       "used":{"input_tokens":1,"output_tokens":2},"held":{"input_tokens":3,"output_tokens":4},
       "remaining":{"input_tokens":5,"output_tokens":6},"current":{"in_flight":7,"usage_pending":8}}]})");
   const std::string text = render_allocation_list(list);

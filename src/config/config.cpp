@@ -2,13 +2,14 @@
 // known keys below, so that an unknown key or table is an error, never silently ignored.
 #include "config/config.h"
 
+#include <toml++/toml.h>
+
 #include <boost/url/parse.hpp>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
-#include <set>
 #include <optional>
-#include <toml++/toml.h>
+#include <set>
 
 namespace cairva::config {
 namespace {
@@ -42,16 +43,26 @@ class Checker {
 
 std::string type_name(const toml::node& n) {
   switch (n.type()) {
-    case toml::node_type::string: return "a string";
-    case toml::node_type::integer: return "an integer";
-    case toml::node_type::floating_point: return "a float";
-    case toml::node_type::boolean: return "a boolean";
-    case toml::node_type::table: return "a table";
-    case toml::node_type::array: return "an array";
-    case toml::node_type::date: return "a date";
-    case toml::node_type::time: return "a time";
-    case toml::node_type::date_time: return "a date-time";
-    default: return "nothing";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    default:
+      return "nothing";
   }
 }
 
@@ -201,8 +212,8 @@ void load_holds(Checker& c, const toml::table& root, Config& cfg) {
                        default_max_tokens_max)) {
     cfg.default_max_tokens = *v;
   }
-  if (auto v = get_int(c, *t, "in_flight_timeout_s", "holds.in_flight_timeout_s", 1,
-                       timeout_s_max)) {
+  if (auto v =
+          get_int(c, *t, "in_flight_timeout_s", "holds.in_flight_timeout_s", 1, timeout_s_max)) {
     cfg.in_flight_timeout_s = *v;
   }
 }
@@ -236,7 +247,8 @@ void load_provider(Checker& c, const toml::table& t, const std::string& prefix, 
       c.fail(prefix + ".api_key_env", "must name an environment variable, got \"\"");
     } else if (value == nullptr || *value == '\0') {
       c.fail(prefix + ".api_key_env",
-             "environment variable " + *env + " is not set or empty (it must hold the provider's API key)");
+             "environment variable " + *env +
+                 " is not set or empty (it must hold the provider's API key)");
     } else {
       p.api_key_env = *env;
       p.api_key = value;
@@ -294,9 +306,9 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& sou
     root = toml::parse(toml_text, source);
   } catch (const toml::parse_error& e) {
     const auto& begin = e.source().begin;
-    return make_error(ErrorCode::invalid_request,
-                      source + ": line " + std::to_string(begin.line) + ", column " +
-                          std::to_string(begin.column) + ": " + std::string(e.description()));
+    return make_error(ErrorCode::invalid_request, source + ": line " + std::to_string(begin.line) +
+                                                      ", column " + std::to_string(begin.column) +
+                                                      ": " + std::string(e.description()));
   }
   Checker c(source);
   Config cfg;

@@ -125,7 +125,8 @@ TEST_F(ConfigTest, RefusesUnknownTopLevelKey) {
 }
 
 TEST_F(ConfigTest, RefusesUnknownKeyInEveryTable) {
-  EXPECT_EQ(error_of("[server]\nlisten_addr = \"a:1\"\n"), "cairva.toml: server.listen_addr: unknown key");
+  EXPECT_EQ(error_of("[server]\nlisten_addr = \"a:1\"\n"),
+            "cairva.toml: server.listen_addr: unknown key");
   EXPECT_EQ(error_of("[admin]\ntoken = \"x\"\n"), "cairva.toml: admin.token: unknown key");
   EXPECT_EQ(error_of("[store]\npath = \"x\"\n"), "cairva.toml: store.path: unknown key");
   EXPECT_EQ(error_of("[holds]\nmax_tokens = 3\n"), "cairva.toml: holds.max_tokens: unknown key");
@@ -151,15 +152,18 @@ TEST_F(ConfigTest, RefusesWrongTypes) {
 TEST_F(ConfigTest, RefusesListenAddressWithoutHostAndPort) {
   for (const char* bad : {"8080", ":8080", "localhost:", "localhost:http", "h:70000", "::1:80"}) {
     const std::string msg = error_of(std::string("[server]\nlisten = \"") + bad + "\"\n");
-    EXPECT_EQ(msg.rfind("cairva.toml: server.listen: expected HOST:PORT", 0), 0u) << bad << " -> " << msg;
+    EXPECT_EQ(msg.rfind("cairva.toml: server.listen: expected HOST:PORT", 0), 0u)
+        << bad << " -> " << msg;
   }
-  EXPECT_NE(error_of("[server]\nadmin_listen = \"nope\"\n").find("server.admin_listen: expected HOST:PORT"),
+  EXPECT_NE(error_of("[server]\nadmin_listen = \"nope\"\n")
+                .find("server.admin_listen: expected HOST:PORT"),
             std::string::npos);
 }
 
 TEST_F(ConfigTest, RefusesBadStoreValues) {
-  EXPECT_EQ(error_of("[store]\nurl = \"mysql://x\"\n"),
-            "cairva.toml: store.url: expected sqlite://PATH or postgresql://..., got \"mysql://x\"");
+  EXPECT_EQ(
+      error_of("[store]\nurl = \"mysql://x\"\n"),
+      "cairva.toml: store.url: expected sqlite://PATH or postgresql://..., got \"mysql://x\"");
   EXPECT_NE(error_of("[store]\nurl = \"sqlite://\"\n").find("store.url"), std::string::npos);
   EXPECT_EQ(error_of("[store]\nsync = \"off\"\n"),
             "cairva.toml: store.sync: expected \"normal\" or \"full\", got \"off\"");
@@ -170,9 +174,11 @@ TEST_F(ConfigTest, RefusesBadStoreValues) {
 }
 
 TEST_F(ConfigTest, RefusesNonPositiveHolds) {
-  EXPECT_NE(error_of("[holds]\ndefault_max_tokens = 0\n").find("holds.default_max_tokens: must be between 1"),
+  EXPECT_NE(error_of("[holds]\ndefault_max_tokens = 0\n")
+                .find("holds.default_max_tokens: must be between 1"),
             std::string::npos);
-  EXPECT_NE(error_of("[holds]\nin_flight_timeout_s = -5\n").find("holds.in_flight_timeout_s: must be between 1"),
+  EXPECT_NE(error_of("[holds]\nin_flight_timeout_s = -5\n")
+                .find("holds.in_flight_timeout_s: must be between 1"),
             std::string::npos);
   EXPECT_NE(error_of("[server]\nthreads = -1\n").find("server.threads: must be between 0"),
             std::string::npos);
@@ -202,16 +208,20 @@ TEST_F(ConfigTest, RefusesNonHttpBaseUrl) {
   for (const char* bad : {"ftp://a/v1", "api.openai.com/v1", "https://", "not a url"}) {
     const std::string msg =
         error_of(std::string("[[providers]]\nname = \"a\"\nbase_url = \"") + bad + "\"\n");
-    EXPECT_EQ(msg.rfind("cairva.toml: providers[0].base_url: expected an http:// or https:// URL", 0), 0u)
+    EXPECT_EQ(
+        msg.rfind("cairva.toml: providers[0].base_url: expected an http:// or https:// URL", 0), 0u)
         << bad << " -> " << msg;
   }
 }
 
 TEST_F(ConfigTest, RefusesMissingOrEmptyProviderKeyEnvNamingIt) {
-  EXPECT_EQ(error_of("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\napi_key_env = \"CAIRVA_TEST_MISSING_KEY\"\n"),
-            "cairva.toml: providers[0].api_key_env: environment variable CAIRVA_TEST_MISSING_KEY is not "
-            "set or empty (it must hold the provider's API key)");
-  EXPECT_NE(error_of("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\napi_key_env = \"CAIRVA_TEST_EMPTY_KEY\"\n")
+  EXPECT_EQ(
+      error_of("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\napi_key_env = "
+               "\"CAIRVA_TEST_MISSING_KEY\"\n"),
+      "cairva.toml: providers[0].api_key_env: environment variable CAIRVA_TEST_MISSING_KEY is not "
+      "set or empty (it must hold the provider's API key)");
+  EXPECT_NE(error_of("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\napi_key_env = "
+                     "\"CAIRVA_TEST_EMPTY_KEY\"\n")
                 .find("CAIRVA_TEST_EMPTY_KEY is not set or empty"),
             std::string::npos);
 }
