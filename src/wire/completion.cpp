@@ -29,9 +29,9 @@ struct CompletionScan {
 
 Result<CompletionScan> scan_completion(std::string_view body) {
   return json::with_scratch(body.size(), [&](json::Scratch& scratch) -> Result<CompletionScan> {
-    const char* base = scratch.base();
     od::document doc;
     if (auto e = scratch.iterate(body).get(doc)) return malformed(json::reason(e));
+    const char* base = scratch.base();  // only now: iterate may have moved the buffer
     od::object obj;
     if (auto e = doc.get_object().get(obj)) return malformed(json::reason(e));
     CompletionScan out;

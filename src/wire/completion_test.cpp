@@ -1,5 +1,7 @@
 #include "wire/completion.h"
 
+#include <thread>
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -100,6 +102,18 @@ TEST(WithUsageSource, ReplacesAnExistingUsageSource) {
 TEST(WithUsageSource, PendingReplacesAScalarUsage) {
   EXPECT_EQ(with_usage_source(R"({"usage":"lots" ,"id":"y"})", true),
             R"({"usage":null ,"id":"y","usage_source":"pending"})");
+}
+
+TEST(WithUsageSource, SplicesBodiesLargerThanTheRetainedScratch) {
+  // Regression: offsets were taken from the scratch before it grew for the body.
+  const std::string big = R"({"id":"x","pad":")" + std::string(json_scratch_retained_bytes_max + 10, 'p') +
+                          R"(","usage":{"prompt_tokens":1,"completion_tokens":2}})";
+  auto info = read_completion(big);
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->usage, (core::Tokens{1, 2}));
+  const std::string pending = with_usage_source(big, true);
+  EXPECT_TRUE(pending.ends_with(R"(","usage":null,"usage_source":"pending"})"));
+  EXPECT_EQ(pending.size(), big.size() - 41 + 4 + 25);
 }
 
 TEST(WithUsageSource, LeavesAMalformedBodyAlone) {

@@ -25,6 +25,7 @@ class Scratch {
   // view it yields stay valid until the next call. Offsets of the views from base() are
   // offsets into `text`.
   simdjson::simdjson_result<od::document> iterate(std::string_view text);
+  // The copy's first byte. REQUIRES: read after iterate(), which may move the buffer.
   const char* base() const { return buffer_.get(); }
   size_t retained_bytes() const { return capacity_; }
 

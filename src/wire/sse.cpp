@@ -101,9 +101,9 @@ struct ChunkScan {
 
 // Reads the top-level members of a chunk; false when the data is not a JSON object.
 bool scan_chunk(json::Scratch& scratch, std::string_view data, ChunkScan& out) {
-  const char* base = scratch.base();
   od::document doc;
   if (scratch.iterate(data).get(doc)) return false;
+  const char* base = scratch.base();  // only now: iterate may have moved the buffer
   od::object obj;
   if (doc.get_object().get(obj)) return false;
   for (auto entry : obj) {

@@ -1,5 +1,7 @@
 #include "wire/sse.h"
 
+#include <thread>
+
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
@@ -247,6 +249,18 @@ TEST(StreamRelay, KeepsUsageOnAChunkWithChoicesButRemovesItForAClientThatDidNotA
 TEST(StreamRelay, RemovesAScalarUsageForAClientThatDidNotAsk) {
   StreamRelay relay(false);
   EXPECT_EQ(relay_all(relay, "data: {\"usage\":\"x\" , \"choices\":[1]}\n\n"), "data: { \"choices\":[1]}\n\n" + done);
+}
+
+TEST(StreamRelay, RemovesUsageOnAFreshThread) {
+  // Regression: offsets were taken from the thread's scratch before its first growth.
+  std::string out;
+  std::thread([&] {
+    StreamRelay relay(false);
+    out = relay_all(relay, content_chunk);
+  }).join();
+  EXPECT_EQ(out,
+            R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"Hi"}}]})"
+            "\n\n" + done);
 }
 
 TEST(StreamRelay, PassesThroughWhatItCannotRead) {
