@@ -4,6 +4,16 @@
 
 namespace cairva::store::sqlite {
 
+Stmt::~Stmt() {
+  if (s_ == nullptr) return;
+  if (cached_) {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  } else {
+    sqlite3_finalize(s_);
+  }
+}
+
 Stmt& Stmt::text(std::string_view v) {
   sqlite3_bind_text(s_, next_++, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   return *this;
@@ -56,7 +66,22 @@ Result<Db> Db::open(const std::string& path, bool read_only) {
   return Db(h);
 }
 
-Db::~Db() { sqlite3_close(h_); }
+Db::~Db() {
+  for (auto& [sql, s] : cache_) sqlite3_finalize(s);
+  sqlite3_close(h_);
+}
+
+Result<Stmt> Db::cached(const char* sql) {
+  auto it = cache_.find(sql);
+  if (it == cache_.end()) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v3(h_, sql, -1, SQLITE_PREPARE_PERSISTENT, &s, nullptr) != SQLITE_OK) {
+      return error("prepare");
+    }
+    it = cache_.emplace(sql, s).first;
+  }
+  return Stmt(*this, it->second, true);
+}
 
 Result<Stmt> Db::prepare(std::string_view sql) {
   sqlite3_stmt* s = nullptr;

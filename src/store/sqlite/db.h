@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "base/result.h"
 
@@ -20,11 +21,12 @@ class Db;
 
 class Stmt {
  public:
-  Stmt(Db& db, sqlite3_stmt* s) : db_(&db), s_(s) {}
-  Stmt(Stmt&& o) noexcept : db_(o.db_), s_(o.s_), next_(o.next_) { o.s_ = nullptr; }
+  // `cached`: the statement belongs to the connection's cache and is reset, not finalized.
+  Stmt(Db& db, sqlite3_stmt* s, bool cached = false) : db_(&db), s_(s), cached_(cached) {}
+  Stmt(Stmt&& o) noexcept : db_(o.db_), s_(o.s_), next_(o.next_), cached_(o.cached_) { o.s_ = nullptr; }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
-  ~Stmt() { sqlite3_finalize(s_); }
+  ~Stmt();
 
   Stmt& text(std::string_view v);
   Stmt& i64(int64_t v);
@@ -45,17 +47,23 @@ class Stmt {
   Db* db_;
   sqlite3_stmt* s_;
   int next_ = 1;
+  bool cached_ = false;
 };
 
 class Db {
  public:
   static Result<Db> open(const std::string& path, bool read_only);
-  Db(Db&& o) noexcept : h_(o.h_), last_code_(o.last_code_) { o.h_ = nullptr; }
+  Db(Db&& o) noexcept : h_(o.h_), last_code_(o.last_code_), cache_(std::move(o.cache_)) {
+    o.h_ = nullptr;
+  }
   Db(const Db&) = delete;
   Db& operator=(const Db&) = delete;
   ~Db();
 
   Result<Stmt> prepare(std::string_view sql);
+  // The hot path's statements, prepared once per connection. `sql` must be a string
+  // literal (the cache is keyed by its address); one use at a time per statement.
+  Result<Stmt> cached(const char* sql);
   Status exec(const std::string& sql);  // one or more statements, no binds
   // The (extended) result code of the last failure, to tell transient I/O from bugs.
   int last_code() const { return last_code_; }
@@ -65,6 +73,7 @@ class Db {
   explicit Db(sqlite3* h) : h_(h) {}
   sqlite3* h_;
   int last_code_ = SQLITE_OK;
+  std::unordered_map<const char*, sqlite3_stmt*> cache_;
 };
 
 // True for failures the disk may recover from (full, I/O error, read-only, busy).

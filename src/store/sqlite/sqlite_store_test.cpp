@@ -263,5 +263,44 @@ TEST_F(SqliteStoreTest, NoSecretIsStoredOnlyItsHash) {
   store_ = open_store_at();
 }
 
+TEST_F(SqliteStoreTest, AuditNamesEachBrokenInvariant) {
+  auto a = create({1, 100000, 10}, {1000, 1000});
+  auto c = cmd(a);
+  ASSERT_TRUE(admit(c)->decision.admitted());
+  ASSERT_TRUE(settle({c.request_id, a.allocation.id, SettleKind::failed, "", {}}).ok());
+  auto clean = store_->audit();
+  ASSERT_TRUE(clean.ok());
+  EXPECT_TRUE(clean->violations.empty());
+  EXPECT_EQ(clean->requests, 1);
+  store_.reset();
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    const std::string tamper =
+        "UPDATE allocations SET used_input = 5;"
+        "UPDATE requests SET state = 'booked';"
+        "INSERT INTO requests (id, allocation_id, key_id, state, started_at, finished_at, model,"
+        " stream, hold_input, hold_output) SELECT 'req_extra', allocation_id, key_id, 'failed',"
+        " started_at + 1, started_at + 2, model, 0, 0, 0 FROM requests;";
+    ASSERT_EQ(sqlite3_exec(db, tamper.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  store_ = open_store_at();
+  ASSERT_NE(store_, nullptr);
+  auto report = store_->audit();
+  ASSERT_TRUE(report.ok());
+  auto has = [&](const std::string& prefix) {
+    for (const auto& v : report->violations) {
+      if (v.rfind(prefix, 0) == 0) return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(has("conservation: allocation " + a.allocation.id));
+  EXPECT_TRUE(has("booking: request " + c.request_id));
+  EXPECT_TRUE(has("rate: allocation " + a.allocation.id));
+  EXPECT_EQ(report->violations.size(), 3u);
+  store_.reset();  // the file is broken on purpose: no audit in TearDown
+}
+
 }  // namespace
 }  // namespace cairva::store::sqlite

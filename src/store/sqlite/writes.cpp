@@ -11,7 +11,7 @@ Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
                        core::AllocationState state, const std::string& key_id,
                        const std::string& key_hash) {
   return [a, allocation_id, state, key_id, key_hash](Db& db) -> Status {
-    auto s = db.prepare(
+    auto s = db.cached(
         "INSERT INTO agreements (id, supplier, buyer, provider, starts_at, ends_at,"
         " requests_per_minute, tokens_per_minute, max_concurrency, input_tokens, output_tokens,"
         " state, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
@@ -23,12 +23,12 @@ Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
     s->i64(t.allowance.input).i64(t.allowance.output).text(str(a.state)).i64(a.created_at);
     if (Status r = s->run(); !r.ok()) return r;
     for (size_t i = 0; i < a.models.size(); ++i) {
-      auto m = db.prepare("INSERT INTO agreement_models (agreement_id, position, model) VALUES (?,?,?)");
+      auto m = db.cached("INSERT INTO agreement_models (agreement_id, position, model) VALUES (?,?,?)");
       if (!m.ok()) return m.error();
       m->text(a.id).i64(static_cast<int64_t>(i)).text(a.models[i]);
       if (Status r = m->run(); !r.ok()) return r;
     }
-    auto al = db.prepare("INSERT INTO allocations (id, agreement_id, state) VALUES (?,?,?)");
+    auto al = db.cached("INSERT INTO allocations (id, agreement_id, state) VALUES (?,?,?)");
     if (!al.ok()) return al.error();
     al->text(allocation_id).text(a.id).text(str(state));
     if (Status r = al->run(); !r.ok()) return r;
@@ -39,7 +39,7 @@ Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
 Apply insert_key(const std::string& key_id, const std::string& allocation_id,
                  const std::string& key_hash, UnixMicros now) {
   return [=](Db& db) -> Status {
-    auto s = db.prepare("INSERT INTO api_keys (id, allocation_id, secret_hash, created_at) VALUES (?,?,?,?)");
+    auto s = db.cached("INSERT INTO api_keys (id, allocation_id, secret_hash, created_at) VALUES (?,?,?,?)");
     if (!s.ok()) return s.error();
     s->text(key_id).text(allocation_id).text(key_hash).i64(now);
     return s->run();
@@ -48,7 +48,7 @@ Apply insert_key(const std::string& key_id, const std::string& allocation_id,
 
 Apply revoke_key(const std::string& key_id) {
   return [=](Db& db) -> Status {
-    auto s = db.prepare("UPDATE api_keys SET revoked = 1 WHERE id = ?");
+    auto s = db.cached("UPDATE api_keys SET revoked = 1 WHERE id = ?");
     if (!s.ok()) return s.error();
     s->text(key_id);
     return s->run();
@@ -57,7 +57,7 @@ Apply revoke_key(const std::string& key_id) {
 
 Apply insert_request(const RequestRow& r, const std::string& key_id) {
   return [r, key_id](Db& db) -> Status {
-    auto s = db.prepare(
+    auto s = db.cached(
         "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
         " hold_input, hold_output) VALUES (?,?,?,?,?,?,?,?,?)");
     if (!s.ok()) return s.error();
@@ -70,11 +70,11 @@ Apply insert_request(const RequestRow& r, const std::string& key_id) {
 Apply set_states(const std::string& allocation_id, const std::string& agreement_id,
                  core::AllocationState state, core::AgreementState agreement_state) {
   return [=](Db& db) -> Status {
-    auto a = db.prepare("UPDATE allocations SET state = ? WHERE id = ?");
+    auto a = db.cached("UPDATE allocations SET state = ? WHERE id = ?");
     if (!a.ok()) return a.error();
     a->text(str(state)).text(allocation_id);
     if (Status r = a->run(); !r.ok()) return r;
-    auto g = db.prepare("UPDATE agreements SET state = ? WHERE id = ?");
+    auto g = db.cached("UPDATE agreements SET state = ? WHERE id = ?");
     if (!g.ok()) return g.error();
     g->text(str(agreement_state)).text(agreement_id);
     return g->run();
@@ -84,7 +84,7 @@ Apply set_states(const std::string& allocation_id, const std::string& agreement_
 Apply mark_usage_pending(std::vector<std::string> request_ids, const std::string& provider_request_id) {
   return [ids = std::move(request_ids), provider_request_id](Db& db) -> Status {
     for (const auto& id : ids) {
-      auto s = db.prepare(
+      auto s = db.cached(
           "UPDATE requests SET state = 'usage_pending',"
           " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END"
           " WHERE id = ? AND state = 'in_flight'");
@@ -98,7 +98,7 @@ Apply mark_usage_pending(std::vector<std::string> request_ids, const std::string
 
 Apply book(const UsageEventRow& e) {
   return [e](Db& db) -> Status {
-    auto ev = db.prepare(
+    auto ev = db.cached(
         "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
         " input_tokens, output_tokens, source, finality, evidence, booked_at)"
         " VALUES (?,?,?,?,?,?,?,?,?,?)");
@@ -107,12 +107,12 @@ Apply book(const UsageEventRow& e) {
     ev->i64(e.tokens.input).i64(e.tokens.output).text(str(e.source)).text(str(e.finality));
     ev->text(e.evidence).i64(e.booked_at);
     if (Status r = ev->run(); !r.ok()) return r;
-    auto rq = db.prepare(
+    auto rq = db.cached(
         "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
     if (!rq.ok()) return rq.error();
     rq->i64(e.booked_at).text(e.provider_request_id).text(e.request_id);
     if (Status r = rq->run(); !r.ok()) return r;
-    auto al = db.prepare(
+    auto al = db.cached(
         "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id = ?");
     if (!al.ok()) return al.error();
     al->i64(e.tokens.input).i64(e.tokens.output).text(e.allocation_id);
@@ -123,7 +123,7 @@ Apply book(const UsageEventRow& e) {
 Apply book_as_duplicate(const std::string& request_id, const std::string& allocation_id,
                         const std::string& provider_request_id, UnixMicros now) {
   return [=](Db& db) -> Status {
-    auto s = db.prepare(
+    auto s = db.cached(
         "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ?,"
         " booked_event_id = (SELECT id FROM usage_events WHERE allocation_id = ?"
         " AND provider_request_id = ?) WHERE id = ?");
@@ -136,7 +136,7 @@ Apply book_as_duplicate(const std::string& request_id, const std::string& alloca
 Apply fail_request(const std::string& request_id, const std::string& provider_request_id,
                    UnixMicros now) {
   return [=](Db& db) -> Status {
-    auto s = db.prepare(
+    auto s = db.cached(
         "UPDATE requests SET state = 'failed', finished_at = ?,"
         " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END WHERE id = ?");
     if (!s.ok()) return s.error();
@@ -147,7 +147,7 @@ Apply fail_request(const std::string& request_id, const std::string& provider_re
 
 Apply insert_conflict(const ConflictRow& c) {
   return [c](Db& db) -> Status {
-    auto s = db.prepare(
+    auto s = db.cached(
         "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
         " reported_output, booked_input, booked_output, recorded_at) VALUES (?,?,?,?,?,?,?,?,?)");
     if (!s.ok()) return s.error();
