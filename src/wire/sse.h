@@ -39,6 +39,8 @@ class SseParser {
   size_t pending_bytes() const { return buffer_.size() - event_start_; }
 
  private:
+  // The first CR or LF at or after `from`, or npos.
+  size_t find_line_end(size_t from) const;
   void take_line(std::string_view line);
   Error too_large() const;
 
