@@ -1,0 +1,69 @@
+// Fuzzes chat request inspection and the rewrite splice. Properties: nothing crashes; a
+// refusal is invalid_request with a message; what inspection accepts is JSON to Boost.JSON
+// too; a rewrite is itself a valid request that reads back with exactly the plan applied
+// and everything else the same; an empty plan changes no byte.
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <boost/json.hpp>
+
+#include "fuzz_check.h"
+#include "wire/chat_request.h"
+
+using namespace cairva;
+
+namespace {
+
+bool boost_parses(std::string_view text) {
+  boost::json::parse_options options;
+  options.max_depth = 100000;
+  boost::system::error_code ec;
+  boost::json::value v = boost::json::parse(text, ec, {}, options);
+  return !ec && v.is_object();
+}
+
+void check_rewrite(std::string_view body, const wire::ChatRequest& r, const wire::RewritePlan& plan) {
+  const std::string out = wire::rewrite_chat_request(body, r, plan);
+  FUZZ_CHECK(boost_parses(out));
+  auto again = wire::inspect_chat_request(out);
+  FUZZ_CHECK(again.ok());
+  FUZZ_CHECK(again->model == r.model);
+  FUZZ_CHECK(again->prompt.chars == r.prompt.chars);
+  FUZZ_CHECK(again->prompt.messages == r.prompt.messages);
+  FUZZ_CHECK(again->n == r.n);
+  FUZZ_CHECK(again->stream == r.stream);
+  FUZZ_CHECK(again->include_usage == (plan.include_usage || r.include_usage));
+  if (plan.per_choice_limit) {
+    const int64_t lowered = *plan.per_choice_limit;
+    if (r.max_tokens) FUZZ_CHECK(again->max_tokens == lowered);
+    if (r.max_completion_tokens) FUZZ_CHECK(again->max_completion_tokens == lowered);
+    if (!r.max_tokens && !r.max_completion_tokens) FUZZ_CHECK(again->max_tokens == lowered);
+  } else {
+    FUZZ_CHECK(again->max_tokens == r.max_tokens);
+    FUZZ_CHECK(again->max_completion_tokens == r.max_completion_tokens);
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  auto r = wire::inspect_chat_request(body);
+  if (!r.ok()) {
+    FUZZ_CHECK(r.error().code == ErrorCode::invalid_request);
+    FUZZ_CHECK(!r.error().message.empty());
+    return 0;
+  }
+  FUZZ_CHECK(boost_parses(body));
+  FUZZ_CHECK(r->prompt.messages >= 1 && r->prompt.chars >= 0);
+  FUZZ_CHECK(r->n >= 1);
+  FUZZ_CHECK(!r->max_tokens || *r->max_tokens >= 1);
+  FUZZ_CHECK(!r->max_completion_tokens || *r->max_completion_tokens >= 1);
+  FUZZ_CHECK(wire::rewrite_chat_request(body, *r, {}) == body);
+  const int64_t lowered = static_cast<int64_t>(size % 1000) + 1;
+  check_rewrite(body, *r, {.per_choice_limit = lowered, .include_usage = false});
+  check_rewrite(body, *r, {.per_choice_limit = std::nullopt, .include_usage = true});
+  check_rewrite(body, *r, {.per_choice_limit = lowered, .include_usage = true});
+  return 0;
+}
