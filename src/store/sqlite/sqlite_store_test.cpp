@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -36,6 +37,7 @@ class SqliteStoreTest : public ::testing::Test {
     std::filesystem::create_directories(dir_);
     path_ = (dir_ / "cairva.db").string();
     options_.providers = {"openai"};
+    options_.on_commit_batch = [this](int64_t writes) { observed_rows_ += writes; };
     store_ = open_store_at();
     ASSERT_NE(store_, nullptr);
   }
@@ -84,6 +86,7 @@ class SqliteStoreTest : public ::testing::Test {
   std::string path_;
   StoreOptions options_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(t0_us);
+  std::atomic<int64_t> observed_rows_{0};
   std::unique_ptr<SqliteStore> store_;
 };
 
@@ -116,6 +119,7 @@ TEST_F(SqliteStoreTest, GroupCommitBatchesConcurrentAdmissions) {
   const int64_t rows = after.rows - before.rows;
   const int64_t commits = after.commits - before.commits;
   EXPECT_EQ(rows, threads * per_thread);
+  EXPECT_EQ(observed_rows_.load(), after.rows);  // the metrics hook saw every commit
   EXPECT_LT(commits, rows) << "no batching: one commit per row";
   EXPECT_GT(after.max_batch, 1);
   std::printf("group commit: %lld rows in %lld commits, largest batch %lld\n",

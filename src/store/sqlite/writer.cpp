@@ -15,7 +15,8 @@ Error unavailable(const std::string& why) {
 
 }  // namespace
 
-Writer::Writer(Db db) : db_(std::move(db)), thread_([this] { run(); }) {}
+Writer::Writer(Db db, std::function<void(int64_t)> on_commit)
+    : db_(std::move(db)), on_commit_(std::move(on_commit)), thread_([this] { run(); }) {}
 
 Writer::~Writer() {
   {
@@ -171,6 +172,7 @@ void Writer::process(std::deque<Queued>& batch) {
         stats_.max_batch = std::max<int64_t>(stats_.max_batch, static_cast<int64_t>(batch.size()));
         failing_ = false;
       }
+      if (on_commit_) on_commit_(static_cast<int64_t>(batch.size()));
       for (auto& q : batch) {
         if (!q.acknowledged && q.op.done) q.op.done(Status{});
       }

@@ -47,7 +47,9 @@ struct WriteOp {
 
 class Writer {
  public:
-  explicit Writer(Db db);
+  // `on_commit`: called on the writer thread after each commit with its batch size (may
+  // be empty; must not block).
+  explicit Writer(Db db, std::function<void(int64_t)> on_commit = {});
   ~Writer();  // drains what it can, then fails what is left; joins the thread
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -77,6 +79,7 @@ class Writer {
   Status probe();
 
   Db db_;
+  const std::function<void(int64_t)> on_commit_;
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::deque<Queued> queue_;  // GUARDED_BY(mu_)
