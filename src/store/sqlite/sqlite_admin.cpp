@@ -82,7 +82,8 @@ Result<CreatedAgreement> SqliteStore::create_agreement(const NewAgreement& a) {
   const std::string hash = hash_secret(out.key_secret);
   const bool open_now = a.terms.window.starts_at <= now && now < a.terms.window.ends_at;
   const auto state = open_now ? core::AllocationState::active : core::AllocationState::ready;
-  if (Status s = write_and_wait(writes::insert_agreement(out.agreement, alloc_id, state, out.key_id, hash));
+  if (Status s = write_and_wait(writes::insert_agreement(out.agreement, alloc_id, state, out.key_id, hash),
+                                true);
       !s.ok()) {
     return s.error();
   }
@@ -197,7 +198,7 @@ Result<CreatedKey> SqliteStore::create_key(const std::string& allocation_id) {
   if (!find(allocation_id)) return not_found("allocation", allocation_id);
   CreatedKey out{new_id("key"), new_secret()};
   const std::string hash = hash_secret(out.key_secret);
-  if (Status s = write_and_wait(writes::insert_key(out.key_id, allocation_id, hash, clock_->now()));
+  if (Status s = write_and_wait(writes::insert_key(out.key_id, allocation_id, hash, clock_->now()), true);
       !s.ok()) {
     return s.error();
   }
@@ -217,7 +218,7 @@ Result<ApiKeyRow> SqliteStore::revoke_key(const std::string& key_id) {
     it->second->revoked = true;  // refused from this instant, before the write is durable
     row = ApiKeyRow{key_id, it->second->allocation_id, true};
   }
-  if (Status s = write_and_wait(writes::revoke_key(key_id)); !s.ok()) return s.error();
+  if (Status s = write_and_wait(writes::revoke_key(key_id), false); !s.ok()) return s.error();
   return row;
 }
 

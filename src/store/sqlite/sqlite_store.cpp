@@ -288,10 +288,15 @@ Result<int64_t> SqliteStore::sweep_stale() {
   return n;
 }
 
-Status SqliteStore::write_and_wait(std::function<Status(Db&)> apply) {
+Status SqliteStore::write_and_wait(std::function<Status(Db&)> apply, bool fail_fast) {
   auto p = std::make_shared<std::promise<Status>>();
   auto f = p->get_future();
-  writer_->enqueue({WriteOp::Kind::durable, std::move(apply), [p](Status s) { p->set_value(s); }});
+  auto done = [p](Status s) { p->set_value(s); };
+  if (!fail_fast) {
+    writer_->enqueue({WriteOp::Kind::durable, std::move(apply), std::move(done)});
+  } else if (!writer_->try_enqueue({WriteOp::Kind::admission, std::move(apply), std::move(done)})) {
+    return unavailable("store unavailable: writes are failing");
+  }
   if (f.wait_for(std::chrono::milliseconds(admin_wait_ms_max)) != std::future_status::ready) {
     return unavailable("store unavailable: write not durable in time");
   }

@@ -98,8 +98,10 @@ class SqliteStore final : public Store {
                                  core::AgreementState before_agreement);
   AllocationStatus status_locked(Allocation& a, UnixMicros now);
   AgreementRow agreement_locked(Allocation& a) const;
-  // Queues `apply` as a durable write and waits (bounded) for it.
-  Status write_and_wait(std::function<Status(Db&)> apply);
+  // Queues `apply` and waits (bounded) for it. `fail_fast`: refused at once while the
+  // writer is failing, never committed after a failure (creations, which memory learns
+  // only on success); otherwise retried until durable (changes memory already made).
+  Status write_and_wait(std::function<Status(Db&)> apply, bool fail_fast);
   // Runs `fn` on the reader connection after a writer flush.
   template <class T>
   Result<T> read(const std::function<Result<T>(Db&)>& fn) {

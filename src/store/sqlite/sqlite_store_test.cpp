@@ -204,10 +204,13 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   auto st = store_->get_allocation(a.allocation.id);
   EXPECT_EQ(st->snapshot.in_flight, 1);
   EXPECT_EQ(st->snapshot.held, (core::Tokens{1, 1}));
-  // While failing, new admissions are refused at once.
+  // While failing, new admissions and creations are refused at once.
   auto again = admit(cmd(a));
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().code, ErrorCode::store_unavailable);
+  auto key = store_->create_key(a.allocation.id);
+  ASSERT_FALSE(key.ok());
+  EXPECT_EQ(key.error().code, ErrorCode::store_unavailable);
   // A settlement waits for durability: it completes once the disk works again.
   auto settled = std::make_shared<std::promise<Result<SettleResult>>>();
   store_->settle({first.request_id, a.allocation.id, SettleKind::usage, "p1", {1, 1}},
@@ -224,6 +227,8 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   ASSERT_TRUE(ok->decision.admitted());
   EXPECT_EQ(store_->get_request(first.request_id)->state, core::RequestState::booked);
+  auto later_key = store_->create_key(a.allocation.id);
+  ASSERT_TRUE(later_key.ok()) << later_key.error().message;
   store::RequestFilter f;
   f.state = core::RequestState::in_flight;
   auto in_flight = store_->list_requests(f);
