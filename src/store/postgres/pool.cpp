@@ -5,8 +5,8 @@
 
 namespace cairva::store::pg {
 
-ConnectionPool::ConnectionPool(std::string url, int size)
-    : url_(std::move(url)), size_(std::clamp(size, 1, pool_size_max)) {}
+ConnectionPool::ConnectionPool(std::string url, int size, int64_t wait_ms)
+    : url_(std::move(url)), size_(std::clamp(size, 1, pool_size_max)), wait_ms_(wait_ms) {}
 
 ConnectionPool::~ConnectionPool() {
   std::lock_guard lock(mu_);
@@ -20,7 +20,7 @@ ConnectionPool::Lease::~Lease() {
 Result<ConnectionPool::Lease> ConnectionPool::acquire() {
   {
     std::unique_lock lock(mu_);
-    bool ready = cv_.wait_for(lock, std::chrono::milliseconds(pool_wait_ms_max),
+    bool ready = cv_.wait_for(lock, std::chrono::milliseconds(wait_ms_),
                               [&] { return !idle_.empty() || open_ < size_; });
     if (!ready) {
       return make_error(ErrorCode::store_unavailable, "postgres: no free connection in the pool");

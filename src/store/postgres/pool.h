@@ -24,7 +24,8 @@ inline constexpr int pool_size_max = 256;
 
 class ConnectionPool {
  public:
-  ConnectionPool(std::string url, int size);
+  // `wait_ms`: how long acquire() waits for a free connection (tests shorten it).
+  ConnectionPool(std::string url, int size, int64_t wait_ms = pool_wait_ms_max);
   ~ConnectionPool();
 
   // A connection on loan; returned to the pool (or dropped when broken) on destruction.
@@ -50,6 +51,7 @@ class ConnectionPool {
 
   const std::string url_;
   const int size_;
+  const int64_t wait_ms_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::vector<std::unique_ptr<Connection>> idle_;  // GUARDED_BY(mu_)
