@@ -46,8 +46,7 @@ Member member_of(std::string_view key) {
 }
 
 // Depths of the values read, for the nesting bound (the top-level object is depth 1).
-constexpr int member_depth = 2;
-constexpr int message_depth = 3;
+constexpr int member_depth = 2;  // messages[i] is depth 3
 constexpr int message_member_depth = 4;
 constexpr int part_depth = 5;
 constexpr int part_member_depth = 6;

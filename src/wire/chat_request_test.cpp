@@ -151,6 +151,10 @@ TEST(InspectChatRequest, RefusesMalformedBodies) {
       R"({"model":"m","messages":[{"role":"user","content":"hi"}],"x":01})",
       R"({"model":"m","messages":[{"role":"user","content":"hi"}],"x":{"a" 1}})",
       R"({"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"a":nul}]})",
+      // Regression (found by chat_request_fuzz): a stray ':' after an unread string value.
+      R"({"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"d":"a":{"b":1}}]})",
+      R"({"model":"m","messages":[{"role":"user","content":"hi" : "x"}]})",
+      R"({"model":"m","messages":[{"role":"user","content":"hi"}],"x":"a","y")",
       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"\xff\"}]}",
       "{\"model\":\"m\",\"messages\":[{\"role\":\"user\",\"content\":\"a\x01\"}]}",
   };

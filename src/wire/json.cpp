@@ -84,7 +84,11 @@ simdjson::error_code read_string(od::value& v, std::string_view& out) {
   if (token.size() < 2 || token.front() != '"') return simdjson::INCORRECT_TYPE;
   const std::string_view inside = token.substr(1, token.size() - 2);
   if (std::memchr(inside.data(), '\\', inside.size()) == nullptr) {
-    out = inside;  // On-Demand skips the unread value when the walk moves on
+    // Consumed without unescaping. It must be consumed: On-Demand skipping an unread value
+    // also steps over a stray ':' or ',' after it without complaint.
+    od::raw_json_string raw;
+    if (auto e = v.get_raw_json_string().get(raw)) return e;
+    out = inside;
     return simdjson::SUCCESS;
   }
   return v.get_string().get(out);

@@ -153,8 +153,12 @@ bool scan_chunk(json::Scratch& scratch, std::string_view data, ChunkScan& out) {
       if (value.get_string().get(out.id)) return false;
     } else if (key == "created" && type == od::json_type::number) {
       out.created_json = json::trim_right(value.raw_json_token());
+      if (json::validate(value, member_depth)) return false;
     } else if (key == "model" && type == od::json_type::string) {
       out.model_json = json::trim_right(value.raw_json_token());
+      if (json::validate(value, member_depth)) return false;
+    } else if (json::validate(value, member_depth)) {
+      return false;  // a chunk we cannot fully read is passed through untouched
     }
   }
   const char* next = nullptr;
