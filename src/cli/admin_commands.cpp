@@ -145,7 +145,11 @@ Result<std::string> agreement_body(const AgreementArgs& a, UnixMicros now) {
       }
       start = *parsed;
     }
-    o["ends_at"] = format_rfc3339(start + *seconds * micros_per_second);
+    UnixMicros end = start + *seconds * micros_per_second;
+    // From the local clock, the end is rounded up to a whole second: a readable time that
+    // never makes the window shorter than asked.
+    if (a.starts_at.empty()) end = (end + micros_per_second - 1) / micros_per_second * micros_per_second;
+    o["ends_at"] = format_rfc3339(end);
   }
   o["requests_per_minute"] = a.requests_per_minute;
   o["tokens_per_minute"] = a.tokens_per_minute;

@@ -72,6 +72,8 @@ TEST(AgreementBody, DurationCountsFromStartsAtOrNow) {
   EXPECT_EQ(v.at("ends_at"), "2026-12-02T00:00:00Z");
   EXPECT_FALSE(v.as_object().contains("starts_at")) << "the server's now is the default";
   EXPECT_FALSE(v.as_object().contains("models")) << "no allow-list: any model";
+  v = json::parse(*agreement_body(a, now + 1));
+  EXPECT_EQ(v.at("ends_at"), "2026-12-02T00:00:01Z") << "rounded up to a whole second";
   a.starts_at = "2026-12-10T00:00:00Z";
   v = json::parse(*agreement_body(a, now));
   EXPECT_EQ(v.at("starts_at"), "2026-12-10T00:00:00Z");
