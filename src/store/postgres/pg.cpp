@@ -1,6 +1,8 @@
 #include "store/postgres/pg.h"
 
 #include <charconv>
+#include <optional>
+#include <vector>
 #include <string_view>
 
 namespace cairva::store::pg {
@@ -99,25 +101,31 @@ Result<PgResult> Connection::run(const Statement& st, const Params& p) {
   return check(PQexecPrepared(conn_, st.name, p.size(), ptrs.data(), nullptr, nullptr, 0), st.name);
 }
 
-Result<PgResult> Connection::run_pipelined(const char* before, const Statement& st,
-                                           const Params& p, const char* after) {
-  if (Status s = prepare(st); !s.ok()) return s.error();
-  if (PQenterPipelineMode(conn_) != 1) {
-    return check(nullptr, "enter pipeline mode");
+Result<std::vector<PgResult>> Connection::pipeline(const std::vector<Step>& steps) {
+  for (const Step& step : steps) {
+    if (step.st != nullptr) {
+      if (Status s = prepare(*step.st); !s.ok()) return s.error();
+    }
   }
-  auto ptrs = p.pointers();
+  if (PQenterPipelineMode(conn_) != 1) return check(nullptr, "enter pipeline mode").error();
   bool sent = true;
-  if (before) sent = sent && PQsendQueryParams(conn_, before, 0, nullptr, nullptr, nullptr, nullptr, 0);
-  sent = sent && PQsendQueryPrepared(conn_, st.name, p.size(), ptrs.data(), nullptr, nullptr, 0);
-  if (after) sent = sent && PQsendQueryParams(conn_, after, 0, nullptr, nullptr, nullptr, nullptr, 0);
-  sent = sent && PQpipelineSync(conn_);
+  for (const Step& step : steps) {
+    if (!sent) break;
+    if (step.st != nullptr) {
+      auto ptrs = step.params->pointers();
+      sent = PQsendQueryPrepared(conn_, step.st->name, step.params->size(), ptrs.data(), nullptr,
+                                 nullptr, 0) == 1;
+    } else {
+      sent = PQsendQueryParams(conn_, step.sql, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
+    }
+  }
+  sent = sent && PQpipelineSync(conn_) == 1;
   // Read every result up to the sync point, whatever happened, so that the connection
-  // leaves pipeline mode clean. Steps in order: before?, statement, after?.
-  const int steps = (before ? 1 : 0) + 1 + (after ? 1 : 0);
-  const int statement_step = before ? 1 : 0;
-  std::optional<Result<PgResult>> out;
+  // leaves pipeline mode clean. The server runs the steps one after the other, each
+  // statement with its own snapshot taken when it starts (READ COMMITTED).
+  std::vector<PgResult> out;
   std::optional<Error> first_error;
-  int step = 0;
+  size_t step = 0;
   while (sent) {
     PGresult* raw = PQgetResult(conn_);
     if (raw == nullptr) {
@@ -129,19 +137,28 @@ Result<PgResult> Connection::run_pipelined(const char* before, const Statement& 
       PQclear(raw);
       break;
     }
-    const char* what = step == statement_step ? st.name : (step < statement_step ? before : after);
+    if (step >= steps.size()) {  // cannot happen: one result set per step
+      PQclear(raw);
+      continue;
+    }
+    const Step& st = steps[step];
+    const char* what = st.st != nullptr ? st.st->name : st.sql;
     Result<PgResult> r = make_error(ErrorCode::store_unavailable, "postgres: pipeline aborted");
     if (PQresultStatus(raw) == PGRES_PIPELINE_ABORTED) {
       PQclear(raw);  // a step skipped after an earlier failure: that failure is the error
     } else {
       r = check(raw, what);  // takes ownership of raw
     }
-    if (!r.ok() && !first_error) first_error = r.error();
-    if (r.ok() && step == steps - 1 && after &&
-        std::string_view(PQcmdStatus(r->get())) == "ROLLBACK") {
-      if (!first_error) first_error = make_error(ErrorCode::store_unavailable, "postgres: transaction rolled back");
+    if (!r.ok()) {
+      if (!first_error) first_error = r.error();
+      continue;
     }
-    if (step == statement_step && r.ok()) out = std::move(r);
+    // COMMIT of a transaction that already failed answers "ROLLBACK", not an error.
+    if (st.sql != nullptr && std::string_view(st.sql) == "COMMIT" &&
+        std::string_view(PQcmdStatus(r->get())) != "COMMIT" && !first_error) {
+      first_error = make_error(ErrorCode::store_unavailable, "postgres: transaction rolled back");
+    }
+    out.push_back(std::move(r).value());
   }
   if (PQexitPipelineMode(conn_) != 1 && !first_error) {
     first_error = make_error(ErrorCode::store_unavailable,
@@ -152,8 +169,21 @@ Result<PgResult> Connection::run_pipelined(const char* before, const Statement& 
                              std::string("postgres: send failed: ") + PQerrorMessage(conn_));
   }
   if (first_error) return *first_error;
-  if (!out) return make_error(ErrorCode::store_unavailable, "postgres: pipeline returned no result");
-  return std::move(*out);
+  if (out.size() != steps.size()) {
+    return make_error(ErrorCode::store_unavailable, "postgres: pipeline returned too few results");
+  }
+  return out;
+}
+
+Result<PgResult> Connection::run_pipelined(const char* before, const Statement& st,
+                                           const Params& p, const char* after) {
+  std::vector<Step> steps;
+  if (before) steps.push_back({nullptr, nullptr, before});
+  steps.push_back({&st, &p, nullptr});
+  if (after) steps.push_back({nullptr, nullptr, after});
+  auto r = pipeline(steps);
+  if (!r.ok()) return r.error();
+  return std::move((*r)[before ? 1 : 0]);
 }
 
 Transaction::~Transaction() {
@@ -170,6 +200,15 @@ Status Transaction::begin(std::string_view sql) {
 Result<PgResult> Transaction::begin_with(const Statement& st, const Params& p) {
   open_ = true;  // even if the statement fails, BEGIN may have opened the transaction
   return c_.run_pipelined("BEGIN", st, p, nullptr);
+}
+
+Result<std::vector<PgResult>> Transaction::begin_with(const Statement& first, const Params& p1,
+                                                     const Statement& second, const Params& p2) {
+  open_ = true;
+  auto r = c_.pipeline({{nullptr, nullptr, "BEGIN"}, {&first, &p1, nullptr}, {&second, &p2, nullptr}});
+  if (!r.ok()) return r.error();
+  r->erase(r->begin());  // BEGIN's
+  return r;
 }
 
 Status Transaction::run_and_commit(const Statement& st, const Params& p) {

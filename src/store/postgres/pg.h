@@ -71,6 +71,15 @@ class Connection {
   // A prepared statement, prepared on this connection at first use.
   Result<PgResult> run(const Statement& st, const Params& p);
 
+  // One step of a pipeline: a prepared statement with its parameters, or raw SQL.
+  struct Step {
+    const Statement* st = nullptr;
+    const Params* params = nullptr;
+    const char* sql = nullptr;
+  };
+  // Sends every step in one libpq pipeline (one network round trip) and returns one result
+  // per step; the first failure is the error (later steps are skipped by the server).
+  Result<std::vector<PgResult>> pipeline(const std::vector<Step>& steps);
   // Sends `before` (raw SQL or nullptr), the prepared statement and `after` (raw SQL or
   // nullptr) in one libpq pipeline: one network round trip instead of up to three.
   // Returns the statement's result; the first failure is the error.
@@ -106,6 +115,10 @@ class Transaction {
   Status commit();
   // BEGIN and the transaction's first statement in one round trip.
   Result<PgResult> begin_with(const Statement& st, const Params& p);
+  // BEGIN and two statements in one round trip: the second runs after the first has
+  // finished (e.g. after the row lock is granted) with a snapshot taken then.
+  Result<std::vector<PgResult>> begin_with(const Statement& first, const Params& p1,
+                                           const Statement& second, const Params& p2);
   // The transaction's last statement and COMMIT in one round trip (shorter row-lock hold).
   Status run_and_commit(const Statement& st, const Params& p);
 

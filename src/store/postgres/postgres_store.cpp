@@ -82,20 +82,25 @@ void PostgresStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
 
 Result<AdmitResult> PostgresStore::admit_on(Connection& c, const AdmitCommand& cmd) {
   Transaction tx(c);
-  auto locked = tx.begin_with(sql::lock_allocation, Params().text(cmd.allocation_id));
-  if (!locked.ok()) return locked.error();
-  if (rows(*locked) == 0) return make_error(ErrorCode::not_found, "allocation not found");
-  auto alloc = parse_allocation(locked->get(), 0, 0);
+  // BEGIN, the row lock and the window counts in one round trip. The counts statement
+  // starts only once the lock statement has finished (the server runs a pipeline in
+  // order), so its snapshot and its clock reading come after the lock: start times follow
+  // admission order and every earlier holder's commit is visible.
+  const Params lock_params = Params().text(cmd.allocation_id);
+  const Params count_params = Params()
+                                  .text(cmd.allocation_id)
+                                  .opt_i64(injected_now())
+                                  .i64(options_.in_flight_timeout_s * micros_per_second)
+                                  .i64(core::rate_window_us);
+  auto first = tx.begin_with(sql::lock_allocation, lock_params, sql::window_counts, count_params);
+  if (!first.ok()) return first.error();
+  const PgResult& locked = (*first)[0];
+  const PgResult& counts = (*first)[1];
+  if (rows(locked) == 0) return make_error(ErrorCode::not_found, "allocation not found");
+  auto alloc = parse_allocation(locked.get(), 0, 0);
   if (!alloc.ok()) return alloc.error();
-  // The clock is read here, after the lock: start times follow admission order.
-  auto counts = c.run(sql::window_counts, Params()
-                                              .text(cmd.allocation_id)
-                                              .opt_i64(injected_now())
-                                              .i64(options_.in_flight_timeout_s * micros_per_second)
-                                              .i64(core::rate_window_us));
-  if (!counts.ok()) return counts.error();
   core::AllocationSnapshot snap = alloc->snap;
-  const UnixMicros now = parse_counts(counts->get(), 0, 0, snap);
+  const UnixMicros now = parse_counts(counts.get(), 0, 0, snap);
 
   AdmitResult out{core::decide_admission(snap, cmd.facts, now), snap};
   const auto& d = out.decision;
@@ -149,12 +154,18 @@ void PostgresStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
 Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand& cmd) {
   Transaction tx(c);
   SettleResult out;
-  auto locked = tx.begin_with(sql::lock_allocation, Params().text(cmd.allocation_id));
-  if (!locked.ok()) return locked.error();
-  if (rows(*locked) == 0) return out;  // unknown_request
-  auto alloc = parse_allocation(locked->get(), 0, 0);
+  // BEGIN, the row lock and the request row (locked too, with the clock read after the
+  // allocation's lock) in one round trip; see admit_on.
+  const Params lock_params = Params().text(cmd.allocation_id);
+  const Params request_params =
+      Params().text(cmd.request_id).text(cmd.allocation_id).opt_i64(injected_now());
+  auto first = tx.begin_with(sql::lock_allocation, lock_params, sql::read_request_locked,
+                             request_params);
+  if (!first.ok()) return first.error();
+  if (rows((*first)[0]) == 0) return out;  // unknown_request
+  auto alloc = parse_allocation((*first)[0].get(), 0, 0);
   if (!alloc.ok()) return alloc.error();
-  auto req = read_locked_request(c, cmd.request_id, cmd.allocation_id, injected_now());
+  auto req = parse_locked_request((*first)[1].get());
   if (!req.ok()) return req.error();
   if (!req->has_value()) return out;  // unknown_request
   const LockedRequest& rq = **req;

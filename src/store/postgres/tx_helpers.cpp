@@ -9,8 +9,11 @@ Result<std::optional<LockedRequest>> read_locked_request(Connection& c, const st
                                                          std::optional<UnixMicros> now) {
   auto r = c.run(sql::read_request_locked, Params().text(id).text(allocation_id).opt_i64(now));
   if (!r.ok()) return r.error();
-  if (rows(*r) == 0) return std::optional<LockedRequest>();
-  const PGresult* res = r->get();
+  return parse_locked_request(r->get());
+}
+
+Result<std::optional<LockedRequest>> parse_locked_request(const PGresult* res) {
+  if (PQntuples(res) == 0) return std::optional<LockedRequest>();
   const std::string state = get_text(res, 0, 0);
   auto st = core::parse_request_state(state);
   if (!st) return make_error(ErrorCode::internal_error, "postgres: bad request state " + state);

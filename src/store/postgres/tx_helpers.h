@@ -26,6 +26,9 @@ Result<std::optional<LockedRequest>> read_locked_request(Connection& c, const st
                                                          const std::string& allocation_id,
                                                          std::optional<UnixMicros> now);
 
+// The row of sql::read_request_locked ($1 request, $2 allocation, $3 now|NULL).
+Result<std::optional<LockedRequest>> parse_locked_request(const PGresult* res);
+
 // A one-request AllocationLedger restored from the locked rows: the core decides what a
 // settlement does (duplicate, conflict, depletion, …); the store writes the differences.
 core::AllocationLedger ledger_for(const AllocationRow& alloc, const std::string& request_id,
