@@ -129,7 +129,7 @@ const Statement sweep_stale{
     "cv_sweep_stale",
     "WITH c AS MATERIALIZED (SELECT " + now_param(1) + " AS now),"
     " s AS (SELECT r.id FROM requests r, c WHERE r.state = 'in_flight'"
-    " AND r.started_at <= c.now - $2::bigint FOR UPDATE OF r SKIP LOCKED)"
+    " AND r.started_at <= c.now - $2::bigint FOR NO KEY UPDATE OF r SKIP LOCKED)"
     " UPDATE requests r SET state = 'usage_pending' FROM s WHERE r.id = s.id"};
 
 const Statement read_now{"cv_read_now", "SELECT " + now_param(1)};
