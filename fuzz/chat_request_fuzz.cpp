@@ -15,11 +15,15 @@ using namespace cairva;
 
 namespace {
 
+// Whether Boost.JSON takes `text` as an object. Boost 1.81 refuses valid numbers whose
+// exponent it cannot represent (0e2000000000, found by this fuzzer); simdjson and the
+// providers' parsers take them, so for those Boost cannot tell.
 bool boost_parses(std::string_view text) {
   boost::json::parse_options options;
   options.max_depth = 100000;
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(text, ec, {}, options);
+  if (ec == boost::json::error::exponent_overflow) return true;
   return !ec && v.is_object();
 }
 

@@ -14,12 +14,16 @@ using namespace cairva;
 
 namespace {
 
-boost::json::value boost_parse(std::string_view text, bool& ok) {
+// Boost.JSON's reading of `text`; `ok` false when it is not an object. Boost 1.81 refuses
+// valid numbers whose exponent it cannot represent (found by this fuzzer): for those it
+// cannot tell, `ok` is true and `checkable` false.
+boost::json::value boost_parse(std::string_view text, bool& ok, bool& checkable) {
   boost::json::parse_options options;
   options.max_depth = 100000;
   boost::system::error_code ec;
   boost::json::value v = boost::json::parse(text, ec, {}, options);
-  ok = !ec && v.is_object();
+  checkable = ec != boost::json::error::exponent_overflow;
+  ok = !checkable || (!ec && v.is_object());
   return v;
 }
 
@@ -33,17 +37,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   bool ok = false;
-  boost_parse(body, ok);
+  bool checkable = false;
+  boost_parse(body, ok, checkable);
   FUZZ_CHECK(ok);
   for (bool pending : {false, true}) {
     const std::string out = wire::with_usage_source(body, pending);
-    const boost::json::value v = boost_parse(out, ok);
+    const boost::json::value v = boost_parse(out, ok, checkable);
     FUZZ_CHECK(ok);
     auto again = wire::read_completion(out);
     FUZZ_CHECK(again.ok());
     FUZZ_CHECK(again->id == info->id);
     FUZZ_CHECK(again->usage == (pending ? std::nullopt : info->usage));
-    // Boost.JSON keeps one of repeated members; ours are written last, so ask for them.
+    if (!checkable) continue;
     const auto& obj = v.as_object();
     FUZZ_CHECK(obj.contains("usage_source"));
     if (pending) FUZZ_CHECK(obj.contains("usage"));

@@ -20,6 +20,19 @@ std::string chat_body(size_t bytes) {
   return body;
 }
 
+// The same size in fewer, longer messages (pasted documents, code): about 4 KB each.
+std::string long_message_body(size_t bytes) {
+  std::string body = R"({"model":"gpt-4o","max_tokens":4096,"messages":[)";
+  std::string paragraph;
+  while (paragraph.size() < 4000) {
+    paragraph += R"(int main() {\n  std::printf(\"%d\\n\", 42);\n}\n Le café coûte 3 €; naïve façade. )";
+  }
+  const std::string turn = R"({"role":"user","content":")" + paragraph + R"("},)";
+  while (body.size() + turn.size() < bytes) body += turn;
+  body += R"({"role":"user","content":"ok"}]})";
+  return body;
+}
+
 void BM_InspectAndRewrite(benchmark::State& state) {
   const std::string body = chat_body(static_cast<size_t>(state.range(0)));
   for (auto _ : state) {
@@ -31,6 +44,18 @@ void BM_InspectAndRewrite(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
 }
 BENCHMARK(BM_InspectAndRewrite)->RangeMultiplier(4)->Range(1 << 10, 1 << 20)->Unit(benchmark::kMicrosecond);
+
+void BM_InspectAndRewriteLongMessages(benchmark::State& state) {
+  const std::string body = long_message_body(static_cast<size_t>(state.range(0)));
+  for (auto _ : state) {
+    auto r = cairva::wire::inspect_chat_request(body);
+    if (!r.ok()) state.SkipWithError("inspection failed");
+    std::string out = cairva::wire::rewrite_chat_request(body, *r, {.per_choice_limit = 100, .include_usage = true});
+    benchmark::DoNotOptimize(out);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
+}
+BENCHMARK(BM_InspectAndRewriteLongMessages)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 
 void BM_InspectOnly(benchmark::State& state) {
   const std::string body = chat_body(static_cast<size_t>(state.range(0)));
