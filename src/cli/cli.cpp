@@ -200,13 +200,17 @@ int run(int argc, char** argv, const Hooks& hooks) {
   auto* mock_cmd =
       app.add_subcommand("mock-provider", "Run the built-in OpenAI-compatible fake provider");
   mock_cmd->add_option("--listen", mock_listen, "Address HOST:PORT")->capture_default_str();
+  int mock_threads = 1;
+  mock_cmd->add_option("--threads", mock_threads, "Event loops (one per core at most)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   mock_cmd->callback([&] {
     action = [&] {
       if (!config::valid_listen_address(mock_listen)) {
         std::cerr << "cairva: --listen: expected HOST:PORT, got \"" << mock_listen << "\"\n";
         return exit_bad_config;
       }
-      return hooks.mock_provider ? hooks.mock_provider(mock_listen) : not_built("mock-provider");
+      return hooks.mock_provider ? hooks.mock_provider(mock_listen, mock_threads) : not_built("mock-provider");
     };
   });
 

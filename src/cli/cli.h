@@ -22,8 +22,8 @@ inline constexpr const char* mock_provider_listen_default = "127.0.0.1:9090";
 struct Hooks {
   // Runs the gateway until a signal; returns the exit code.
   std::function<int(const config::Config&)> serve;
-  // Runs the built-in mock provider on `listen`; returns the exit code.
-  std::function<int(const std::string& listen)> mock_provider;
+  // Runs the built-in mock provider on `listen` with `threads` event loops; returns the exit code.
+  std::function<int(const std::string& listen, int threads)> mock_provider;
   // Opens the configured store and audits its ledger.
   std::function<Result<store::AuditReport>(const config::Config&)> audit;
   // The admin API transport; empty = the real HTTP client (tests inject a fake).

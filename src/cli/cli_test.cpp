@@ -247,7 +247,7 @@ TEST_F(CliTest, MissingHookSaysNotBuilt) {
 
 TEST_F(CliTest, MockProviderGetsItsListenAddress) {
   std::string seen;
-  hooks_.mock_provider = [&](const std::string& listen) {
+  hooks_.mock_provider = [&](const std::string& listen, int) {
     seen = listen;
     return 0;
   };

@@ -43,10 +43,8 @@ struct Flow {
   net::awaitable<Result<store::SettleResult>> settle(store::SettleKind kind, std::string provider_request_id = {},
                                                      core::Tokens usage = {}) {
     store::SettleCommand cmd{ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage};
-    co_return co_await await_store<store::SettleResult>(
-        [this, cmd = std::move(cmd)](store::Callback<store::SettleResult> cb) mutable {
-          gw.store.settle(std::move(cmd), std::move(cb));
-        });
+    auto start = [this, &cmd](store::Callback<store::SettleResult> cb) { gw.store.settle(std::move(cmd), std::move(cb)); };
+    co_return co_await await_store<store::SettleResult>(start);
   }
 
   void stamp(bhttp::fields& h) const {
@@ -157,7 +155,7 @@ struct Flow {
   // stop the relay: the provider's stream is still read so that the usage is booked.
   net::awaitable<void> to_client(std::string_view bytes, bool& client_ok) {
     if (!client_ok || bytes.empty()) co_return;
-    ex.stream.expires_after(std::chrono::seconds(http::client_write_timeout_s));
+    ex.deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
     auto [ec, n] = co_await net::async_write(ex.stream, bhttp::make_chunk(net::buffer(bytes)), nothrow);
     if (ec) client_ok = false;
   }
@@ -171,7 +169,7 @@ struct Flow {
     res.keep_alive(ex.keep_alive);
     bhttp::response_serializer<bhttp::empty_body> sr{res};
     ex.status_sent = static_cast<int>(res.result_int());
-    ex.stream.expires_after(std::chrono::seconds(http::client_write_timeout_s));
+    ex.deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
     auto [hec, hn] = co_await bhttp::async_write_header(ex.stream, sr, nothrow);
     bool client_ok = !hec;
 
@@ -235,9 +233,8 @@ net::awaitable<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& 
   cmd.stream = chat.stream;
   cmd.facts = core::RequestFacts{core::input_estimate(chat.prompt), chat.max_completion_tokens, chat.max_tokens,
                                  chat.n, gw.config.default_max_tokens};
-  auto admitted = co_await await_store<store::AdmitResult>([&gw, &cmd](store::Callback<store::AdmitResult> cb) {
-    gw.store.admit(std::move(cmd), std::move(cb));
-  });
+  auto start_admit = [&gw, &cmd](store::Callback<store::AdmitResult> cb) { gw.store.admit(std::move(cmd), std::move(cb)); };
+  auto admitted = co_await await_store<store::AdmitResult>(start_admit);
   if (!admitted) co_return co_await ex.send_error(ErrorCode::store_unavailable, admitted.error().message);
   ex.rate = admitted->after;
   if (const auto* refused = std::get_if<core::Refused>(&admitted->decision.outcome)) {

@@ -1,5 +1,7 @@
 #include "gateway/exchange.h"
 
+#include <charconv>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/write.hpp>
@@ -40,7 +42,7 @@ boost::asio::awaitable<bool> ClientExchange::send_json(int status, std::string b
   res.body() = std::move(body);
   res.prepare_payload();
   status_sent = status;
-  stream.expires_after(std::chrono::seconds(http::client_write_timeout_s));
+  deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
   auto [ec, n] = co_await bhttp::async_write(stream, res, nothrow);
   co_return !ec && keep_alive;
 }

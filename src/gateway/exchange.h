@@ -9,12 +9,13 @@
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
 
 #include "base/error_code.h"
 #include "core/admission.h"
+#include "http/deadline.h"
 #include "store/rows.h"
 
 namespace cairva::gateway {
@@ -23,7 +24,8 @@ namespace beast = boost::beast;
 namespace bhttp = beast::http;
 
 struct ClientExchange {
-  beast::tcp_stream& stream;
+  boost::asio::ip::tcp::socket& stream;
+  http::Deadline& deadline;  // the connection's one timer
   unsigned version = 11;
   bool keep_alive = true;
   std::string request_id;                        // x-cairva-request-id

@@ -70,14 +70,9 @@ int loop_count(const config::Config& cfg) {
 
 }  // namespace
 
-int run_serve(const config::Config& cfg) {
+int run_serve(const config::Config& cfg, store::StoreOptions options) {
   auto clock = std::make_shared<SystemClock>();
-  store::StoreOptions options;
-  options.url = cfg.store_url;
-  options.sync_full = cfg.store_sync_full;
-  options.pool_size = cfg.pool_size;
-  options.in_flight_timeout_s = cfg.in_flight_timeout_s;
-  for (const auto& p : cfg.providers) options.providers.push_back(p.name);
+  options.on_commit_batch = [](int64_t writes) { admin::metrics().observe_commit_batch(writes); };
   auto opened = store::open_store(options, clock);
   if (!opened) {
     std::fprintf(stderr, "cairva: store %s: %s\n", cfg.store_url.c_str(), opened.error().message.c_str());

@@ -3,10 +3,11 @@
 #pragma once
 
 #include "config/config.h"
+#include "store/store.h"
 
 namespace cairva::gateway {
 
 // Runs until SIGINT/SIGTERM. Returns the process exit code.
-int run_serve(const config::Config& config);
+int run_serve(const config::Config& config, store::StoreOptions store_options);
 
 }  // namespace cairva::gateway

@@ -47,20 +47,21 @@ bool has_body(const bhttp::request_parser<bhttp::empty_body>& p) {
 
 // Waits for the first byte of a request with the idle timeout, then gives the rest of the
 // header header_read_timeout_s: an idle keep-alive connection is cheap, a slow sender is not.
-net::awaitable<void> read_header(beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                         bhttp::request_parser<bhttp::empty_body>& parser, bool& got_bytes,
-                                         boost::system::error_code& ec) {
+net::awaitable<void> read_header(net::ip::tcp::socket& stream, http::Deadline& deadline, beast::flat_buffer& buffer,
+                                 bhttp::request_parser<bhttp::empty_body>& parser, bool& got_bytes,
+                                 boost::system::error_code& ec) {
   got_bytes = buffer.size() > 0;
   if (!got_bytes) {
-    stream.expires_after(std::chrono::seconds(http::idle_timeout_s));
+    deadline.expires_after(std::chrono::seconds(http::idle_timeout_s));
     size_t n = 0;
     std::tie(ec, n) = co_await stream.async_read_some(buffer.prepare(4096), nothrow);
     if (ec) co_return;
     buffer.commit(n);
     got_bytes = true;
   }
-  stream.expires_after(std::chrono::seconds(http::header_read_timeout_s));
+  deadline.expires_after(std::chrono::seconds(http::header_read_timeout_s));
   std::tie(ec, std::ignore) = co_await bhttp::async_read_header(stream, buffer, parser, nothrow);
+  if (ec && deadline.expired()) ec = beast::error::timeout;
 }
 
 net::awaitable<Result<store::KeyGrant>> authenticate(const Gateway& gw, std::string_view authorization) {
@@ -68,30 +69,30 @@ net::awaitable<Result<store::KeyGrant>> authenticate(const Gateway& gw, std::str
     co_return make_error(ErrorCode::invalid_api_key, "missing API key: send Authorization: Bearer cv_...");
   }
   const std::string hash = hash_secret(authorization.substr(bearer_prefix.size()));
-  co_return co_await await_store<store::KeyGrant>(
-      [&gw, hash](store::Callback<store::KeyGrant> cb) { gw.store.authenticate(hash, std::move(cb)); });
+  auto start = [&gw, &hash](store::Callback<store::KeyGrant> cb) { gw.store.authenticate(hash, std::move(cb)); };
+  co_return co_await await_store<store::KeyGrant>(start);
 }
 
 net::awaitable<bool> allocation_current(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant) {
-  auto status = co_await await_store<store::AllocationStatus>(
-      [&gw, id = grant.allocation_id](store::Callback<store::AllocationStatus> cb) {
-        gw.store.allocation_status(id, std::move(cb));
-      });
+  auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
+    gw.store.allocation_status(grant.allocation_id, std::move(cb));
+  };
+  auto status = co_await await_store<store::AllocationStatus>(start);
   if (!status) co_return co_await ex.send_error(status.error().code, status.error().message);
   ex.rate = status->snapshot;
   co_return co_await ex.send_json(200, admin::allocation_json(*status));
 }
 
 // Serves one request. Returns false when the connection must close.
-net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, beast::tcp_stream& stream,
-                               beast::flat_buffer& buffer) {
+net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket& stream,
+                               http::Deadline& deadline, beast::flat_buffer& buffer) {
   bhttp::request_parser<bhttp::empty_body> hp;
   hp.header_limit(static_cast<std::uint32_t>(http::request_header_bytes_max));
   hp.body_limit(boost::none);  // checked after authentication: 401 comes before 413
   bool got_bytes = false;
   boost::system::error_code ec;
-  co_await read_header(stream, buffer, hp, got_bytes, ec);
-  ClientExchange ex{stream};
+  co_await read_header(stream, deadline, buffer, hp, got_bytes, ec);
+  ClientExchange ex{stream, deadline};
   ex.keep_alive = false;
   if (ec) {
     if (!got_bytes || ec == bhttp::error::end_of_stream || ec == net::error::eof ||
@@ -132,8 +133,9 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
   }
   bhttp::request_parser<bhttp::string_body> bp(std::move(hp));
   bp.body_limit(http::request_body_bytes_max);
-  stream.expires_after(std::chrono::seconds(http::body_read_timeout_s));
+  deadline.expires_after(std::chrono::seconds(http::body_read_timeout_s));
   std::tie(ec, std::ignore) = co_await bhttp::async_read(stream, buffer, bp, nothrow);
+  if (ec && deadline.expired()) ec = beast::error::timeout;
   if (ec == bhttp::error::body_limit) co_return co_await ex.send_error(ErrorCode::request_too_large, "request body exceeds 16 MiB");
   if (ec == beast::error::timeout) co_return co_await ex.send_error(ErrorCode::request_timeout, "request body not received in time");
   if (ec) co_return false;
@@ -144,12 +146,12 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
 }  // namespace
 
 net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket socket) {
-  beast::tcp_stream stream(std::move(socket));
+  http::Deadline deadline(socket);
   beast::flat_buffer buffer;
-  while (co_await serve_one(gw, pool, stream, buffer)) {
+  while (co_await serve_one(gw, pool, socket, deadline, buffer)) {
   }
   boost::system::error_code ignored;
-  stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  socket.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
 }
 
 }  // namespace cairva::gateway

@@ -15,18 +15,22 @@
 namespace cairva::gateway {
 
 // `start(callback)` starts one Store call; co_await yields its Result<T> on our executor.
+//
+// GCC 12 destroys lambda temporaries that capture non-trivial values twice when they
+// appear in a co_await expression (a known compiler bug). So callers pass a named Start
+// object, and the initiation below is a named local, never a temporary.
 template <class T, class Start>
-boost::asio::awaitable<Result<T>> await_store(Start start) {
+boost::asio::awaitable<Result<T>> await_store(Start& start) {
   auto ex = co_await boost::asio::this_coro::executor;
+  auto initiation = [ex, &start](auto handler) {
+    // std::function needs a copyable callable: share the move-only handler.
+    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+    start([ex, shared](Result<T> r) mutable {
+      boost::asio::post(ex, [shared, r = std::move(r)]() mutable { (*shared)(std::move(r)); });
+    });
+  };
   co_return co_await boost::asio::async_initiate<decltype(boost::asio::use_awaitable), void(Result<T>)>(
-      [ex, start = std::move(start)](auto handler) mutable {
-        // std::function needs a copyable callable: share the move-only handler.
-        auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-        start([ex, shared](Result<T> r) mutable {
-          boost::asio::post(ex, [shared, r = std::move(r)]() mutable { (*shared)(std::move(r)); });
-        });
-      },
-      boost::asio::use_awaitable);
+      initiation, boost::asio::use_awaitable);
 }
 
 }  // namespace cairva::gateway
