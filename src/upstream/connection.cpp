@@ -28,7 +28,7 @@ net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquir
 
 void UpstreamPool::release(const ProviderEndpoint& ep, std::unique_ptr<UpstreamConnection> conn) {
   auto& idle = idle_[ep.name];
-  if (idle.size() >= http::upstream_idle_connections_max) return;  // closes it
+  if (idle.size() >= cairva::http::upstream_idle_connections_max) return;  // closes it
   conn->expires_never();
   idle.push_back(std::move(conn));
 }
