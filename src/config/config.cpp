@@ -92,6 +92,17 @@ std::optional<std::string> get_string(Checker& c, const toml::table& t, std::str
   return n->value<std::string>();
 }
 
+std::optional<bool> get_bool(Checker& c, const toml::table& t, std::string_view key,
+                             const std::string& path) {
+  const toml::node* n = t.get(key);
+  if (!n) return std::nullopt;
+  if (!n->is_boolean()) {
+    c.fail(path, "expected true or false, got " + type_name(*n));
+    return std::nullopt;
+  }
+  return n->value<bool>();
+}
+
 std::optional<int64_t> get_int(Checker& c, const toml::table& t, std::string_view key,
                                const std::string& path, int64_t min, int64_t max) {
   const toml::node* n = t.get(key);
@@ -150,13 +161,14 @@ void check_listen(Checker& c, const std::optional<std::string>& v, const std::st
 void load_server(Checker& c, const toml::table& root, Config& cfg) {
   const toml::table* t = get_table(c, root, "server");
   if (!t) return;
-  reject_unknown(c, *t, "server", {"listen", "admin_listen", "threads"});
+  reject_unknown(c, *t, "server", {"listen", "admin_listen", "threads", "access_log"});
   check_listen(c, get_string(c, *t, "listen", "server.listen"), "server.listen", cfg.listen);
   check_listen(c, get_string(c, *t, "admin_listen", "server.admin_listen"), "server.admin_listen",
                cfg.admin_listen);
   if (auto v = get_int(c, *t, "threads", "server.threads", 0, threads_max)) {
     cfg.threads = static_cast<int>(*v);
   }
+  if (auto v = get_bool(c, *t, "access_log", "server.access_log")) cfg.access_log = *v;
 }
 
 void load_admin(Checker& c, const toml::table& root, Config& cfg) {
@@ -227,7 +239,7 @@ void check_base_url(Checker& c, const std::string& path, const std::string& url)
 }
 
 void load_provider(Checker& c, const toml::table& t, const std::string& prefix, Provider& p) {
-  reject_unknown(c, t, prefix, {"name", "base_url", "api_key_env", "timeout_s"});
+  reject_unknown(c, t, prefix, {"name", "base_url", "api_key_env", "timeout_s", "ca_file"});
   auto name = get_string(c, t, "name", prefix + ".name");
   if (!name || name->empty()) {
     if (!c.failed()) c.fail(prefix + ".name", "required: a non-empty provider name");
@@ -256,6 +268,14 @@ void load_provider(Checker& c, const toml::table& t, const std::string& prefix, 
   }
   if (auto v = get_int(c, t, "timeout_s", prefix + ".timeout_s", 1, timeout_s_max)) {
     p.timeout_s = *v;
+  }
+  if (auto ca = get_string(c, t, "ca_file", prefix + ".ca_file")) {
+    std::ifstream probe(*ca);
+    if (ca->empty() || !probe) {
+      c.fail(prefix + ".ca_file", "cannot read " + quoted(*ca));
+    } else {
+      p.ca_file = *ca;
+    }
   }
 }
 

@@ -27,6 +27,9 @@ struct Provider {
   std::string api_key_env;   // env var holding the supplier's key; empty = no key sent
   std::string api_key;       // resolved from api_key_env at load time; never logged
   int64_t timeout_s = provider_timeout_s_default;
+  // PEM file of extra trusted CA certificates for this provider (e.g. a private CA);
+  // empty = the system's trust store only. Verification is always on.
+  std::string ca_file;
 };
 
 struct Config {
@@ -42,6 +45,7 @@ struct Config {
   int64_t in_flight_timeout_s = in_flight_timeout_s_default;
   std::vector<Provider> providers;
   int threads = 0;  // [server] threads: event loops; 0 = one per core
+  bool access_log = true;  // [server] access_log: one line per request on stdout
 };
 
 // Reads and validates `path`. Errors name the file, the key and the problem in one line,

@@ -15,6 +15,7 @@ constexpr const char* full_config = R"(
 listen = "0.0.0.0:9000"
 admin_listen = "127.0.0.1:9001"
 threads = 3
+access_log = false
 [admin]
 token_env = "CAIRVA_TEST_ADMIN_TOKEN"
 [store]
@@ -61,6 +62,7 @@ TEST_F(ConfigTest, ReadsEveryKey) {
   EXPECT_EQ(c.listen, "0.0.0.0:9000");
   EXPECT_EQ(c.admin_listen, "127.0.0.1:9001");
   EXPECT_EQ(c.threads, 3);
+  EXPECT_FALSE(c.access_log);
   EXPECT_EQ(c.admin_token_env, "CAIRVA_TEST_ADMIN_TOKEN");
   EXPECT_EQ(c.admin_token, "admin-secret");
   EXPECT_EQ(c.store_url, "postgresql://cairva@db/cairva");
@@ -91,6 +93,7 @@ TEST_F(ConfigTest, EmptyFileGivesDefaults) {
   EXPECT_EQ(r->default_max_tokens, default_max_tokens_default);
   EXPECT_EQ(r->in_flight_timeout_s, in_flight_timeout_s_default);
   EXPECT_EQ(r->threads, 0);
+  EXPECT_TRUE(r->access_log);
   EXPECT_TRUE(r->providers.empty());
 }
 
@@ -124,6 +127,15 @@ TEST_F(ConfigTest, RefusesUnknownTopLevelKey) {
   EXPECT_EQ(error_of("verbose = true\n"), "cairva.toml: verbose: unknown key");
 }
 
+TEST_F(ConfigTest, ProviderCaFileMustBeReadable) {
+  EXPECT_EQ(error_of("[[providers]]\nname = \"p\"\nbase_url = \"https://x.test/v1\"\nca_file = \"/nonexistent/ca.pem\"\n"),
+            "cairva.toml: providers[0].ca_file: cannot read \"/nonexistent/ca.pem\"");
+  auto ok = parse_config("[[providers]]\nname = \"p\"\nbase_url = \"https://x.test/v1\"\nca_file = \"/etc/hostname\"\n",
+                         "cairva.toml");
+  ASSERT_TRUE(ok.ok()) << ok.error().message;
+  EXPECT_EQ(ok->providers[0].ca_file, "/etc/hostname");
+}
+
 TEST_F(ConfigTest, RefusesUnknownKeyInEveryTable) {
   EXPECT_EQ(error_of("[server]\nlisten_addr = \"a:1\"\n"),
             "cairva.toml: server.listen_addr: unknown key");
@@ -147,6 +159,8 @@ TEST_F(ConfigTest, RefusesWrongTypes) {
             "cairva.toml: providers: expected an array of tables ([[providers]]), got a table");
   EXPECT_EQ(error_of("[server]\nthreads = true\n"),
             "cairva.toml: server.threads: expected an integer, got a boolean");
+  EXPECT_EQ(error_of("[server]\naccess_log = \"yes\"\n"),
+            "cairva.toml: server.access_log: expected true or false, got a string");
 }
 
 TEST_F(ConfigTest, RefusesListenAddressWithoutHostAndPort) {

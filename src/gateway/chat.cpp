@@ -8,7 +8,9 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/http/span_body.hpp>
 
+#include "admin/metrics.h"
 #include "core/estimate.h"
 #include "gateway/store_await.h"
 #include "http/limits.h"
@@ -44,7 +46,16 @@ struct Flow {
                                                      core::Tokens usage = {}) {
     store::SettleCommand cmd{ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage};
     auto start = [this, &cmd](store::Callback<store::SettleResult> cb) { gw.store.settle(std::move(cmd), std::move(cb)); };
-    co_return co_await await_store<store::SettleResult>(start);
+    auto settled = co_await await_store<store::SettleResult>(start);
+    if (!settled) co_return settled;
+    ex.outcome = core::to_string(settled->request_state);
+    if (kind == store::SettleKind::usage) {
+      admin::metrics().count_booking(settled->book, usage);
+      if (settled->book == core::BookResult::booked) ex.booked = usage;
+    } else if (kind == store::SettleKind::usage_missing) {
+      admin::metrics().count_usage_missing();
+    }
+    co_return settled;
   }
 
   void stamp(bhttp::fields& h) const {
@@ -69,14 +80,15 @@ struct Flow {
       auto acquired = co_await pool.acquire(*provider);
       if (!acquired) co_return acquired.error();
       conn = std::move(*acquired);
-      bhttp::request<bhttp::string_body> req{bhttp::verb::post, provider->base_path + "/chat/completions", 11};
+      // The body is referenced, not copied: it outlives the exchange and a retry reuses it.
+      bhttp::request<bhttp::span_body<const char>> req{bhttp::verb::post, provider->base_path + "/chat/completions", 11};
       req.set(bhttp::field::host, provider->host);
       req.set(bhttp::field::content_type, "application/json");
       req.set(bhttp::field::accept, "application/json, text/event-stream");
       if (!provider->authorization.empty()) req.set(bhttp::field::authorization, provider->authorization);
       req.set("x-cairva-request-id", ex.request_id);
       req.keep_alive(true);
-      req.body() = body;
+      req.body() = boost::span<const char>(body.data(), body.size());
       req.prepare_payload();
       conn->expires_after(std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(provider->timeout_s),
                                                                         until_deadline()));
@@ -238,9 +250,11 @@ net::awaitable<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& 
   if (!admitted) co_return co_await ex.send_error(ErrorCode::store_unavailable, admitted.error().message);
   ex.rate = admitted->after;
   if (const auto* refused = std::get_if<core::Refused>(&admitted->decision.outcome)) {
+    admin::metrics().count_refusal(refused->reason);
     co_return co_await ex.send_error(refused->code, refused->message, refused->limit, refused->retry_after_s);
   }
   const auto& adm = std::get<core::Admitted>(admitted->decision.outcome);
+  admin::metrics().count_admitted();
 
   Flow flow{gw, pool, ex, grant};
   flow.lowered_to = adm.lowered_to;
@@ -255,7 +269,9 @@ net::awaitable<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& 
   plan.include_usage = chat.stream && !chat.include_usage;
   std::string upstream_body = (plan.per_choice_limit || plan.include_usage) ? wire::rewrite_chat_request(body, chat, plan)
                                                                           : std::move(body);
+  const int64_t sent_at = gw.clock.monotonic_micros();
   auto sent = co_await flow.send_upstream(upstream_body);
+  admin::metrics().observe_provider_latency_us(gw.clock.monotonic_micros() - sent_at);
   if (!sent) {
     co_await flow.settle(store::SettleKind::failed);
     co_return co_await ex.send_error(sent.error().code, sent.error().message);

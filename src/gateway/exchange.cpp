@@ -1,11 +1,13 @@
 #include "gateway/exchange.h"
 
 #include <charconv>
+#include <cstdio>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/http/write.hpp>
 
+#include "admin/metrics.h"
 #include "http/limits.h"
 #include "wire/errors.h"
 
@@ -49,9 +51,18 @@ boost::asio::awaitable<bool> ClientExchange::send_json(int status, std::string b
 
 boost::asio::awaitable<bool> ClientExchange::send_error(ErrorCode code, std::string_view message, std::string_view limit,
                                                         int retry_after_s) {
+  admin::metrics().count_refused(code);
+  outcome = wire_name(code);
   bhttp::fields extra;
   if (retry_after_s > 0) extra.set(bhttp::field::retry_after, std::to_string(retry_after_s));
   co_return co_await send_json(http_status(code), wire::error_body(code, message, limit), &extra);
+}
+
+void ClientExchange::log_access(int64_t latency_us) const {
+  std::printf("request id=%s allocation=%s status=%d outcome=%.*s input_tokens=%lld output_tokens=%lld latency_us=%lld\n",
+              request_id.c_str(), allocation_id.empty() ? "-" : allocation_id.c_str(), status_sent,
+              static_cast<int>(outcome.size()), outcome.data(), static_cast<long long>(booked.input),
+              static_cast<long long>(booked.output), static_cast<long long>(latency_us));
 }
 
 }  // namespace cairva::gateway

@@ -31,6 +31,13 @@ struct ClientExchange {
   std::string request_id;                        // x-cairva-request-id
   std::optional<core::AllocationSnapshot> rate;  // for x-ratelimit-* headers
   int status_sent = 0;                           // for logs and metrics
+  // For the access log line.
+  std::string allocation_id;
+  std::string_view outcome = "-";  // "booked", "usage_pending", "failed", or an error code
+  core::Tokens booked;
+
+  // One line per request: id, allocation, status, outcome, tokens, latency. Never a secret.
+  void log_access(int64_t latency_us) const;
 
   // Sets x-cairva-request-id and, when known, the x-ratelimit-* headers.
   void stamp(bhttp::fields& headers) const;

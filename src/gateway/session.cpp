@@ -83,6 +83,16 @@ net::awaitable<bool> allocation_current(const Gateway& gw, ClientExchange& ex, c
   co_return co_await ex.send_json(200, admin::allocation_json(*status));
 }
 
+// Writes the exchange's access log line when the request is done, however it ended.
+struct AccessLogLine {
+  const ClientExchange& ex;
+  const Gateway& gw;
+  int64_t started_us;
+  ~AccessLogLine() {
+    if (gw.config.access_log && !ex.request_id.empty()) ex.log_access(gw.clock.monotonic_micros() - started_us);
+  }
+};
+
 // Serves one request. Returns false when the connection must close.
 net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket& stream,
                                http::Deadline& deadline, beast::flat_buffer& buffer) {
@@ -93,6 +103,7 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
   boost::system::error_code ec;
   co_await read_header(stream, deadline, buffer, hp, got_bytes, ec);
   ClientExchange ex{stream, deadline};
+  AccessLogLine log_line{ex, gw, gw.clock.monotonic_micros()};
   ex.keep_alive = false;
   if (ec) {
     if (!got_bytes || ec == bhttp::error::end_of_stream || ec == net::error::eof ||
@@ -124,6 +135,7 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
 
   auto grant = co_await authenticate(gw, req[bhttp::field::authorization]);
   if (!grant) co_return co_await ex.send_error(ErrorCode::invalid_api_key, grant.error().message);
+  ex.allocation_id = grant->allocation_id;
   ex.rate = core::AllocationSnapshot{};
   ex.rate->terms.limits = grant->limits;  // refined by admission; enough for early errors
   if (route == Route::allocation) co_return co_await allocation_current(gw, ex, *grant);

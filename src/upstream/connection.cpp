@@ -15,6 +15,25 @@ std::unique_ptr<net::ssl::context> make_client_tls_context() {
   return ctx;
 }
 
+Result<std::unique_ptr<net::ssl::context>> make_client_tls_context(const std::string& ca_file) {
+  auto ctx = make_client_tls_context();
+  boost::system::error_code ec;
+  ctx->load_verify_file(ca_file, ec);
+  if (ec) return make_error(ErrorCode::provider_unavailable, "cannot load CA file " + ca_file + ": " + ec.message());
+  return ctx;
+}
+
+Result<net::ssl::context*> UpstreamPool::tls_for(const ProviderEndpoint& ep) {
+  if (ep.ca_file.empty()) return &tls_;
+  auto it = provider_tls_.find(ep.name);
+  if (it == provider_tls_.end()) {
+    auto ctx = make_client_tls_context(ep.ca_file);
+    if (!ctx) return ctx.error();
+    it = provider_tls_.emplace(ep.name, std::move(*ctx)).first;
+  }
+  return it->second.get();
+}
+
 net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire(const ProviderEndpoint& ep) {
   auto& idle = idle_[ep.name];
   if (!idle.empty()) {
@@ -52,7 +71,9 @@ net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::connec
   stream.socket().set_option(tcp::no_delay(true), ec);
   if (!ep.tls) co_return std::make_unique<UpstreamConnection>(std::move(stream));
 
-  auto tls = std::make_unique<UpstreamConnection::Tls>(std::move(stream), tls_);
+  auto tls_ctx = tls_for(ep);
+  if (!tls_ctx) co_return tls_ctx.error();
+  auto tls = std::make_unique<UpstreamConnection::Tls>(std::move(stream), **tls_ctx);
   if (!SSL_set_tlsext_host_name(tls->native_handle(), ep.host.c_str())) {
     co_return make_error(ErrorCode::provider_unavailable, "TLS: cannot set SNI for " + ep.host);
   }

@@ -99,6 +99,8 @@ class UpstreamConnection {
 // provider_timeout (no connection within the provider's timeout).
 class UpstreamPool {
  public:
+  // `tls` verifies against the system trust store; a provider with a ca_file gets its own
+  // context (created on first use) that also trusts that file.
   UpstreamPool(net::any_io_executor ex, net::ssl::context& tls) : ex_(std::move(ex)), tls_(tls) {}
 
   net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> acquire(const ProviderEndpoint& ep);
@@ -107,14 +109,18 @@ class UpstreamPool {
 
  private:
   net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> connect(const ProviderEndpoint& ep);
+  Result<net::ssl::context*> tls_for(const ProviderEndpoint& ep);
 
   net::any_io_executor ex_;
   net::ssl::context& tls_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<UpstreamConnection>>> idle_;
   std::unordered_map<std::string, tcp::resolver::results_type> resolved_;
+  std::unordered_map<std::string, std::unique_ptr<net::ssl::context>> provider_tls_;
 };
 
 // A TLS client context verifying certificates against the system store.
 std::unique_ptr<net::ssl::context> make_client_tls_context();
+// The same, also trusting the CA certificates in `ca_file` (PEM).
+Result<std::unique_ptr<net::ssl::context>> make_client_tls_context(const std::string& ca_file);
 
 }  // namespace cairva::upstream

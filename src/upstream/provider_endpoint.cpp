@@ -24,6 +24,7 @@ Result<ProviderEndpoint> make_endpoint(const config::Provider& provider) {
   while (!ep.base_path.empty() && ep.base_path.back() == '/') ep.base_path.pop_back();
   if (!provider.api_key.empty()) ep.authorization = "Bearer " + provider.api_key;
   ep.timeout_s = provider.timeout_s;
+  ep.ca_file = provider.ca_file;
   return ep;
 }
 

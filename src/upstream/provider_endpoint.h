@@ -17,6 +17,7 @@ struct ProviderEndpoint {
   bool tls = false;
   std::string authorization;  // "Bearer <supplier key>", empty when none; never logged
   int64_t timeout_s = 600;    // bound on waiting for the response headers
+  std::string ca_file;        // extra trusted CAs (PEM); empty = system trust store only
 };
 
 // Parses provider.base_url (http:// or https://) with Boost.URL.
