@@ -13,7 +13,8 @@ SYSTEMS=${CAIRVA_BENCH_SYSTEMS:-"direct nginx sqlite-normal sqlite-full postgres
 OUT_MD=${CAIRVA_BENCH_OUT:-docs/benchmarks.md}
 
 ./scripts/setup.sh >/dev/null
-CAIRVA_BUILD_TYPE=Release ./scripts/build.sh build-release >/dev/null
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+ninja -C build-release cairva >/dev/null
 BIN=$PWD/build-release/cairva
 work=$(mktemp -d /tmp/cairva-bench.XXXXXX)
 mkdir -p "$work/tmp"
@@ -58,6 +59,7 @@ start_gateway() {
 listen = "127.0.0.1:$GW_PORT"
 admin_listen = "127.0.0.1:$GW_ADMIN"
 threads = 1
+access_log = false
 [store]
 url = "$2"
 sync = "$3"
