@@ -16,10 +16,8 @@ int main(int argc, char** argv) {
     return cairva::mock_provider::run({listen, threads});
   };
   hooks.audit = [](const cairva::config::Config& config) -> cairva::Result<cairva::store::AuditReport> {
-    auto store = cairva::store::open_store(cairva::cli::store_options(config),
-                                           std::make_shared<cairva::SystemClock>());
-    if (!store) return store.error();
-    return (*store)->audit();
+    return cairva::store::audit_store(cairva::cli::store_options(config),
+                                      std::make_shared<cairva::SystemClock>());
   };
   return cairva::cli::run(argc, argv, hooks);
 }

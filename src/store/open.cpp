@@ -33,4 +33,15 @@ Result<std::unique_ptr<Store>> open_store(const StoreOptions& options, std::shar
                     "store.url: expected sqlite://PATH or postgresql://..., got \"" + url + "\"");
 }
 
+Result<AuditReport> audit_store(const StoreOptions& options, std::shared_ptr<const Clock> clock) {
+  if (starts_with(options.url, sqlite_scheme)) {
+    const std::string path = options.url.substr(sqlite_scheme.size());
+    if (path.empty()) return make_error(ErrorCode::invalid_request, "store.url: sqlite:// needs a file path");
+    return sqlite::SqliteStore::audit_file(path, options, std::move(clock));
+  }
+  auto store = open_store(options, std::move(clock));
+  if (!store.ok()) return store.error();
+  return (*store)->audit();
+}
+
 }  // namespace cairva::store

@@ -13,4 +13,8 @@ namespace cairva::store {
 // Error{invalid_request, "store.url: …"}.
 Result<std::unique_ptr<Store>> open_store(const StoreOptions& options, std::shared_ptr<const Clock> clock);
 
+// `cairva audit`: an embedded store is audited read-only beside any gateway that owns it
+// (SqliteStore::audit_file); PostgreSQL is opened as usual and audited.
+Result<AuditReport> audit_store(const StoreOptions& options, std::shared_ptr<const Clock> clock);
+
 }  // namespace cairva::store

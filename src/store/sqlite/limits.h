@@ -24,6 +24,8 @@ inline constexpr int64_t admin_wait_ms_max = 35'000;
 inline constexpr size_t list_rows_max = 1000;
 // Audit's slack over the in-flight timeout: the gateway sweeps at least once a second.
 inline constexpr int64_t audit_sweep_slack_s = 1;
+// Findings listed per audit check: enough to act on, bounded for a corrupt database.
+inline constexpr size_t audit_findings_per_check_max = 100;
 // SQLite's own wait for a lock held by a reader checkpointing (the file is ours alone).
 inline constexpr int sqlite_busy_timeout_ms = 5000;
 

@@ -1,19 +1,29 @@
-// SqliteStore::audit: the ledger's invariants (issue 7) checked by SQL over the file.
+// SqliteStore::audit and SqliteStore::audit_file: the ledger's invariants (issue 7, SPEC §8
+// `cairva audit`) checked by SQL over the file, inside one read transaction so that every
+// check sees the same snapshot even while a gateway keeps writing.
+//
+// Held totals are not stored by the embedded store (memory derives them from the open
+// requests' holds at load), so "held = holds of in_flight + usage_pending requests" holds by
+// construction here; what can drift is what is stored twice: used vs. events, states vs.
+// totals, requests vs. events and conflicts.
+#include <sys/stat.h>
+
 #include <string>
 
 #include "core/limits.h"
 #include "store/sqlite/limits.h"
+#include "store/sqlite/schema.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cairva::store::sqlite {
 namespace {
 
 struct Check {
-  const char* sql;       // each row is one violation; column 0 names it, the rest describe it
+  const char* sql;       // each row is one violation: (subject, detail)
   const char* sentence;  // prefix of the finding
 };
 
-// Each query returns one row per violation: (subject, detail).
+// Parameters: ?1 = now, ?2 = stale age (µs), ?3 = the rate window (µs). Unused ones stay NULL.
 constexpr Check checks[] = {
     {"SELECT a.id, 'used ' || a.used_input || '/' || a.used_output || ' but events sum to ' ||"
      " COALESCE(SUM(e.input_tokens),0) || '/' || COALESCE(SUM(e.output_tokens),0)"
@@ -30,6 +40,10 @@ constexpr Check checks[] = {
      " WHERE a.state IN ('ready','active','suspended')"
      " AND (a.used_input >= g.input_tokens OR a.used_output >= g.output_tokens)",
      "state: allocation"},
+    {"SELECT g.id, 'is completed but its allocation is ' || a.state FROM agreements g"
+     " JOIN allocations a ON a.agreement_id = g.id WHERE g.state = 'completed'"
+     " AND a.state != 'depleted'",
+     "state: agreement"},
     {"SELECT allocation_id || '/' || provider_request_id, COUNT(*) || ' events' FROM usage_events"
      " GROUP BY allocation_id, provider_request_id HAVING COUNT(*) > 1",
      "double booking: provider request id"},
@@ -44,14 +58,37 @@ constexpr Check checks[] = {
      " FROM usage_events e LEFT JOIN requests r ON r.id = e.request_id"
      " WHERE r.id IS NULL OR r.state != 'booked' OR r.allocation_id != e.allocation_id",
      "booking: event"},
+    {"SELECT e.id, 'has negative counts' FROM usage_events e"
+     " WHERE e.input_tokens < 0 OR e.output_tokens < 0"
+     " UNION ALL SELECT r.id, 'has a negative hold' FROM requests r"
+     " WHERE r.hold_input < 0 OR r.hold_output < 0",
+     "counts:"},
+    {"SELECT c.id, 'repeats ' || c.provider_request_id || ' but '"
+     " || CASE WHEN e.id IS NULL THEN 'no event was booked under it'"
+     " ELSE 'records booked ' || c.booked_input || '/' || c.booked_output || ' where the event has '"
+     " || e.input_tokens || '/' || e.output_tokens END"
+     " FROM conflicts c LEFT JOIN usage_events e ON e.allocation_id = c.allocation_id"
+     " AND e.provider_request_id = c.provider_request_id"
+     " WHERE e.id IS NULL OR e.input_tokens != c.booked_input OR e.output_tokens != c.booked_output",
+     "conflict:"},
     {"SELECT id, 'has state ' || state FROM requests"
      " WHERE state NOT IN ('in_flight','booked','usage_pending','failed')"
      " OR (state IN ('booked','failed') AND finished_at IS NULL)"
      " OR (state = 'in_flight' AND finished_at IS NOT NULL)",
      "state: request"},
+    {"SELECT r.id, 'started at ' || r.started_at || ' outside its window [' || g.starts_at || ', '"
+     " || g.ends_at || ')' FROM requests r JOIN allocations a ON a.id = r.allocation_id"
+     " JOIN agreements g ON g.id = a.agreement_id"
+     " WHERE r.started_at < g.starts_at OR r.started_at >= g.ends_at",
+     "window: request"},
     {"SELECT id, 'in flight since ' || started_at FROM requests WHERE state = 'in_flight'"
      " AND started_at <= ?1 - ?2",
      "stale: request"},
+    {"SELECT a.id, COUNT(*) || ' requests in flight (limit ' || g.max_concurrency || ')'"
+     " FROM requests r JOIN allocations a ON a.id = r.allocation_id"
+     " JOIN agreements g ON g.id = a.agreement_id WHERE r.state = 'in_flight'"
+     " GROUP BY a.id HAVING COUNT(*) > g.max_concurrency",
+     "concurrency: allocation"},
     {"SELECT r.allocation_id, COUNT(*) || ' starts in the 60 s up to ' || r.started_at ||"
      " ' (limit ' || g.requests_per_minute || ')' FROM requests r"
      " JOIN allocations a ON a.id = r.allocation_id JOIN agreements g ON g.id = a.agreement_id"
@@ -69,35 +106,74 @@ Result<int64_t> count(Db& db, const char* sql) {
   return s->col_i64(0);
 }
 
+Result<AuditReport> run_checks(Db& db, UnixMicros now, int64_t in_flight_timeout_s) {
+  const int64_t stale_us = (in_flight_timeout_s + audit_sweep_slack_s) * micros_per_second;
+  AuditReport report;
+  for (auto [sql, out] : {std::pair{"SELECT COUNT(*) FROM allocations", &report.allocations},
+                          std::pair{"SELECT COUNT(*) FROM requests", &report.requests},
+                          std::pair{"SELECT COUNT(*) FROM usage_events", &report.events}}) {
+    auto n = count(db, sql);
+    if (!n.ok()) return n.error();
+    *out = *n;
+  }
+  for (const Check& c : checks) {
+    auto s = db.prepare(c.sql);
+    if (!s.ok()) return s.error();
+    const std::string sql(c.sql);
+    if (sql.find("?3") != std::string::npos) {
+      s->null().null().i64(core::rate_window_us);
+    } else if (sql.find("?1") != std::string::npos) {
+      s->i64(now).i64(stale_us);
+    }
+    for (size_t found = 0;; ++found) {
+      auto row = s->step();
+      if (!row.ok()) return row.error();
+      if (!*row) break;
+      if (found == audit_findings_per_check_max) {
+        report.violations.push_back(std::string(c.sentence) + " ... more findings not listed");
+        break;
+      }
+      report.violations.push_back(std::string(c.sentence) + " " + s->col_text(0) + " " + s->col_text(1));
+    }
+  }
+  return report;
+}
+
+// One snapshot for every check: BEGIN takes the read lock at the first SELECT and keeps it.
+Result<AuditReport> audit_in_snapshot(Db& db, UnixMicros now, int64_t in_flight_timeout_s) {
+  if (Status s = db.exec("BEGIN"); !s.ok()) return s.error();
+  auto report = run_checks(db, now, in_flight_timeout_s);
+  (void)db.exec("COMMIT");
+  return report;
+}
+
 }  // namespace
 
 Result<AuditReport> SqliteStore::audit() {
   const UnixMicros now = clock_->now();
-  const int64_t stale_us = (options_.in_flight_timeout_s + audit_sweep_slack_s) * micros_per_second;
-  return read<AuditReport>([&](Db& db) -> Result<AuditReport> {
-    AuditReport report;
-    for (auto [sql, out] : {std::pair{"SELECT COUNT(*) FROM allocations", &report.allocations},
-                            std::pair{"SELECT COUNT(*) FROM requests", &report.requests},
-                            std::pair{"SELECT COUNT(*) FROM usage_events", &report.events}}) {
-      auto n = count(db, sql);
-      if (!n.ok()) return n.error();
-      *out = *n;
-    }
-    for (const Check& c : checks) {
-      auto s = db.prepare(c.sql);
-      if (!s.ok()) return s.error();
-      // Unused parameters stay NULL; the checks that use them name them ?1..?3.
-      if (std::string(c.sql).find("?1") != std::string::npos) s->i64(now).i64(stale_us);
-      if (std::string(c.sql).find("?3") != std::string::npos) s->null().null().i64(core::rate_window_us);
-      for (;;) {
-        auto row = s->step();
-        if (!row.ok()) return row.error();
-        if (!*row) break;
-        report.violations.push_back(std::string(c.sentence) + " " + s->col_text(0) + " " + s->col_text(1));
-      }
-    }
-    return report;
-  });
+  return read<AuditReport>(
+      [&](Db& db) { return audit_in_snapshot(db, now, options_.in_flight_timeout_s); });
+}
+
+Result<AuditReport> SqliteStore::audit_file(const std::string& path, const StoreOptions& options,
+                                            std::shared_ptr<const Clock> clock) {
+  // SQLite would create a missing file on a read-write open; read-only it fails, but with a
+  // vaguer message than this one.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    return make_error(ErrorCode::store_unavailable, "sqlite: no database file at " + path);
+  }
+  auto db = Db::open(path, /*read_only=*/true);
+  if (!db.ok()) return db.error();
+  auto version = count(*db, "PRAGMA user_version");
+  if (!version.ok()) return version.error();
+  if (*version != schema_version_latest()) {
+    return make_error(ErrorCode::store_unavailable,
+                      "sqlite: " + path + " has schema version " + std::to_string(*version) +
+                          ", this cairva audits version " + std::to_string(schema_version_latest()) +
+                          " (run `cairva serve` on it once to migrate)");
+  }
+  return audit_in_snapshot(*db, clock->now(), options.in_flight_timeout_s);
 }
 
 }  // namespace cairva::store::sqlite
