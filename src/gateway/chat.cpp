@@ -228,13 +228,25 @@ struct Flow {
 
 }  // namespace
 
+net::awaitable<void> load_rate_limits(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant) {
+  auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
+    gw.store.allocation_status(grant.allocation_id, std::move(cb));
+  };
+  auto status = co_await await_store<store::AllocationStatus>(start);
+  if (status) ex.rate = status->snapshot;
+}
+
 net::awaitable<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool, ClientExchange& ex,
                                      const store::KeyGrant& grant, std::string body) {
   auto inspected = wire::inspect_chat_request(body);
-  if (!inspected) co_return co_await ex.send_error(ErrorCode::invalid_request, inspected.error().message);
+  if (!inspected) {
+    co_await load_rate_limits(gw, ex, grant);
+    co_return co_await ex.send_error(ErrorCode::invalid_request, inspected.error().message);
+  }
   const wire::ChatRequest& chat = *inspected;
   const std::string model(chat.model);
   if (!grant.models.empty() && std::find(grant.models.begin(), grant.models.end(), model) == grant.models.end()) {
+    co_await load_rate_limits(gw, ex, grant);
     co_return co_await ex.send_error(ErrorCode::model_not_allowed, "model \"" + model + "\" is not in this agreement's models");
   }
   store::AdmitCommand cmd;

@@ -141,6 +141,7 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
   if (route == Route::allocation) co_return co_await allocation_current(gw, ex, *grant);
 
   if (hp.content_length() && *hp.content_length() > http::request_body_bytes_max) {
+    co_await load_rate_limits(gw, ex, *grant);
     co_return co_await ex.send_error(ErrorCode::request_too_large, "request body exceeds 16 MiB");
   }
   bhttp::request_parser<bhttp::string_body> bp(std::move(hp));
@@ -148,7 +149,10 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
   deadline.expires_after(std::chrono::seconds(http::body_read_timeout_s));
   std::tie(ec, std::ignore) = co_await bhttp::async_read(stream, buffer, bp, nothrow);
   if (ec && deadline.expired()) ec = beast::error::timeout;
-  if (ec == bhttp::error::body_limit) co_return co_await ex.send_error(ErrorCode::request_too_large, "request body exceeds 16 MiB");
+  if (ec == bhttp::error::body_limit) {
+    co_await load_rate_limits(gw, ex, *grant);
+    co_return co_await ex.send_error(ErrorCode::request_too_large, "request body exceeds 16 MiB");
+  }
   if (ec == beast::error::timeout) co_return co_await ex.send_error(ErrorCode::request_timeout, "request body not received in time");
   if (ec) co_return false;
   ex.keep_alive = bp.get().keep_alive();

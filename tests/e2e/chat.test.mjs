@@ -57,6 +57,10 @@ test('every response carries x-cairva-request-id and the x-ratelimit headers', a
   const cur = await fetch(gw.url + '/v1/allocations/current', { headers: { authorization: `Bearer ${secret}` } });
   assert.equal(cur.status, 200);
   assert.equal(cur.headers.get('x-ratelimit-remaining-tokens'), String(1000 - 15));
+  const bad = await chat(gw, secret, '{"model": 5}');
+  assert.equal(bad.status, 400);
+  assert.equal(bad.headers.get('x-ratelimit-remaining-requests'), '6', 'exact use on errors before admission');
+  assert.equal(bad.headers.get('x-ratelimit-remaining-tokens'), String(1000 - 15));
   const notFound = await fetch(gw.url + '/nope');
   assert.equal(notFound.status, 404);
   assert.match(notFound.headers.get('x-cairva-request-id'), /^req_/);
