@@ -28,7 +28,11 @@ mock_pid=$!
 gw_pid=$!
 trap 'kill $gw_pid $mock_pid 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
 
-for _ in $(seq 50); do
+for _ in $(seq 100); do
+  if ! kill -0 $gw_pid 2>/dev/null || ! kill -0 $mock_pid 2>/dev/null; then
+    echo "run.sh: the gateway or the mock provider exited (ports 8080, 8081, 9090 must be free)" >&2
+    exit 1
+  fi
   curl -sf http://127.0.0.1:8080/healthz >/dev/null 2>&1 && break
   sleep 0.1
 done
