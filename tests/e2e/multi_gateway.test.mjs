@@ -41,6 +41,17 @@ function audit(store) {
 // Request i goes to gateway i mod 3.
 const gwAt = (i) => gws[i % gws.length];
 
+// chat() through one gateway; a failed connection names the gateway and shows its output
+// (a crashed gateway otherwise surfaces only as "fetch failed").
+async function chatVia(gw, secret, body) {
+  try {
+    return await chat(gw, secret, body);
+  } catch (e) {
+    const state = gw.child.exitCode ?? gw.child.signalCode ?? 'running';
+    throw new Error(`${gw.url} (exit: ${state}): ${e.message}\n${gw.child.output().slice(-2000)}`);
+  }
+}
+
 async function allEvents(gw, allocationId) {
   const events = [];
   let after = '';
@@ -73,7 +84,7 @@ after(async () => {
 test('three gateways started at once on an empty database migrate it once and all serve', async () => {
   const { allocation, secret } = await createAgreement(gws[0]);
   for (let i = 0; i < GATEWAYS; i++) {
-    const r = await chat(gwAt(i), secret, { model: 'm', messages: msg });
+    const r = await chatVia(gwAt(i), secret, { model: 'm', messages: msg });
     assert.equal(r.status, 200, `gateway ${i}: ${r.text}`);
   }
   // One row per migration, 1..latest, none missing: each applied exactly once.
@@ -90,7 +101,7 @@ test('max_concurrency 4 across three gateways: the provider never sees more than
   const { allocation, secret } = await createAgreement(gws[0], { max_concurrency: LIMIT });
   await fetch(mock.url + '/mock/reset', { method: 'POST' });
   const results = await Promise.all(Array.from({ length: 40 }, (_, i) =>
-    chat(gwAt(i), secret, { model: 'mock?delay-ms=300', messages: msg })));
+    chatVia(gwAt(i), secret, { model: 'mock?delay-ms=300', messages: msg })));
   const ok = results.filter((r) => r.status === 200).length;
   const limited = results.filter((r) => r.status === 429);
   assert.equal(ok + limited.length, 40, `only 200 or 429: ${results.map((r) => r.status)}`);
@@ -111,7 +122,7 @@ test('max_concurrency 4 across three gateways: the provider never sees more than
 test('requests_per_minute 20 across three gateways: exactly 20 of 45 parallel requests admitted', async () => {
   const { allocation, secret } = await createAgreement(gws[0], { requests_per_minute: 20 });
   const results = await Promise.all(Array.from({ length: 45 }, (_, i) =>
-    chat(gwAt(i), secret, { model: 'mock?delay-ms=20', messages: msg })));
+    chatVia(gwAt(i), secret, { model: 'mock?delay-ms=20', messages: msg })));
   const ok = results.filter((r) => r.status === 200);
   const limited = results.filter((r) => r.status === 429);
   assert.equal(ok.length, 20, `admitted ${ok.length} (statuses ${results.map((r) => r.status)})`);
@@ -128,7 +139,7 @@ test('requests_per_minute 20 across three gateways: exactly 20 of 45 parallel re
 test('output allowance 1000 across three gateways: 30 parallel requests of max_tokens 100 never overspend it', async () => {
   const { allocation, agreement, secret } = await createAgreement(gws[0], { output_tokens: 1000 });
   const results = await Promise.all(Array.from({ length: 30 }, (_, i) =>
-    chat(gwAt(i), secret, { model: 'mock?usage=10,100&delay-ms=50', messages: msg, max_tokens: 100 })));
+    chatVia(gwAt(i), secret, { model: 'mock?usage=10,100&delay-ms=50', messages: msg, max_tokens: 100 })));
   const ok = results.filter((r) => r.status === 200);
   assert.ok(ok.length <= 10, `admitted ${ok.length} requests of 100 output tokens on an allowance of 1000`);
   // Each hold is exactly 100 and each booking exactly 100: remaining is always a multiple
@@ -154,8 +165,8 @@ test('the same provider response id through two gateways is booked once; other c
   const { allocation, secret } = await createAgreement(gws[0]);
   // Both at once, through two different gateways: the unique key decides, not a process.
   const [a, b] = await Promise.all([
-    chat(gws[0], secret, { model: 'mock?id=fixed-xyz', messages: msg }),
-    chat(gws[1], secret, { model: 'mock?id=fixed-xyz', messages: msg }),
+    chatVia(gws[0], secret, { model: 'mock?id=fixed-xyz', messages: msg }),
+    chatVia(gws[1], secret, { model: 'mock?id=fixed-xyz', messages: msg }),
   ]);
   for (const r of [a, b]) {
     assert.equal(r.status, 200, r.text);
@@ -172,7 +183,7 @@ test('the same provider response id through two gateways is booked once; other c
   assert.equal(none.body.data.length, 0, 'equal counts are a plain duplicate, no conflict');
 
   // A third report of the same id, through the third gateway, with other counts.
-  const c = await chat(gws[2], secret, { model: 'mock?id=fixed-xyz&usage=11,5', messages: msg });
+  const c = await chatVia(gws[2], secret, { model: 'mock?id=fixed-xyz&usage=11,5', messages: msg });
   assert.equal(c.status, 200, c.text);
   assert.equal((await allEvents(gws[0], allocation.id)).length, 1, 'the conflicting report booked nothing');
   const conflicts = await gws[1].admin('GET', `/admin/v1/conflicts?allocation_id=${allocation.id}`);
@@ -206,7 +217,7 @@ test('a gateway SIGKILLed mid-stream: the others keep serving and its request be
 
   // The surviving gateways keep serving, round-robin.
   for (let i = 0; i < 4; i++) {
-    const r = await chat(gws[i % 2], secret, { model: 'm', messages: msg });
+    const r = await chatVia(gws[i % 2], secret, { model: 'm', messages: msg });
     assert.equal(r.status, 200, `gateway ${i % 2} after the kill: ${r.text}`);
   }
 
@@ -234,4 +245,30 @@ test('a gateway SIGKILLed mid-stream: the others keep serving and its request be
   const result = audit(dbUrl);
   assert.equal(result.code, 0, `cairva audit --store ${dbUrl} failed:\n${result.out}`);
   assert.ok(result.out.length > 0, 'audit printed a summary');
+});
+
+// Regression: src/gateway/chat.cpp wrote `Result<SettleResult> settled = c ? co_await a :
+// co_await b;` — GCC 12 destroys that co_await result twice, so a settlement that returned
+// an error aborted the gateway ("free(): double free detected in tcache 2").
+test('a settlement the database refuses answers 503 store_unavailable (plain) and every gateway keeps serving', async () => {
+  const { allocation, secret } = await createAgreement(gws[0]);
+  // Every new usage event is refused from now on (existing rows are not checked).
+  psql(dbUrl, 'ALTER TABLE usage_events ADD CONSTRAINT cv_test_refuse_events CHECK (false) NOT VALID');
+  try {
+    const r = await chatVia(gws[0], secret, { model: 'm', messages: msg });
+    assert.equal(r.status, 503, r.text);
+    assert.equal(r.body.error.code, 'store_unavailable', r.text);
+    // Streaming: the 200 and the chunks are already out when settlement fails; the gateway
+    // must end the stream and live on.
+    const st = await chatVia(gws[1], secret, { model: 'm', messages: msg, stream: true });
+    assert.equal(st.status, 200, st.text);
+  } finally {
+    psql(dbUrl, 'ALTER TABLE usage_events DROP CONSTRAINT cv_test_refuse_events');
+  }
+  for (const gw of [gws[0], gws[1]]) {
+    const r = await chatVia(gw, secret, { model: 'm', messages: msg });
+    assert.equal(r.status, 200, `${gw.url} survived the failed settlements: ${r.text}`);
+  }
+  const s = await gws[1].admin('GET', `/admin/v1/allocations/${allocation.id}`);
+  assert.equal(s.body.used.output_tokens, 2 * 7, 'only the two requests after the refusal were booked');
 });
