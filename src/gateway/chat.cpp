@@ -111,9 +111,11 @@ struct Flow {
     }
   }
 
-  std::string header_request_id() const {
-    auto it = head->get().find("x-request-id");
-    return it == head->get().end() ? std::string() : std::string(it->value());
+  // Reads the response being parsed: `head` is moved into the body parser, so its own
+  // fields are empty by the time the provider id is needed.
+  static std::string header_request_id(const bhttp::fields& fields) {
+    auto it = fields.find("x-request-id");
+    return it == fields.end() ? std::string() : std::string(it->value());
   }
 
   void maybe_release(bool clean) {
@@ -151,7 +153,7 @@ struct Flow {
       co_await settle(store::SettleKind::usage_missing);
       co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider sent a malformed response");
     }
-    std::string provider_id = info->id.empty() ? header_request_id() : info->id;
+    std::string provider_id = info->id.empty() ? header_request_id(p.get().base()) : info->id;
     if (provider_id.empty()) provider_id = ex.request_id;
     Result<store::SettleResult> settled =
         info->usage ? co_await settle(store::SettleKind::usage, provider_id, *info->usage)
@@ -210,7 +212,7 @@ struct Flow {
       }
     }
     maybe_release(!cut && p.keep_alive());
-    std::string provider_id = relay.provider_id().empty() ? header_request_id() : std::string(relay.provider_id());
+    std::string provider_id = relay.provider_id().empty() ? header_request_id(p.get().base()) : std::string(relay.provider_id());
     if (provider_id.empty()) provider_id = ex.request_id;
     Result<store::SettleResult> settled = relay.usage() ? co_await settle(store::SettleKind::usage, provider_id, *relay.usage())
                                                         : co_await settle(store::SettleKind::usage_missing);
