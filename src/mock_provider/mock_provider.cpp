@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -37,6 +38,8 @@ constexpr int64_t prompt_tokens_default = 10;
 constexpr int64_t completion_tokens_default = 7;
 constexpr int64_t chunks_default = 3;
 constexpr size_t mock_body_bytes_max = size_t{32} << 20;
+// split=N pieces: at least one byte, at most a whole event.
+constexpr int64_t split_bytes_max = 1 << 20;
 
 struct Stats {
   std::atomic<int64_t> requests{0};
@@ -64,10 +67,13 @@ struct InFlight {
 
 struct Switches {
   bool no_usage = false, malformed = false, no_id = false;
+  bool stamp = false;  // streaming: content "stamp:<steady_clock µs at send>" (bench/stream_load)
   int status = 200;
   int64_t delay_ms = 0, chunks = chunks_default, chunk_delay_ms = 0, cut_after = -1;
-  std::string id;
-  int64_t prompt = -1, completion = -1;
+  int64_t reset_after = -1, truncate_after = -1, split_bytes = 0;
+  std::string id, header_id;
+  // usage=P,C as sent (any JSON number text: negative, fractional, huge); empty = default.
+  std::string prompt, completion;
 };
 
 int64_t to_int(std::string_view s) {
@@ -91,16 +97,21 @@ Switches parse_switches(std::string_view model) {
     if (key == "no-usage") sw.no_usage = true;
     else if (key == "malformed") sw.malformed = true;
     else if (key == "no-id") sw.no_id = true;
+    else if (key == "stamp") sw.stamp = true;
     else if (key == "status") sw.status = static_cast<int>(to_int(val));
     else if (key == "delay-ms") sw.delay_ms = to_int(val);
     else if (key == "chunks") sw.chunks = to_int(val);
     else if (key == "chunk-delay-ms") sw.chunk_delay_ms = to_int(val);
     else if (key == "cut-after") sw.cut_after = to_int(val);
+    else if (key == "reset-after") sw.reset_after = to_int(val);
+    else if (key == "truncate-after") sw.truncate_after = to_int(val);
+    else if (key == "split") sw.split_bytes = std::min(to_int(val), split_bytes_max);
     else if (key == "id") sw.id = std::string(val);
+    else if (key == "header-id") sw.header_id = std::string(val);
     else if (key == "usage") {
       const auto comma = val.find(',');
-      sw.prompt = to_int(val.substr(0, comma));
-      if (comma != std::string_view::npos) sw.completion = to_int(val.substr(comma + 1));
+      sw.prompt = std::string(val.substr(0, comma));
+      if (comma != std::string_view::npos) sw.completion = std::string(val.substr(comma + 1));
     }
   }
   return sw;
@@ -158,15 +169,27 @@ std::string response_id(const Switches& sw) {
   return "chatcmpl-mock-" + std::to_string(stats().next_id.fetch_add(1));
 }
 
+// The whole of `s` as a decimal int64, else nullopt.
+std::optional<int64_t> exact_int(std::string_view s) {
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
 std::string usage_json(const Switches& sw, const ChatFacts& f) {
-  const int64_t prompt = sw.prompt >= 0 ? sw.prompt : prompt_tokens_default;
-  int64_t completion = sw.completion;
-  if (completion < 0) {
-    completion = (f.limit >= 0 ? std::min(f.limit, completion_tokens_default) : completion_tokens_default) *
-                 std::max<int64_t>(f.n, 1);
+  const std::string prompt = sw.prompt.empty() ? std::to_string(prompt_tokens_default) : sw.prompt;
+  std::string completion = sw.completion;
+  if (completion.empty()) {
+    completion = std::to_string(
+        (f.limit >= 0 ? std::min(f.limit, completion_tokens_default) : completion_tokens_default) *
+        std::max<int64_t>(f.n, 1));
   }
-  return "{\"prompt_tokens\":" + std::to_string(prompt) + ",\"completion_tokens\":" + std::to_string(completion) +
-         ",\"total_tokens\":" + std::to_string(prompt + completion) + "}";
+  std::string out = "{\"prompt_tokens\":" + prompt + ",\"completion_tokens\":" + completion;
+  // total_tokens only when both counts are integers (a scripted "1.5" has no honest total).
+  auto p = exact_int(prompt), c = exact_int(completion);
+  if (p && c) out += ",\"total_tokens\":" + std::to_string(*p + *c);
+  return out + "}";
 }
 
 std::string id_member(const Switches& sw, const std::string& id) {
@@ -189,11 +212,19 @@ net::awaitable<void> sleep_ms(int64_t ms) {
   co_await t.async_wait(nothrow);
 }
 
+// Closes with a TCP RST (linger 0) instead of a FIN: a connection reset by the peer.
+void reset(beast::tcp_stream& stream) {
+  boost::system::error_code ignored;
+  stream.socket().set_option(net::socket_base::linger(true, 0), ignored);
+  stream.socket().close(ignored);
+}
+
 // Streams the SSE reply. Returns false when the connection must close.
 net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw, const ChatFacts& f, unsigned version) {
   http::response<http::empty_body> res{http::status::ok, version};
   res.set(http::field::content_type, "text/event-stream");
   res.set(http::field::cache_control, "no-cache");
+  if (!sw.header_id.empty()) res.set("x-request-id", sw.header_id);
   res.chunked(true);
   http::response_serializer<http::empty_body> sr{res};
   auto [ec, n] = co_await http::async_write_header(stream, sr, nothrow);
@@ -208,6 +239,8 @@ net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw,
   std::vector<std::string> events;
   events.push_back(chunk("{\"role\":\"assistant\",\"content\":\"\"}", "null"));
   for (int64_t i = 0; i < sw.chunks; ++i) events.push_back(chunk("{\"content\":\"tok" + std::to_string(i) + " \"}", "null"));
+  // malformed, streaming: one event whose data is not JSON, among the content events.
+  if (sw.malformed) events.push_back("data: {\"id\": not json\n\n");
   events.push_back(chunk("{}", "\"stop\""));
   if (f.include_usage && !sw.no_usage) {
     events.push_back("data: {" + id_member(sw, id) +
@@ -216,12 +249,38 @@ net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw,
   }
   events.push_back("data: [DONE]\n\n");
   int64_t sent = 0;
-  for (const auto& ev : events) {
+  std::string stamped;
+  for (const auto& built : events) {
+    // stamp: a content event carries the time it is written, for per-chunk latency.
+    const bool content = sent >= 1 && sent <= sw.chunks;
+    if (sw.stamp && content) {
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+      stamped = chunk("{\"content\":\"stamp:" + std::to_string(us) + " \"}", "null");
+    }
+    const std::string& ev = sw.stamp && content ? stamped : built;
     if (sw.cut_after >= 0 && sent >= sw.cut_after) co_return false;
-    auto [wec, wn] = co_await net::async_write(stream, http::make_chunk(net::buffer(ev)), nothrow);
-    if (wec) co_return false;
+    if (sw.reset_after >= 0 && sent >= sw.reset_after) {
+      reset(stream);
+      co_return false;
+    }
+    if (sw.truncate_after >= 0 && sent >= sw.truncate_after) {
+      // Half an event, no line end, then a clean end of the HTTP body.
+      const std::string half = ev.substr(0, ev.size() / 2);
+      auto [tec, tn] = co_await net::async_write(stream, http::make_chunk(net::buffer(half)), nothrow);
+      if (tec) co_return false;
+      break;
+    }
+    // split=N: the event in N-byte HTTP chunks (a slow drip with chunk-delay-ms between).
+    const size_t piece = sw.split_bytes > 0 ? static_cast<size_t>(sw.split_bytes) : ev.size();
+    for (size_t at = 0; at < ev.size(); at += piece) {
+      auto [wec, wn] = co_await net::async_write(
+          stream, http::make_chunk(net::buffer(ev.data() + at, std::min(piece, ev.size() - at))), nothrow);
+      if (wec) co_return false;
+      if (sw.split_bytes > 0 && sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
+    }
     ++sent;
-    if (sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
+    if (sw.split_bytes == 0 && sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
   }
   auto [lec, ln] = co_await net::async_write(stream, http::make_chunk_last(), nothrow);
   co_return !lec;
@@ -234,9 +293,11 @@ net::awaitable<bool> send(beast::tcp_stream& stream, http::response<Body>& res) 
   co_return !ec && res.keep_alive();
 }
 
-net::awaitable<bool> json_reply(beast::tcp_stream& stream, unsigned version, bool keep_alive, int status, std::string body) {
+net::awaitable<bool> json_reply(beast::tcp_stream& stream, unsigned version, bool keep_alive, int status, std::string body,
+                                const std::string& header_id = {}) {
   http::response<http::string_body> res{static_cast<http::status>(status), version};
   res.set(http::field::content_type, "application/json");
+  if (!header_id.empty()) res.set("x-request-id", header_id);
   res.keep_alive(keep_alive);
   res.body() = std::move(body);
   co_return co_await send(stream, res);
@@ -262,9 +323,19 @@ net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_
                                   R"({"error":{"message":"mock: scripted error","type":"mock_error","code":"mock_)" +
                                       std::to_string(sw.status) + "\"}}");
   }
-  if (sw.malformed) co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"id\": truncated");
   if (facts.stream) co_return co_await stream_reply(stream, sw, facts, req.version()) && req.keep_alive();
-  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, completion_body(sw, facts));
+  if (sw.malformed) co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"id\": truncated");
+  if (sw.reset_after >= 0) {
+    // Non-streaming: the headers and the first reset-after bytes of the body, then a reset.
+    const std::string body = completion_body(sw, facts);
+    const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                             std::to_string(body.size()) + "\r\n\r\n" +
+                             body.substr(0, std::min<size_t>(body.size(), static_cast<size_t>(sw.reset_after)));
+    (void)co_await net::async_write(stream, net::buffer(head), nothrow);  // reset either way
+    reset(stream);
+    co_return false;
+  }
+  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, completion_body(sw, facts), sw.header_id);
 }
 
 net::awaitable<void> session(tcp::socket socket) {

@@ -9,10 +9,21 @@
 //   chunks=N            stream N content chunks (default 3)
 //   chunk-delay-ms=N    wait N ms between streamed chunks
 //   id=TEXT             use TEXT as the response id (default: a unique one)
-//   usage=P,C           report P prompt and C completion tokens
+//   usage=P,C           report P prompt and C completion tokens, as written: any JSON number
+//                       text (-5, 1.5, 1e3, 99999999999999999999) for bad-usage cases
 //   cut-after=N         streaming: close the connection after N chunks, no [DONE]
-//   malformed           send a 200 whose body is not JSON
+//   reset-after=N       streaming: a TCP reset (RST) after N events; non-streaming: the
+//                       headers and N bytes of the body, then a reset
+//   truncate-after=N    streaming: N events, then half of the next one (no line end), then a
+//                       clean end of the HTTP body: a truncated SSE line
+//   split=N             streaming: each event in N-byte HTTP chunks, chunk-delay-ms between
+//                       pieces (a slow drip)
+//   malformed           send a 200 whose body is not JSON; streaming: one event whose data
+//                       is not JSON, among the content events
 //   no-id               omit the response id
+//   header-id=TEXT      send TEXT as the x-request-id response header
+//   stamp               streaming: each content chunk is "stamp:<steady_clock µs when
+//                       written>", for per-chunk latency (bench/stream_load)
 // Usage by default: prompt_tokens 10, completion_tokens min(limit, 7) where limit is
 // max_completion_tokens, else max_tokens, else 7; times n.
 //
