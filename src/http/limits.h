@@ -20,6 +20,10 @@ inline constexpr int64_t body_read_timeout_s = 60;
 inline constexpr int64_t client_write_timeout_s = 60;
 // Open client connections per process; beyond it new connections are refused cleanly.
 inline constexpr int64_t connections_max = 20000;
+// File descriptors kept beyond connections_max for the store, upstream connections and
+// listeners: the process raises its soft RLIMIT_NOFILE to connections_max plus this (at most
+// the hard limit) so that the connection cap, not EMFILE, is what refuses connections.
+inline constexpr int64_t file_descriptors_reserve = 4096;
 // Body of a non-streaming provider response; beyond it the response is a provider error.
 inline constexpr size_t provider_body_bytes_max = size_t{64} << 20;
 // Response headers from a provider.

@@ -5,7 +5,11 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/socket_base.hpp>
+#include <algorithm>
 #include <memory>
+#include <mutex>
+
+#include <sys/resource.h>
 
 #include "http/limits.h"
 
@@ -45,6 +49,18 @@ net::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, Sessio
   }
 }
 
+// Lets the process hold connections_max connections: the soft RLIMIT_NOFILE is often 1024.
+void raise_open_files_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
+  const rlim_t wanted = static_cast<rlim_t>(connections_max + file_descriptors_reserve);
+  const rlim_t target = lim.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, lim.rlim_max);
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < target) {
+    lim.rlim_cur = target;
+    (void)::setrlimit(RLIMIT_NOFILE, &lim);  // best effort: connections_max still bounds what is accepted
+  }
+}
+
 }  // namespace
 
 std::atomic<int64_t>& open_connections() {
@@ -77,6 +93,8 @@ Result<tcp::endpoint> parse_listen_address(const std::string& addr) {
 
 Result<tcp::endpoint> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint, bool reuse_port,
                                      SessionFn session) {
+  static std::once_flag raised;
+  std::call_once(raised, raise_open_files_limit);
   auto acceptor = std::make_shared<tcp::acceptor>(ctx);
   boost::system::error_code ec;
   acceptor->open(endpoint.protocol(), ec);
