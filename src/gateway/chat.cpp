@@ -16,6 +16,7 @@
 #include "http/limits.h"
 #include "wire/chat_request.h"
 #include "wire/completion.h"
+#include "wire/errors.h"
 #include "wire/sse.h"
 
 namespace cairva::gateway {
@@ -56,6 +57,16 @@ struct Flow {
       admin::metrics().count_usage_missing();
     }
     co_return settled;
+  }
+
+  // Books `usage` when the provider reported it, else leaves the request usage_pending.
+  // One co_await on one call: GCC 12 destroys the result of a co_await inside ?: twice.
+  net::awaitable<Result<store::SettleResult>> settle_reported(const std::optional<core::Tokens>& usage,
+                                                              std::string provider_request_id) {
+    // The provider's id is kept for usage_missing too: reconciliation books under it.
+    const auto kind = usage ? store::SettleKind::usage : store::SettleKind::usage_missing;
+    const core::Tokens counts = usage.value_or(core::Tokens{});
+    co_return co_await settle(kind, std::move(provider_request_id), counts);
   }
 
   void stamp(bhttp::fields& h) const {
@@ -155,9 +166,7 @@ struct Flow {
     }
     std::string provider_id = info->id.empty() ? header_request_id(p.get().base()) : info->id;
     if (provider_id.empty()) provider_id = ex.request_id;
-    Result<store::SettleResult> settled =
-        info->usage ? co_await settle(store::SettleKind::usage, provider_id, *info->usage)
-                    : co_await settle(store::SettleKind::usage_missing);
+    auto settled = co_await settle_reported(info->usage, std::move(provider_id));
     if (!settled) co_return co_await ex.send_error(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message);
     bhttp::fields extra;
     stamp(extra);
@@ -214,10 +223,14 @@ struct Flow {
     maybe_release(!cut && p.keep_alive());
     std::string provider_id = relay.provider_id().empty() ? header_request_id(p.get().base()) : std::string(relay.provider_id());
     if (provider_id.empty()) provider_id = ex.request_id;
-    Result<store::SettleResult> settled = relay.usage() ? co_await settle(store::SettleKind::usage, provider_id, *relay.usage())
-                                                        : co_await settle(store::SettleKind::usage_missing);
+    auto settled = co_await settle_reported(relay.usage(), std::move(provider_id));
     if (!settled) {
-      // Without a durable booking the client must not see a complete stream.
+      // Without a durable booking the client must not see a successful end: the stream
+      // ends with an error event and no [DONE]. The request stays open in the store and
+      // becomes usage_pending at the in-flight timeout.
+      out = "data: " + wire::error_body(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message) + "\n\n";
+      co_await to_client(out, client_ok);
+      if (client_ok) co_await net::async_write(ex.stream, bhttp::make_chunk_last(), nothrow);
       co_return false;
     }
     relay.finish(out);
