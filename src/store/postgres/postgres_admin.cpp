@@ -4,6 +4,7 @@
 
 #include "base/ids.h"
 #include "core/ledger.h"
+#include "store/validate.h"
 #include "store/postgres/codec.h"
 #include "store/postgres/postgres_store.h"
 #include "store/postgres/statements.h"
@@ -14,24 +15,6 @@ namespace {
 
 Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
 
-Status validate(const NewAgreement& a, const std::vector<std::string>& providers) {
-  if (a.supplier.empty()) return invalid("supplier: must be a non-empty string");
-  if (a.buyer.empty()) return invalid("buyer: must be a non-empty string");
-  if (std::find(providers.begin(), providers.end(), a.provider) == providers.end()) {
-    return invalid("provider: unknown provider: " + a.provider);
-  }
-  const auto& t = a.terms;
-  if (t.window.ends_at <= t.window.starts_at) return invalid("ends_at: must be after starts_at");
-  if (t.limits.requests_per_minute <= 0) return invalid("requests_per_minute: must be positive");
-  if (t.limits.tokens_per_minute <= 0) return invalid("tokens_per_minute: must be positive");
-  if (t.limits.max_concurrency <= 0) return invalid("max_concurrency: must be positive");
-  if (t.allowance.input <= 0) return invalid("input_tokens: must be positive");
-  if (t.allowance.output <= 0) return invalid("output_tokens: must be positive");
-  for (const auto& m : a.models) {
-    if (m.empty() || m.find('\n') != std::string::npos) return invalid("models: bad model name");
-  }
-  return {};
-}
 
 Result<UnixMicros> now_on(Connection& c, std::optional<UnixMicros> injected) {
   if (injected) return *injected;
@@ -61,7 +44,7 @@ Status set_states(Connection& c, const std::string& allocation_id, const Allocat
 }  // namespace
 
 Result<CreatedAgreement> PostgresStore::create_agreement(const NewAgreement& a) {
-  if (Status v = validate(a, options_.providers); !v.ok()) return v.error();
+  if (Status v = validate_new_agreement(a, options_.providers); !v.ok()) return v.error();
   return with_connection<CreatedAgreement>([&](Connection& c) -> Result<CreatedAgreement> {
     auto now = now_on(c, injected_now());
     if (!now.ok()) return now.error();

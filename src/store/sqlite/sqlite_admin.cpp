@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "base/ids.h"
+#include "store/validate.h"
 #include "store/sqlite/limits.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/writes.h"
@@ -16,24 +17,6 @@ Error not_found(const std::string& what, const std::string& id) {
   return make_error(ErrorCode::not_found, what + " not found: " + id);
 }
 
-Status validate(const NewAgreement& a, const std::vector<std::string>& providers) {
-  if (a.supplier.empty()) return invalid("supplier: must be a non-empty string");
-  if (a.buyer.empty()) return invalid("buyer: must be a non-empty string");
-  if (std::find(providers.begin(), providers.end(), a.provider) == providers.end()) {
-    return invalid("provider: unknown provider: " + a.provider);
-  }
-  const auto& t = a.terms;
-  if (t.window.ends_at <= t.window.starts_at) return invalid("ends_at: must be after starts_at");
-  if (t.limits.requests_per_minute <= 0) return invalid("requests_per_minute: must be positive");
-  if (t.limits.tokens_per_minute <= 0) return invalid("tokens_per_minute: must be positive");
-  if (t.limits.max_concurrency <= 0) return invalid("max_concurrency: must be positive");
-  if (t.allowance.input <= 0) return invalid("input_tokens: must be positive");
-  if (t.allowance.output <= 0) return invalid("output_tokens: must be positive");
-  for (const auto& m : a.models) {
-    if (m.empty()) return invalid("models: model names must be non-empty");
-  }
-  return {};
-}
 
 RequestRow parse_request(Stmt& s) {
   RequestRow r;
@@ -71,7 +54,7 @@ size_t page(size_t limit) { return std::clamp<size_t>(limit, 1, list_rows_max); 
 }  // namespace
 
 Result<CreatedAgreement> SqliteStore::create_agreement(const NewAgreement& a) {
-  if (Status v = validate(a, options_.providers); !v.ok()) return v.error();
+  if (Status v = validate_new_agreement(a, options_.providers); !v.ok()) return v.error();
   const UnixMicros now = clock_->now();
   CreatedAgreement out;
   out.agreement = AgreementRow{new_id("agr"), a.supplier, a.buyer, a.provider, a.models,

@@ -1,0 +1,29 @@
+#include "store/validate.h"
+
+#include <algorithm>
+
+namespace cairva::store {
+namespace {
+Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
+}  // namespace
+
+Status validate_new_agreement(const NewAgreement& a, const std::vector<std::string>& providers) {
+  if (a.supplier.empty()) return invalid("supplier: must be a non-empty string");
+  if (a.buyer.empty()) return invalid("buyer: must be a non-empty string");
+  if (std::find(providers.begin(), providers.end(), a.provider) == providers.end()) {
+    return invalid("provider: unknown provider: " + a.provider);
+  }
+  const auto& t = a.terms;
+  if (t.window.ends_at <= t.window.starts_at) return invalid("ends_at: must be after starts_at");
+  if (t.limits.requests_per_minute <= 0) return invalid("requests_per_minute: must be positive");
+  if (t.limits.tokens_per_minute <= 0) return invalid("tokens_per_minute: must be positive");
+  if (t.limits.max_concurrency <= 0) return invalid("max_concurrency: must be positive");
+  if (t.allowance.input <= 0) return invalid("input_tokens: must be positive");
+  if (t.allowance.output <= 0) return invalid("output_tokens: must be positive");
+  for (const auto& m : a.models) {
+    if (m.empty()) return invalid("models: model names must be non-empty");
+  }
+  return {};
+}
+
+}  // namespace cairva::store
