@@ -12,9 +12,17 @@ CONNS=${CAIRVA_BENCH_CONNS:-"1 32 128"}
 SYSTEMS=${CAIRVA_BENCH_SYSTEMS:-"direct nginx sqlite-normal sqlite-full postgres"}
 OUT_MD=${CAIRVA_BENCH_OUT:-docs/benchmarks.md}
 
-./scripts/setup.sh >/dev/null
-cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-ninja -C build-release cairva >/dev/null
+STREAMS=${CAIRVA_BENCH_STREAMS:-"1000 9900"}
+STREAM_CHUNKS=${CAIRVA_BENCH_STREAM_CHUNKS:-20}
+STREAM_DELAY_MS=${CAIRVA_BENCH_STREAM_DELAY_MS:-1000}
+
+[ -n "${CAIRVA_BENCH_NO_SETUP:-}" ] || ./scripts/setup.sh >/dev/null
+# GCC 12 at -O3 reports false -Wrestrict (std::string::insert) and -Wmismatched-new-delete
+# (Asio coroutine frames); -g keeps symbols for perf.
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="-g -Wno-restrict -Wno-mismatched-new-delete" >/dev/null
+ninja -C build-release -j2 cairva stream_load >/dev/null
+# 10,000 streams hold 20,000 sockets in the gateway (client + provider side).
+ulimit -n "$(ulimit -Hn)"
 BIN=$PWD/build-release/cairva
 work=$(mktemp -d /tmp/cairva-bench.XXXXXX)
 mkdir -p "$work/tmp"
@@ -29,6 +37,29 @@ trap cleanup EXIT
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_http() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1" >&2; return 1; }
+# Waits (at most 10 s) until the mock provider has no request in flight: requests wrk abandoned
+# at the end of a run still reach the provider and are booked, and belong to that run.
+mock_idle() {
+  for _ in $(seq 200); do
+    curl -s http://127.0.0.1:$MOCK_PORT/mock/stats | grep -q '"in_flight":0,' && return 0
+    sleep 0.05
+  done
+}
+# Waits (at most 10 s) until a gateway's allocation has nothing in flight.
+gateway_idle() {
+  [ -n "${1:-}" ] || return 0
+  for _ in $(seq 200); do
+    curl -s http://127.0.0.1:$1/admin/v1/allocations/$2 -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" | grep -q '"in_flight":0,' && return 0
+    sleep 0.05
+  done
+}
+mock_requests() { curl -s http://127.0.0.1:$MOCK_PORT/mock/stats | sed -n 's/.*"requests":\([0-9]*\).*/\1/p'; }
+# "sum count" of the store's commit-batch histogram (writes per group commit), or "0 0".
+batch_stats() {
+  [ -n "${1:-}" ] || { echo "0 0"; return; }
+  curl -s http://127.0.0.1:$1/metrics -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" \
+    | awk '/^cairva_store_commit_batch_writes_sum/ {s=$2} /^cairva_store_commit_batch_writes_count/ {c=$2} END {printf "%d %d\n", s, c}'
+}
 cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
 rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
 TICKS=$(getconf CLK_TCK)
@@ -44,6 +75,8 @@ sed -e "s#@DIR@#$work#g" -e "s#@PORT@#$NGINX_PORT#g" -e "s#@MOCK_PORT@#$MOCK_POR
 nginx -c "$work/nginx.conf" -p "$work" &
 NGINX_PID=$!; pids+=($NGINX_PID)
 wait_http http://127.0.0.1:$NGINX_PORT/mock/stats
+# The master only supervises: CPU and RSS are the worker's.
+NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1)
 
 PG_URL=""
 if [[ " $SYSTEMS " == *" postgres "* ]]; then
@@ -78,9 +111,9 @@ TOML
   [ -n "$GW_KEY" ] || { echo "agreement creation failed: $created" >&2; exit 1; }
 }
 
-declare -A URL PID KEY ADMIN ALLOC
+declare -A URL PID KEY ADMIN ALLOC SERVED OK
 URL[direct]=http://127.0.0.1:$MOCK_PORT; PID[direct]=$MOCK_PID
-URL[nginx]=http://127.0.0.1:$NGINX_PORT; PID[nginx]=$NGINX_PID
+URL[nginx]=http://127.0.0.1:$NGINX_PORT; PID[nginx]=$NGINX_WORKER
 for s in $SYSTEMS; do
   case $s in
     sqlite-normal) start_gateway $s "sqlite://$work/normal.db" normal ;;
@@ -97,25 +130,60 @@ for c in $CONNS; do
   for s in $SYSTEMS; do
     [ -n "${URL[$s]:-}" ] || continue
     pid=${PID[$s]}
-    t0=$(cpu_ticks "$pid")
+    read -r bs0 bc0 <<<"$(batch_stats "${ADMIN[$s]:-}")"
+    t0=$(cpu_ticks "$pid"); m0=$(mock_requests)
     line=$(CAIRVA_BENCH_KEY="${KEY[$s]:-}" wrk -t1 -c"$c" -d"${DURATION}s" --latency -s bench/chat.lua "${URL[$s]}" | grep '^BENCH')
-    t1=$(cpu_ticks "$pid")
+    t1=$(cpu_ticks "$pid"); gateway_idle "${ADMIN[$s]:-}" "${ALLOC[$s]:-}"; mock_idle; m1=$(mock_requests)
+    read -r bs1 bc1 <<<"$(batch_stats "${ADMIN[$s]:-}")"
+    batch=$(awk -v s=$((bs1 - bs0)) -v c=$((bc1 - bc0)) 'BEGIN{ if (c>0) printf "%.1f", s/c; else print "-" }')
     eval "$(echo "$line" | sed 's/^BENCH //' | tr ' ' '\n' | sed 's/^/B_/')"
     cpu_us=$(awk -v d=$((t1 - t0)) -v t=$TICKS -v n=$B_requests 'BEGIN{ if (n>0) printf "%.1f", d/t*1e6/n; else print "nan" }')
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$s" "$B_rps" "$B_p50_us" "$B_p99_us" "$cpu_us" "$(rss_kb "$pid")" "$((B_non2xx + B_errors))" >> "$results"
-    echo "c=$c $s rps=$B_rps p50=${B_p50_us}us p99=${B_p99_us}us cpu/req=${cpu_us}us non2xx+errors=$((B_non2xx + B_errors))" >&2
+    SERVED[$s]=$(( ${SERVED[$s]:-0} + m1 - m0 )); OK[$s]=$(( ${OK[$s]:-0} + B_requests - B_non2xx ))
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$s" "$B_rps" "$B_p50_us" "$B_p99_us" "$cpu_us" "$(rss_kb "$pid")" "$((B_non2xx + B_errors))" "$batch" >> "$results"
+    echo "c=$c $s rps=$B_rps p50=${B_p50_us}us p99=${B_p99_us}us cpu/req=${cpu_us}us non2xx+errors=$((B_non2xx + B_errors)) writes/commit=$batch" >&2
   done
 done
 
-# Every 2xx must be booked: compare the ledger with the provider's count.
+# Every response must be booked. The mock provider answers each request with 10 prompt and
+# 7 completion tokens, so the ledger's used tokens count bookings exactly. Every request the
+# provider answered for a gateway (its /mock/stats delta over that gateway's runs) must be
+# booked: the count includes requests wrk abandoned at the end of a run, which the gateway
+# still books. And no fewer bookings than 2xx responses seen by wrk.
 ledger_note=""
+ledger_ok=1
 for s in sqlite-normal sqlite-full postgres; do
   [ -n "${ADMIN[$s]:-}" ] || continue
-  used=$(curl -s http://127.0.0.1:${ADMIN[$s]}/admin/v1/allocations/${ALLOC[$s]} -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" \
-    | sed -n 's/.*"used":{"input_tokens":\([0-9]*\).*/\1/p')
-  pending=$(curl -s "http://127.0.0.1:${ADMIN[$s]}/admin/v1/requests?allocation_id=${ALLOC[$s]}&state=in_flight" -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" | grep -o '"id"' | wc -l)
-  ledger_note+="- $s: $((used / 10)) requests booked (10 input tokens each), $pending still in flight after the run."$'\n'
+  sleep 0.5  # requests wrk abandoned at the end of the last run settle
+  alloc=$(curl -s http://127.0.0.1:${ADMIN[$s]}/admin/v1/allocations/${ALLOC[$s]} -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN")
+  used_in=$(echo "$alloc" | sed -n 's/.*"used":{"input_tokens":\([0-9]*\),"output_tokens":\([0-9]*\)}.*/\1/p')
+  used_out=$(echo "$alloc" | sed -n 's/.*"used":{"input_tokens":\([0-9]*\),"output_tokens":\([0-9]*\)}.*/\2/p')
+  in_flight=$(echo "$alloc" | sed -n 's/.*"in_flight":\([0-9]*\).*/\1/p')
+  pending=$(echo "$alloc" | sed -n 's/.*"usage_pending":\([0-9]*\).*/\1/p')
+  booked=$((used_in / 10))
+  verdict=ok
+  if [ $((used_in % 10)) -ne 0 ] || [ $((used_out)) -ne $((booked * 7)) ] || [ "$booked" -ne "${SERVED[$s]:-0}" ] \
+     || [ "$booked" -lt "${OK[$s]:-0}" ] || [ "$in_flight" != 0 ] || [ "$pending" != 0 ]; then verdict=MISMATCH; ledger_ok=0; fi
+  ledger_note+="- $s: $booked requests booked (used $used_in input / $used_out output tokens), provider answered ${SERVED[$s]:-0}, wrk saw ${OK[$s]:-0} 2xx; in flight $in_flight, usage pending $pending: $verdict"$'\n'
 done
+
+# Streaming: N concurrent SSE streams, each chunk stamped by the mock provider with its send
+# time; first straight to the provider, then through the gateway (sqlite-normal). The
+# gateway adds the difference. CPU per chunk and RSS per open stream are the gateway's.
+stream_results="$work/streams.tsv"
+: > "$stream_results"
+if [ -n "${URL[sqlite-normal]:-}" ] && [ -n "$STREAMS" ]; then
+  for n in $STREAMS; do
+    for s in direct sqlite-normal; do
+      line=$("$PWD/build-release/bench/stream_load" --url "${URL[$s]}" --key "${KEY[$s]:-}" --streams "$n" \
+        --chunks "$STREAM_CHUNKS" --chunk-delay-ms "$STREAM_DELAY_MS" --pid "${PID[$s]}" | grep '^STREAM') || true
+      echo "streams=$n $s $line" >&2
+      [ -n "$line" ] || continue
+      eval "$(echo "$line" | sed 's/^STREAM //' | tr ' ' '\n' | sed 's/^/S_/')"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$s" "$S_peak_open" "$S_chunks" "$S_p50_us" "$S_p99_us" \
+        "$S_cpu_us_per_chunk" "$S_rss_peak_kb" "$S_rss_per_stream_kb" "$S_errors" >> "$stream_results"
+    done
+  done
+fi
 
 {
   echo "# Benchmarks"
@@ -124,20 +192,37 @@ done
   echo "wrk -t1, one event loop per system under test (nginx worker_processes 1, cairva threads = 1), same mock provider."
   echo "CPU is the system under test's own user+system time per request. Ratios are against nginx measured in the same run."
   echo
-  echo "| connections | system | requests/s | × nginx | p50 µs | p99 µs | CPU µs/req | × nginx CPU | peak RSS MB | non-2xx |"
-  echo "|---|---|---|---|---|---|---|---|---|---|"
+  echo "| connections | system | requests/s | × nginx | p50 µs | p99 µs | × nginx p99 | CPU µs/req | × nginx CPU | peak RSS MB | non-2xx | writes/commit |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk -F'\t' '
-    { rps[$1,$2]=$3; p50[$1,$2]=$4; p99[$1,$2]=$5; cpu[$1,$2]=$6; rss[$1,$2]=$7; bad[$1,$2]=$8; order[++n]=$1 SUBSEP $2 }
+    { rps[$1,$2]=$3; p50[$1,$2]=$4; p99[$1,$2]=$5; cpu[$1,$2]=$6; rss[$1,$2]=$7; bad[$1,$2]=$8; bat[$1,$2]=$9; order[++n]=$1 SUBSEP $2 }
     END { for (i=1;i<=n;i++) { split(order[i], k, SUBSEP); c=k[1]; s=k[2];
       r = (rps[c,"nginx"]>0) ? sprintf("%.2f", rps[c,s]/rps[c,"nginx"]) : "-";
       u = (cpu[c,"nginx"]>0) ? sprintf("%.2f", cpu[c,s]/cpu[c,"nginx"]) : "-";
-      printf "| %s | %s | %.0f | %s | %s | %s | %s | %s | %.1f | %s |\n", c, s, rps[c,s], r, p50[c,s], p99[c,s], cpu[c,s], u, rss[c,s]/1024, bad[c,s] } }' "$results"
+      l = (p99[c,"nginx"]>0) ? sprintf("%.2f", p99[c,s]/p99[c,"nginx"]) : "-";
+      printf "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", c, s, rps[c,s], r, p50[c,s], p99[c,s], l, cpu[c,s], u, rss[c,s]/1024, bad[c,s], bat[c,s] } }' "$results"
   echo
   echo "Ledger check after the run:"
   echo
   printf '%s' "$ledger_note"
   echo
   echo "![throughput and p99 against connections](bench.png)"
+  if [ -s "$stream_results" ]; then
+    echo
+    echo "## Streaming ($STREAM_CHUNKS chunks per stream, one every $STREAM_DELAY_MS ms)"
+    echo
+    echo "Per-chunk latency is receive time minus the provider's send stamp. \"added\" is the gateway's"
+    echo "figure minus the direct one from the same run. CPU per chunk and RSS are the process's own"
+    echo "(for direct: the mock provider's); RSS per stream is (peak RSS − RSS before) / peak open streams."
+    echo
+    echo "| streams | target | peak open | chunks | p50 µs | p99 µs | added p50 µs | added p99 µs | CPU µs/chunk | peak RSS MB | RSS KB/stream | errors |"
+    echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+    awk -F'\t' '
+      { p50[$1,$2]=$5; p99[$1,$2]=$6; row[++n]=$0 }
+      END { for (i=1;i<=n;i++) { split(row[i], f, "\t"); k=f[1];
+        a50 = (f[2]=="direct") ? "-" : f[5]-p50[k,"direct"]; a99 = (f[2]=="direct") ? "-" : f[6]-p99[k,"direct"];
+        printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", f[1], f[2], f[3], f[4], f[5], f[6], a50, a99, f[7], f[8]/1024, f[9], f[10] } }' "$stream_results"
+  fi
 } > "$OUT_MD"
 
 if command -v gnuplot >/dev/null; then
