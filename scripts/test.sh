@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: set-up, build, a throw-away PostgreSQL, unit + contract + model
 # tests (CTest), end-to-end tests (Node's test runner with the official openai client).
-# CAIRVA_TEST_SANITIZE=1 also runs the CTest suite under ASan+UBSan.
+# CAIRVA_TEST_SANITIZE=1 also runs the CTest suite under ASan+UBSan, the end-to-end suites
+# against the ASan+UBSan binary, and the concurrent parts (the stores and their contract
+# suite: writer thread, per-allocation mutexes, connection pools) under TSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,5 +22,10 @@ ctest --test-dir build --output-on-failure -j2 || status=1
 if [ "${CAIRVA_TEST_SANITIZE:-0}" = 1 ]; then
   ./scripts/build.sh build-asan -DCAIRVA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
   ctest --test-dir build-asan --output-on-failure -j2 || status=1
+  (cd tests/e2e && CAIRVA_BIN="$PWD/../../build-asan/cairva" \
+    node --test --test-concurrency=1 ./*.test.mjs) || status=1
+  ./scripts/build.sh build-tsan -DCAIRVA_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
+  TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j2 \
+    -R 'sqlite|postgres|contract' || status=1
 fi
 exit $status
