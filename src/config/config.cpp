@@ -6,6 +6,7 @@
 
 #include <boost/url/parse.hpp>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <optional>
@@ -326,9 +327,21 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& sou
     root = toml::parse(toml_text, source);
   } catch (const toml::parse_error& e) {
     const auto& begin = e.source().begin;
+    // toml++ quotes the offending character, which may be a newline: the error must
+    // stay one line (SPEC §8), so control characters are shown escaped.
+    std::string description;
+    for (char ch : e.description()) {
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned char>(ch));
+        description += buf;
+      } else {
+        description += ch;
+      }
+    }
     return make_error(ErrorCode::invalid_request, source + ": line " + std::to_string(begin.line) +
                                                       ", column " + std::to_string(begin.column) +
-                                                      ": " + std::string(e.description()));
+                                                      ": " + description);
   }
   Checker c(source);
   Config cfg;
