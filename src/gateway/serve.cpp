@@ -18,6 +18,7 @@
 #include "gateway/gateway.h"
 #include "http/listener.h"
 #include "store/open.h"
+#include "store/validate.h"
 
 namespace cairva::gateway {
 namespace {
@@ -75,7 +76,8 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   options.on_commit_batch = [](int64_t writes) { admin::metrics().observe_commit_batch(writes); };
   auto opened = store::open_store(options, clock);
   if (!opened) {
-    std::fprintf(stderr, "cairva: store %s: %s\n", cfg.store_url.c_str(), opened.error().message.c_str());
+    std::fprintf(stderr, "cairva: store %s: %s\n", store::redacted_store_url(cfg.store_url).c_str(),
+                 opened.error().message.c_str());
     return 1;
   }
   std::unique_ptr<store::Store> store = std::move(*opened);
@@ -123,7 +125,7 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   }
   std::printf("cairva listening on %s:%u (admin %s:%u), store %s, %zu event loops\n",
               bound.address().to_string().c_str(), bound.port(), admin_bound->address().to_string().c_str(),
-              admin_bound->port(), cfg.store_url.c_str(), loops.size());
+              admin_bound->port(), store::redacted_store_url(cfg.store_url).c_str(), loops.size());
   if (cfg.admin_token.empty()) {
     std::printf("cairva: no admin token in $%s: the admin API refuses every call\n", cfg.admin_token_env.c_str());
   }

@@ -26,4 +26,24 @@ Status validate_new_agreement(const NewAgreement& a, const std::vector<std::stri
   return {};
 }
 
+std::string redacted_store_url(std::string_view url) {
+  std::string out(url);
+  const auto scheme_end = out.find("://");
+  if (scheme_end != std::string::npos) {
+    const auto authority = scheme_end + 3;
+    const auto at = out.find('@', authority);
+    const auto slash = out.find('/', authority);
+    if (at != std::string::npos && (slash == std::string::npos || at < slash)) {
+      const auto colon = out.find(':', authority);
+      if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
+    }
+  }
+  for (size_t pos = out.find("password="); pos != std::string::npos; pos = out.find("password=", pos + 1)) {
+    const auto value = pos + std::string_view("password=").size();
+    const auto end = out.find('&', value);
+    out.replace(value, (end == std::string::npos ? out.size() : end) - value, "***");
+  }
+  return out;
+}
+
 }  // namespace cairva::store
