@@ -5,6 +5,8 @@
 #include <openssl/rand.h>
 
 #include <array>
+#include <chrono>
+#include <cstdint>
 
 #include "base/assert.h"
 
@@ -28,6 +30,24 @@ std::string new_id(std::string_view prefix) {
   id.reserve(prefix.size() + 1 + id_random_chars);
   id.append(prefix).push_back('_');
   for (unsigned char b : raw) id.push_back(kAlphabet[b & 31]);
+  return id;
+}
+
+std::string new_time_ordered_id(std::string_view prefix) {
+  // The base32 alphabet in ASCII order, so that string order is numeric order.
+  static constexpr char kOrdered[] = "234567abcdefghijklmnopqrstuvwxyz";
+  constexpr int time_chars = 11;  // 55 bits of microseconds: past the year 3000
+  static_assert(time_chars < id_random_chars);
+  const auto us = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count());
+  std::array<unsigned char, id_random_chars - time_chars> raw;
+  random_bytes(raw.data(), raw.size());
+  std::string id;
+  id.reserve(prefix.size() + 1 + id_random_chars);
+  id.append(prefix).push_back('_');
+  for (int i = time_chars - 1; i >= 0; --i) id.push_back(kOrdered[(us >> (5 * i)) & 31]);
+  for (unsigned char b : raw) id.push_back(kOrdered[b & 31]);
   return id;
 }
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
 #include <set>
 
 namespace cairva {
@@ -13,6 +15,30 @@ TEST(Ids, CarryPrefixAndAreUnique) {
     ASSERT_EQ(id.rfind("req_", 0), 0u);
     ASSERT_EQ(id.size(), 4u + 24u);
     ASSERT_TRUE(seen.insert(id).second);
+  }
+}
+
+TEST(Ids, TimeOrderedHaveTheSameShapeAndEncodeTheirCreationTime) {
+  const auto micros = [] {
+    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    const int64_t before = micros();
+    const auto id = new_time_ordered_id("req");
+    const int64_t after = micros();
+    ASSERT_EQ(id.rfind("req_", 0), 0u);
+    ASSERT_EQ(id.size(), 4u + 24u);
+    ASSERT_EQ(id.find_first_not_of("abcdefghijklmnopqrstuvwxyz234567", 4), std::string::npos);
+    ASSERT_TRUE(seen.insert(id).second);
+    // The first 11 characters are the creation time, most significant first, in an
+    // alphabet whose ASCII order is its numeric order: string order is time order.
+    const std::string ordered = "234567abcdefghijklmnopqrstuvwxyz";
+    int64_t t = 0;
+    for (size_t k = 4; k < 15; ++k) t = t * 32 + static_cast<int64_t>(ordered.find(id[k]));
+    ASSERT_LE(before, t);
+    ASSERT_LE(t, after);
   }
 }
 

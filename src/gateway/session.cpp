@@ -110,7 +110,7 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
         ec == net::error::connection_reset) {
       co_return false;
     }
-    ex.request_id = new_id("req");
+    ex.request_id = new_time_ordered_id("req");
     if (ec == beast::error::timeout) {
       co_await ex.send_error(ErrorCode::request_timeout, "request headers not received in time");
     } else if (ec == bhttp::error::header_limit) {
@@ -123,7 +123,7 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
   auto& req = hp.get();
   ex.version = req.version();
   ex.keep_alive = req.keep_alive() && !has_body(hp);  // reset below once the body is read
-  ex.request_id = new_id("req");
+  ex.request_id = new_time_ordered_id("req");
   bool method_ok = false;
   const Route route = route_of(req.target(), req.method(), method_ok);
   if (route == Route::unknown) co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(req.target()));
