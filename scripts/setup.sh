@@ -15,7 +15,7 @@ PACKAGES=(
   libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   postgresql-15 postgresql-client-15
-  wrk nginx-light gnuplot-nox hyperfine
+  wrk nginx-light gnuplot-nox hyperfine linux-perf
   clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
 
