@@ -264,6 +264,7 @@ class Handler {
       case Kind::get_agreement: {
         auto a = store_.get_agreement(route.id);
         if (!a) return error_response(a.error());
+        a->state = core::effective_agreement_state(a->state, a->terms.window, clock_.now());
         return json_response(200, agreement_object(*a));
       }
       case Kind::cancel_agreement: {

@@ -183,5 +183,17 @@ TEST_F(AdminSqliteTest, SuspendingADepletedAllocationIs409) {
   EXPECT_EQ(call("POST", "/admin/v1/allocations/" + alloc + "/suspend").first, 409);
 }
 
+TEST_F(AdminSqliteTest, AgreementWhoseWindowEndedUnusedShowsExpired) {
+  json::object created = create();
+  const std::string id(created["agreement"].as_object()["id"].as_string());
+  auto [before_status, before] = call("GET", "/admin/v1/agreements/" + id);
+  ASSERT_EQ(before_status, 200);
+  EXPECT_EQ(before.as_object().at("state").as_string(), "in_force");
+  clock_->set(*parse_rfc3339("2026-12-31T00:00:00Z"));  // the window's end: [starts_at, ends_at)
+  auto [after_status, after] = call("GET", "/admin/v1/agreements/" + id);
+  ASSERT_EQ(after_status, 200);
+  EXPECT_EQ(after.as_object().at("state").as_string(), "expired");
+}
+
 }  // namespace
 }  // namespace cairva::admin

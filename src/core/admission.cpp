@@ -140,6 +140,11 @@ AllocationState effective_state(const AllocationSnapshot& snap, UnixMicros now) 
   return snap.state;
 }
 
+AgreementState effective_agreement_state(AgreementState state, const Window& window, UnixMicros now) {
+  if (state == AgreementState::in_force && now >= window.ends_at) return AgreementState::expired;
+  return state;
+}
+
 bool is_depleted(const Tokens& allowance, const Tokens& booked) {
   return booked.input >= allowance.input || booked.output >= allowance.output;
 }

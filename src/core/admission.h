@@ -86,6 +86,10 @@ AdmissionDecision decide_admission(const AllocationSnapshot& snap, const Request
 // ->expired as admission would apply them, without applying them).
 AllocationState effective_state(const AllocationSnapshot& snap, UnixMicros now);
 
+// The agreement's state as shown at `now`: an in_force agreement whose window has ended
+// is expired (SPEC §7: "becomes expired when its window ends unused").
+AgreementState effective_agreement_state(AgreementState state, const Window& window, UnixMicros now);
+
 // True when `booked` has reached the allowance in either direction (SPEC §5 Depletion).
 bool is_depleted(const Tokens& allowance, const Tokens& booked);
 

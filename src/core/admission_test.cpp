@@ -456,4 +456,12 @@ TEST(Types, StatesRoundTripThroughTheirWireNames) {
 }
 
 }  // namespace
+TEST(EffectiveState, InForceAgreementExpiresAtWindowEndOthersKeepTheirState) {
+  const Window w{100, 200};
+  EXPECT_EQ(effective_agreement_state(AgreementState::in_force, w, 199), AgreementState::in_force);
+  EXPECT_EQ(effective_agreement_state(AgreementState::in_force, w, 200), AgreementState::expired);
+  EXPECT_EQ(effective_agreement_state(AgreementState::completed, w, 500), AgreementState::completed);
+  EXPECT_EQ(effective_agreement_state(AgreementState::cancelled, w, 500), AgreementState::cancelled);
+}
+
 }  // namespace cairva::core
