@@ -80,7 +80,9 @@ NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1)
 
 PG_URL=""
 if [[ " $SYSTEMS " == *" postgres "* ]]; then
-  if ./scripts/pg-test-cluster.sh start >/dev/null 2>&1; then PG_STARTED=1; PG_URL=$(./scripts/pg-test-cluster.sh url); fi
+  # Stop it afterwards only if this run started it: other suites may share the cluster.
+  if ./scripts/pg-test-cluster.sh status >/dev/null 2>&1; then PG_URL=$(./scripts/pg-test-cluster.sh url)
+  elif ./scripts/pg-test-cluster.sh start >/dev/null 2>&1; then PG_STARTED=1; PG_URL=$(./scripts/pg-test-cluster.sh url); fi
 fi
 
 # start_gateway NAME STORE_URL SYNC → sets GW_PORT, GW_ADMIN, GW_PID, GW_KEY, GW_ALLOC
@@ -185,6 +187,11 @@ if [ -n "${URL[sqlite-normal]:-}" ] && [ -n "$STREAMS" ]; then
   done
 fi
 
+# Hand-written notes below the marker line survive a new run.
+notes_marker='<!-- notes below are kept by run.sh -->'
+notes=""
+if [ -f "$OUT_MD" ] && grep -qF "$notes_marker" "$OUT_MD"; then notes=$(sed -n "/$notes_marker/,\$p" "$OUT_MD"); fi
+
 {
   echo "# Benchmarks"
   echo
@@ -223,20 +230,8 @@ fi
         a50 = (f[2]=="direct") ? "-" : f[5]-p50[k,"direct"]; a99 = (f[2]=="direct") ? "-" : f[6]-p99[k,"direct"];
         printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", f[1], f[2], f[3], f[4], f[5], f[6], a50, a99, f[7], f[8]/1024, f[9], f[10] } }' "$stream_results"
   fi
+  if [ -n "$notes" ]; then echo; printf '%s\n' "$notes"; fi
 } > "$OUT_MD"
 
-if command -v gnuplot >/dev/null; then
-  for s in $SYSTEMS; do awk -F'\t' -v s=$s '$2==s {print $1, $3, $5/1000}' "$results" > "$work/$s.dat"; done
-  {
-    echo "set terminal pngcairo size 1100,450 noenhanced 2>/dev/null; set terminal png size 1100,450"
-    echo "set output 'docs/bench.png'; set multiplot layout 1,2"
-    echo "set logscale x 2; set xlabel 'connections'; set key left top; set grid"
-    printf "set ylabel 'requests/s'; plot "
-    first=1; for s in $SYSTEMS; do [ -s "$work/$s.dat" ] || continue; [ $first = 1 ] || printf ", "; printf "'%s' using 1:2 with linespoints title '%s'" "$work/$s.dat" "$s"; first=0; done; echo
-    printf "set ylabel 'p99 latency (ms)'; plot "
-    first=1; for s in $SYSTEMS; do [ -s "$work/$s.dat" ] || continue; [ $first = 1 ] || printf ", "; printf "'%s' using 1:3 with linespoints title '%s'" "$work/$s.dat" "$s"; first=0; done; echo
-    echo "unset multiplot"
-  } > "$work/plot.gp"
-  gnuplot "$work/plot.gp" 2>/dev/null || echo "gnuplot failed" >&2
-fi
+bench/plot.sh "$OUT_MD" "$(dirname "$OUT_MD")/bench.png" || echo "plot failed" >&2
 cat "$OUT_MD"
