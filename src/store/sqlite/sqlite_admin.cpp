@@ -261,7 +261,7 @@ Result<UsageEventRow> SqliteStore::reconcile(const Reconciliation& r) {
       case core::ReconcileResult::provider_id_taken:
         return make_error(ErrorCode::conflict, "provider request id already booked: " + provider_request_id);
     }
-    event = UsageEventRow{new_id("evt"), alloc->id, r.request_id, provider_request_id, r.usage,
+    event = UsageEventRow{new_time_ordered_id("evt"), alloc->id, r.request_id, provider_request_id, r.usage,
                           core::EventSource::reconciliation, core::Finality::confirmed, r.evidence, now};
     writer_->enqueue({WriteOp::Kind::durable, writes::book(event), nullptr});
     persist_states_if_changed(*alloc, before, before_agreement);

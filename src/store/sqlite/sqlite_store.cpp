@@ -195,7 +195,7 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
       out.book = b.result;
       out.request_state = core::RequestState::booked;
       if (b.result == core::BookResult::booked) {
-        rows.push_back(writes::book(UsageEventRow{new_id("evt"), alloc->id, cmd.request_id,
+        rows.push_back(writes::book(UsageEventRow{new_time_ordered_id("evt"), alloc->id, cmd.request_id,
                                                   cmd.provider_request_id, cmd.usage,
                                                   core::EventSource::provider,
                                                   core::Finality::reported, "", now}));
