@@ -23,13 +23,11 @@ struct CompletionInfo {
 // counts as usage missing. A body that is not a valid JSON object is an
 // ErrorCode::provider_unavailable error.
 Result<CompletionInfo> read_completion(std::string_view body);
-inline Result<CompletionInfo> process_completion_body(std::string_view body) { return read_completion(body); }
 
 // `body` with `"usage_source":"provider"` added before its closing brace or, when
 // `pending`, with `"usage":null` (replacing any usage value) and
 // `"usage_source":"pending"`. An existing usage_source value is replaced. Every other byte
 // is unchanged. A body read_completion refused is returned unchanged.
 std::string with_usage_source(std::string_view body, bool pending);
-inline std::string add_usage_source(std::string_view body, bool pending) { return with_usage_source(body, pending); }
 
 }  // namespace cairva::wire
