@@ -19,7 +19,7 @@ STREAM_DELAY_MS=${CAIRVA_BENCH_STREAM_DELAY_MS:-1000}
 [ -n "${CAIRVA_BENCH_NO_SETUP:-}" ] || ./scripts/setup.sh >/dev/null
 # GCC 12 at -O3 reports false -Wrestrict (std::string::insert) and -Wmismatched-new-delete
 # (Asio coroutine frames); -g keeps symbols for perf.
-cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="-g -Wno-restrict -Wno-mismatched-new-delete" >/dev/null
+cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="-g" >/dev/null
 ninja -C build-release -j2 cairva stream_load >/dev/null
 # 10,000 streams hold 20,000 sockets in the gateway (client + provider side).
 ulimit -n "$(ulimit -Hn)"
