@@ -20,11 +20,13 @@ ctest --test-dir build --output-on-failure -j2 || status=1
 (cd tests/e2e && node --test --test-concurrency=2 ./*.test.mjs) || status=1
 
 if [ "${CAIRVA_TEST_SANITIZE:-0}" = 1 ]; then
-  ./scripts/build.sh build-asan -DCAIRVA_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+  # RelWithDebInfo: sanitizers instrument optimised code; CAIRVA_ASSERT stays on. (Debug
+  # would also switch on simdjson's development checks, see docs/reliability.md §6.)
+  ./scripts/build.sh build-asan -DCAIRVA_SANITIZE=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
   ctest --test-dir build-asan --output-on-failure -j2 || status=1
   (cd tests/e2e && CAIRVA_BIN="$PWD/../../build-asan/cairva" \
     node --test --test-concurrency=1 ./*.test.mjs) || status=1
-  ./scripts/build.sh build-tsan -DCAIRVA_TSAN=ON -DCMAKE_BUILD_TYPE=Debug
+  ./scripts/build.sh build-tsan -DCAIRVA_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j2 \
     -R 'sqlite|postgres|contract' || status=1
 fi
