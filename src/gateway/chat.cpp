@@ -69,13 +69,14 @@ struct Flow {
     co_return co_await settle(kind, std::move(provider_request_id), counts);
   }
 
-  void stamp(bhttp::fields& h) const {
+  // `provider` is the header of the parser reading the response now: `head` is moved
+  // into the body parser, and its own fields are empty after that.
+  void stamp(bhttp::fields& h, const bhttp::fields& provider) const {
     ex.stamp(h);
     if (lowered_to) h.set("x-cairva-max-tokens-lowered", std::to_string(*lowered_to));
-    if (!head) return;
     for (auto name : forwarded_provider_headers) {
-      auto it = head->get().find(name);
-      if (it != head->get().end()) h.set(name, it->value());
+      auto it = provider.find(name);
+      if (it != provider.end()) h.set(name, it->value());
     }
   }
 
@@ -141,7 +142,7 @@ struct Flow {
     maybe_release(!ec && p.keep_alive());
     if (ec) co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider error response was cut off");
     bhttp::fields extra;
-    stamp(extra);
+    stamp(extra, p.get().base());
     co_return co_await ex.send_json(static_cast<int>(p.get().result_int()), std::move(p.get().body()), &extra);
   }
 
@@ -169,7 +170,7 @@ struct Flow {
     auto settled = co_await settle_reported(info->usage, std::move(provider_id));
     if (!settled) co_return co_await ex.send_error(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message);
     bhttp::fields extra;
-    stamp(extra);
+    stamp(extra, p.get().base());
     co_return co_await ex.send_json(static_cast<int>(p.get().result_int()),
                                     wire::with_usage_source(body, !info->usage.has_value()), &extra);
   }
@@ -187,7 +188,7 @@ struct Flow {
     bhttp::response<bhttp::empty_body> res{static_cast<bhttp::status>(head->get().result_int()), ex.version};
     res.set(bhttp::field::content_type, "text/event-stream");
     res.set(bhttp::field::cache_control, "no-cache");
-    stamp(res.base());
+    stamp(res.base(), head->get().base());
     res.chunked(true);
     res.keep_alive(ex.keep_alive);
     bhttp::response_serializer<bhttp::empty_body> sr{res};

@@ -321,7 +321,8 @@ net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_
   if (sw.status != 200) {
     co_return co_await json_reply(stream, req.version(), req.keep_alive(), sw.status,
                                   R"({"error":{"message":"mock: scripted error","type":"mock_error","code":"mock_)" +
-                                      std::to_string(sw.status) + "\"}}");
+                                      std::to_string(sw.status) + "\"}}",
+                                  sw.header_id);
   }
   if (facts.stream) co_return co_await stream_reply(stream, sw, facts, req.version()) && req.keep_alive();
   if (sw.malformed) co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"id\": truncated");

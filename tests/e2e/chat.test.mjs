@@ -38,6 +38,18 @@ test('a non-streaming completion is forwarded, booked once, and tagged usage_sou
   assert.equal(events.body.data[0].provider_request_id, res.id);
 });
 
+test("the provider's x-request-id header reaches the client, plain and streamed", async () => {
+  const { secret } = await createAgreement(gw);
+  const plain = await chat(gw, secret, { model: 'mock?header-id=hdr-plain-1', messages: [{ role: 'user', content: 'x' }] });
+  assert.equal(plain.status, 200);
+  assert.equal(plain.headers.get('x-request-id'), 'hdr-plain-1');
+  const streamed = await chat(gw, secret, { model: 'mock?header-id=hdr-stream-1', messages: [{ role: 'user', content: 'x' }], stream: true });
+  assert.equal(streamed.headers.get('x-request-id'), 'hdr-stream-1');
+  const failed = await chat(gw, secret, { model: 'mock?header-id=hdr-err-1&status=503', messages: [{ role: 'user', content: 'x' }] });
+  assert.equal(failed.status, 503);
+  assert.equal(failed.headers.get('x-request-id'), 'hdr-err-1');
+});
+
 test('the buyer key is never sent upstream; the supplier key is', async () => {
   const { secret } = await createAgreement(gw);
   await chat(gw, secret, { model: 'm', messages: [{ role: 'user', content: 'x' }] });
