@@ -44,6 +44,8 @@ TEST(ReadCompletion, TreatsAbsentOrInvalidUsageAsMissing) {
       R"({"id":"x","usage":{"prompt_tokens":"1","completion_tokens":1}})",
       R"({"id":"x","usage":{"prompt_tokens":1,"completion_tokens":1099511627777}})",
       R"({"id":"x","usage":{"prompt_tokens":1,"completion_tokens":18446744073709551615}})",
+      R"({"id":"x","usage":{"prompt_tokens":1,"completion_tokens":99999999999999999999999}})",
+      R"({"id":"x","usage":{"prompt_tokens":-99999999999999999999999,"completion_tokens":1}})",
       R"({"id":"x","usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens":3}})",
   };
   for (const auto& b : bodies) {

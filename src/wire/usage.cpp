@@ -19,6 +19,10 @@ std::optional<int64_t> read_count(od::value v, int depth, simdjson::error_code& 
       if (x >= 0 && x <= usage_tokens_max) return x;
       return std::nullopt;
     }
+    // A number, but not a count (fraction, negative, beyond 64 bits): the usage is invalid,
+    // the body is not. A failed get_* leaves the value unconsumed, so get_double consumes it.
+    double ignored = 0;
+    if (v.get_double().get(ignored) == simdjson::SUCCESS) return std::nullopt;
   }
   e = json::validate(v, depth);
   return std::nullopt;
