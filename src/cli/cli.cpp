@@ -101,9 +101,9 @@ std::string admin_target(std::initializer_list<std::string> segments,
   return std::string(u.buffer());
 }
 
-Result<config::Config> load_config(const std::string& path) {
+Result<config::Config> load_config(const std::string& path, const config::LoadOptions& options = {}) {
   if (path.empty()) return config::default_config();
-  return config::load_config_file(path);
+  return config::load_config_file(path, options);
 }
 
 struct ServeArgs {
@@ -111,8 +111,8 @@ struct ServeArgs {
 };
 
 // Loads the config and applies the command-line overrides, each validated like its key.
-Result<config::Config> serve_config(const ServeArgs& a) {
-  auto cfg = load_config(a.config);
+Result<config::Config> serve_config(const ServeArgs& a, const config::LoadOptions& options = {}) {
+  auto cfg = load_config(a.config, options);
   if (!cfg) return cfg;
   if (!a.listen.empty()) {
     if (!config::valid_listen_address(a.listen)) {
@@ -222,7 +222,8 @@ int run(int argc, char** argv, const Hooks& hooks) {
                         "sqlite://PATH or postgresql://... (overrides store.url)");
   audit_cmd->callback([&] {
     action = [&] {
-      auto cfg = serve_config(audit);
+      // The audit reads the store only: it needs no provider key in its environment.
+      auto cfg = serve_config(audit, config::LoadOptions{.require_provider_keys = false});
       if (!cfg) {
         std::cerr << cfg.error().message << "\n";
         return exit_bad_config;

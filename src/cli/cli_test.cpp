@@ -1,6 +1,7 @@
 #include "cli/cli.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <boost/json/parse.hpp>
 #include <cstdlib>
@@ -272,6 +273,29 @@ TEST_F(CliTest, AuditExitsNonZeroOnViolations) {
   Outcome bad = run_cli({"audit"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.out.find("violation: allocation alloc_1"), std::string::npos);
+}
+
+TEST_F(CliTest, AuditNeedsNoProviderKeyButServeDoes) {
+  char path[] = "/tmp/cairva-cli-audit-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  const std::string text =
+      "[store]\nurl = \"sqlite:///tmp/y.db\"\n[[providers]]\nname = \"p\"\n"
+      "base_url = \"https://x.test/v1\"\napi_key_env = \"CAIRVA_CLI_TEST_SURELY_UNSET\"\n";
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  std::string store_url;
+  hooks_.audit = [&](const config::Config& c) {
+    store_url = c.store_url;
+    return Result<store::AuditReport>(store::AuditReport{});
+  };
+  hooks_.serve = [](const config::Config&) { return 0; };
+  EXPECT_EQ(run_cli({"audit", "--config", path}).code, 0);
+  EXPECT_EQ(store_url, "sqlite:///tmp/y.db");
+  Outcome serve = run_cli({"serve", "--config", path});
+  EXPECT_NE(serve.code, 0);
+  EXPECT_NE(serve.err.find("CAIRVA_CLI_TEST_SURELY_UNSET"), std::string::npos);
+  unlink(path);
 }
 
 TEST(StoreOptions, CarryTheConfig) {

@@ -29,13 +29,14 @@ constexpr std::string_view sqlite_scheme = "sqlite://";
 // Collects the first error as "SOURCE: KEY: problem".
 class Checker {
  public:
-  explicit Checker(std::string source) : source_(std::move(source)) {}
+  Checker(std::string source, const LoadOptions& load) : options(load), source_(std::move(source)) {}
 
   void fail(const std::string& key, const std::string& problem) {
     if (!error_) error_ = source_ + ": " + key + ": " + problem;
   }
   bool failed() const { return error_.has_value(); }
   const std::string& message() const { return *error_; }
+  const LoadOptions options;
 
  private:
   std::string source_;
@@ -258,6 +259,8 @@ void load_provider(Checker& c, const toml::table& t, const std::string& prefix, 
     const char* value = env->empty() ? nullptr : std::getenv(env->c_str());
     if (env->empty()) {
       c.fail(prefix + ".api_key_env", "must name an environment variable, got \"\"");
+    } else if ((value == nullptr || *value == '\0') && !c.options.require_provider_keys) {
+      p.api_key_env = *env;
     } else if (value == nullptr || *value == '\0') {
       c.fail(prefix + ".api_key_env",
              "environment variable " + *env +
@@ -321,7 +324,8 @@ Config default_config() {
   return cfg;
 }
 
-Result<Config> parse_config(const std::string& toml_text, const std::string& source) {
+Result<Config> parse_config(const std::string& toml_text, const std::string& source,
+                            const LoadOptions& options) {
   toml::table root;
   try {
     root = toml::parse(toml_text, source);
@@ -343,7 +347,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& sou
                                                       ", column " + std::to_string(begin.column) +
                                                       ": " + description);
   }
-  Checker c(source);
+  Checker c(source, options);
   Config cfg;
   cfg.source = source;
   reject_unknown(c, root, "", {"server", "admin", "store", "holds", "providers"});
@@ -357,7 +361,7 @@ Result<Config> parse_config(const std::string& toml_text, const std::string& sou
   return cfg;
 }
 
-Result<Config> load_config_file(const std::string& path) {
+Result<Config> load_config_file(const std::string& path, const LoadOptions& options) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return make_error(ErrorCode::invalid_request, path + ": cannot open the config file");
   std::string text;
@@ -367,7 +371,7 @@ Result<Config> load_config_file(const std::string& path) {
   if (text.size() > config_file_bytes_max) {
     return make_error(ErrorCode::invalid_request, path + ": file larger than 1 MiB");
   }
-  return parse_config(text, path);
+  return parse_config(text, path, options);
 }
 
 }  // namespace cairva::config

@@ -48,11 +48,19 @@ struct Config {
   bool access_log = true;  // [server] access_log: one line per request on stdout
 };
 
+// What loading checks beyond the file itself.
+struct LoadOptions {
+  // Provider keys must be present in the environment. Off for commands that never call a
+  // provider (`cairva audit`): they need the store's settings, not the supplier's keys.
+  bool require_provider_keys = true;
+};
+
 // Reads and validates `path`. Errors name the file, the key and the problem in one line,
 // e.g. "cairva.toml: holds.default_max_tokens: expected a positive integer, got \"x\"".
-Result<Config> load_config_file(const std::string& path);
+Result<Config> load_config_file(const std::string& path, const LoadOptions& options = {});
 // Parses TOML text (for tests); `source` names it in errors.
-Result<Config> parse_config(const std::string& toml_text, const std::string& source);
+Result<Config> parse_config(const std::string& toml_text, const std::string& source,
+                            const LoadOptions& options = {});
 // "HOST:PORT" with a non-empty host (a bracketed IPv6 literal allowed) and a port 0..65535:
 // what server.listen and server.admin_listen (and their command-line overrides) accept.
 bool valid_listen_address(std::string_view address);
