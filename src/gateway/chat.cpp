@@ -93,7 +93,7 @@ struct Flow {
       if (!acquired) co_return acquired.error();
       conn = std::move(*acquired);
       // The body is referenced, not copied: it outlives the exchange and a retry reuses it.
-      bhttp::request<bhttp::span_body<const char>> req{bhttp::verb::post, provider->base_path + "/chat/completions", 11};
+      bhttp::request<bhttp::span_body<const char>> req{bhttp::verb::post, provider->chat_path, 11};
       req.set(bhttp::field::host, provider->host);
       req.set(bhttp::field::content_type, "application/json");
       req.set(bhttp::field::accept, "application/json, text/event-stream");

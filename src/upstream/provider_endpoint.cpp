@@ -20,8 +20,9 @@ Result<ProviderEndpoint> make_endpoint(const config::Provider& provider) {
   ep.tls = scheme == "https";
   ep.host = std::string(url.host());
   ep.port = url.has_port() ? std::string(url.port()) : (ep.tls ? "443" : "80");
-  ep.base_path = std::string(url.encoded_path());
-  while (!ep.base_path.empty() && ep.base_path.back() == '/') ep.base_path.pop_back();
+  std::string base_path(url.encoded_path());
+  while (!base_path.empty() && base_path.back() == '/') base_path.pop_back();
+  ep.chat_path = base_path + "/chat/completions";
   if (!provider.api_key.empty()) ep.authorization = "Bearer " + provider.api_key;
   ep.timeout_s = provider.timeout_s;
   ep.ca_file = provider.ca_file;

@@ -13,7 +13,7 @@ struct ProviderEndpoint {
   std::string name;
   std::string host;
   std::string port;
-  std::string base_path;      // "/v1" (no trailing slash)
+  std::string chat_path;      // base_url's path + "/chat/completions", e.g. "/v1/chat/completions"
   bool tls = false;
   std::string authorization;  // "Bearer <supplier key>", empty when none; never logged
   int64_t timeout_s = 600;    // bound on waiting for the response headers

@@ -1,17 +1,12 @@
 // The admin API over HTTP: SPEC §7.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMock, startGateway, createAgreement, chat, adminCall } from './harness.mjs';
+import { gatewayForFile, createAgreement, chat, adminCall } from './harness.mjs';
 
 let mock, gw;
-before(async () => {
-  mock = await startMock();
-  gw = await startGateway(mock);
-});
-after(async () => {
-  await gw?.stop();
-  mock?.child.kill();
-  gw?.cleanup();
+gatewayForFile({}, async (m, g) => {
+  mock = m;
+  gw = g;
 });
 
 const msg = [{ role: 'user', content: 'x' }];

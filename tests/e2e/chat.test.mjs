@@ -1,18 +1,13 @@
 // The data path over real HTTP with the official OpenAI client: SPEC §4–§6.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { startMock, startGateway, createAgreement, chat, mockLast, PROVIDER_KEY, eventually } from './harness.mjs';
+import { gatewayForFile, createAgreement, chat, mockLast, PROVIDER_KEY, eventually } from './harness.mjs';
 
 let mock, gw;
-before(async () => {
-  mock = await startMock();
-  gw = await startGateway(mock);
-});
-after(async () => {
-  await gw?.stop();
-  await mock?.child && mock.child.kill();
-  gw?.cleanup();
+gatewayForFile({}, async (m, g) => {
+  mock = m;
+  gw = g;
 });
 
 function client(secret) {

@@ -1,24 +1,19 @@
 // The operator's command line against a running gateway (SPEC §8): each admin command is a
 // thin client of the admin API; bad config exits non-zero with one clear line.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startMock, startGateway, chat, BIN, ADMIN_TOKEN } from './harness.mjs';
+import { gatewayForFile, chat, BIN, ADMIN_TOKEN } from './harness.mjs';
 
 const run = promisify(execFile);
 let mock, gw;
-before(async () => {
-  mock = await startMock();
-  gw = await startGateway(mock);
-});
-after(async () => {
-  await gw?.stop();
-  mock?.child.kill();
-  gw?.cleanup();
+gatewayForFile({}, async (m, g) => {
+  mock = m;
+  gw = g;
 });
 
 async function cairva(args, env = {}) {

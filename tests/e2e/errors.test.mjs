@@ -1,18 +1,13 @@
 // Bad input of every kind gets a clear error, changes nothing, never crashes: SPEC §3, §6.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMock, startGateway, createAgreement, chat, rawHttp, sleep } from './harness.mjs';
+import { gatewayForFile, startGateway, createAgreement, chat, rawHttp, sleep } from './harness.mjs';
 
 let mock, gw, alloc;
-before(async () => {
-  mock = await startMock();
-  gw = await startGateway(mock);
-  alloc = await createAgreement(gw, { requests_per_minute: 1000 });
-});
-after(async () => {
-  await gw?.stop();
-  mock?.child.kill();
-  gw?.cleanup();
+gatewayForFile({}, async (m, g) => {
+  mock = m;
+  gw = g;
+  alloc = await createAgreement(g, { requests_per_minute: 1000 });
 });
 
 const msg = [{ role: 'user', content: 'x' }];

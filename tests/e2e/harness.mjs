@@ -5,6 +5,7 @@ import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import net from 'node:net';
+import { before, after } from 'node:test';
 
 export const BIN = process.env.CAIRVA_BIN ?? resolve(import.meta.dirname, '../../build/cairva');
 export const ADMIN_TOKEN = 'test-admin-token-' + Math.random().toString(36).slice(2);
@@ -169,4 +170,20 @@ export async function eventually(fn, tries = 100, everyMs = 100) {
     await sleep(everyMs);
   }
   return fn();
+}
+
+// One mock provider and one gateway for a whole test file: started before its first test,
+// stopped after its last. `onStart(mock, gw)` receives them (and may prepare more).
+export function gatewayForFile({ mockArgs = [], gateway = {} } = {}, onStart = () => {}) {
+  let mock, gw;
+  before(async () => {
+    mock = await startMock(mockArgs);
+    gw = await startGateway(mock, gateway);
+    await onStart(mock, gw);
+  });
+  after(async () => {
+    await gw?.stop();
+    mock?.child.kill();
+    gw?.cleanup();
+  });
 }

@@ -1,17 +1,12 @@
 // Admission over real HTTP under concurrency: SPEC §3.
-import { test, before, after } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startMock, startGateway, createAgreement, chat, mockStats } from './harness.mjs';
+import { gatewayForFile, createAgreement, chat, mockStats } from './harness.mjs';
 
 let mock, gw;
-before(async () => {
-  mock = await startMock(['--threads', '2']);
-  gw = await startGateway(mock);
-});
-after(async () => {
-  await gw?.stop();
-  mock?.child.kill();
-  gw?.cleanup();
+gatewayForFile({ mockArgs: ['--threads', '2'] }, async (m, g) => {
+  mock = m;
+  gw = g;
 });
 
 const msg = [{ role: 'user', content: 'x' }];
