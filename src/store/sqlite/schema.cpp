@@ -1,5 +1,6 @@
 #include "store/sqlite/schema.h"
 
+#include <algorithm>
 #include <array>
 #include <string>
 
@@ -7,7 +8,7 @@ namespace cairva::store::sqlite {
 namespace {
 
 // Never edit a migration once released: add a new one.
-constexpr std::array<const char*, 1> migrations = {
+constexpr std::array<const char*, 2> migrations = {
     R"sql(
 CREATE TABLE agreements (
   id TEXT PRIMARY KEY,
@@ -95,6 +96,38 @@ CREATE INDEX conflicts_allocation ON conflicts (allocation_id, seq);
 CREATE TABLE writer_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
 INSERT INTO writer_probe VALUES (1, 0);
 )sql",
+    // 2: fewer B-trees written per request (docs/benchmarks.md, "Where the time goes"). Every
+    // index below was written on every booking and read by nothing the gateway does often:
+    //  - requests_state moved each request from 'in_flight' to 'booked'; only in-flight
+    //    requests are ever looked up by state (restart, audit), so a partial index suffices;
+    //  - usage_events_booked_at was read by no query;
+    //  - AUTOINCREMENT rewrote sqlite_sequence per event; events are never deleted, so a
+    //    plain rowid is already strictly increasing (booking order).
+    R"sql(
+DROP INDEX requests_state;
+CREATE INDEX requests_in_flight ON requests (started_at) WHERE state = 'in_flight';
+CREATE TABLE usage_events_v2 (
+  seq INTEGER PRIMARY KEY,  -- booking order; events are never deleted, so never reused
+  id TEXT NOT NULL UNIQUE,
+  allocation_id TEXT NOT NULL REFERENCES allocations(id),
+  request_id TEXT NOT NULL UNIQUE REFERENCES requests(id),
+  provider_request_id TEXT NOT NULL,
+  input_tokens INTEGER NOT NULL CHECK (input_tokens >= 0),
+  output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0),
+  source TEXT NOT NULL CHECK (source IN ('provider','reconciliation')),
+  finality TEXT NOT NULL CHECK (finality IN ('reported','confirmed')),
+  evidence TEXT NOT NULL DEFAULT '',
+  booked_at INTEGER NOT NULL,
+  UNIQUE (allocation_id, provider_request_id)
+);
+INSERT INTO usage_events_v2 (seq, id, allocation_id, request_id, provider_request_id, input_tokens,
+  output_tokens, source, finality, evidence, booked_at)
+  SELECT seq, id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens,
+  source, finality, evidence, booked_at FROM usage_events;
+DROP TABLE usage_events;
+ALTER TABLE usage_events_v2 RENAME TO usage_events;
+CREATE INDEX usage_events_allocation ON usage_events (allocation_id, seq);
+)sql",
 };
 
 Result<int> user_version(Db& db) {
@@ -109,7 +142,7 @@ Result<int> user_version(Db& db) {
 
 int schema_version_latest() { return static_cast<int>(migrations.size()); }
 
-Status prepare_database(Db& db, bool sync_full) {
+Status prepare_database(Db& db, bool sync_full, int up_to_version) {
   if (Status s = db.exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
   if (Status s = db.exec(sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
       !s.ok()) {
@@ -124,7 +157,7 @@ Status prepare_database(Db& db, bool sync_full) {
                           " is newer than this cairva knows (" +
                           std::to_string(schema_version_latest()) + ")");
   }
-  for (int i = *v; i < schema_version_latest(); ++i) {
+  for (int i = *v; i < std::min(up_to_version, schema_version_latest()); ++i) {
     const std::string sql = std::string("BEGIN IMMEDIATE;") + migrations[i] +
                             "PRAGMA user_version=" + std::to_string(i + 1) + ";COMMIT;";
     if (Status s = db.exec(sql); !s.ok()) {

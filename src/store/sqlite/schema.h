@@ -6,10 +6,15 @@
 
 namespace cairva::store::sqlite {
 
-// Sets WAL and `synchronous` (FULL when sync_full, else NORMAL), then migrates.
-Status prepare_database(Db& db, bool sync_full);
-
 // The number of migrations this build knows.
 int schema_version_latest();
+
+// Sets WAL and `synchronous` (FULL when sync_full, else NORMAL), then migrates to
+// `up_to_version` (tests build older files with a smaller one).
+Status prepare_database(Db& db, bool sync_full, int up_to_version);
+inline Status prepare_database(Db& db, bool sync_full) {
+  return prepare_database(db, sync_full, schema_version_latest());
+}
+
 
 }  // namespace cairva::store::sqlite

@@ -14,6 +14,8 @@
 
 #include "base/ids.h"
 #include "store/open.h"
+#include "store/sqlite/schema.h"
+#include "store/sqlite/writes.h"
 
 namespace cairva::store::sqlite {
 namespace {
@@ -248,7 +250,7 @@ TEST_F(SqliteStoreTest, SchemaIsVersionedAndReopenDoesNotMigrateAgain) {
   sqlite3_stmt* s = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA user_version", -1, &s, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
-  EXPECT_EQ(sqlite3_column_int(s, 0), 1);
+  EXPECT_EQ(sqlite3_column_int(s, 0), schema_version_latest());
   sqlite3_finalize(s);
   ASSERT_EQ(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, nullptr), SQLITE_OK);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
@@ -256,6 +258,89 @@ TEST_F(SqliteStoreTest, SchemaIsVersionedAndReopenDoesNotMigrateAgain) {
   sqlite3_finalize(s);
   sqlite3_close(db);
   store_ = open_store_at();
+}
+
+// Version 1 files (written before the leaner indexes) migrate with every row kept, events
+// in their booking order, and keep booking after the last old event.
+TEST_F(SqliteStoreTest, MigratesAVersionOneFileKeepingEveryRow) {
+  store_.reset();
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_);
+  const std::string alloc = "alloc_old";
+  {
+    auto db = Db::open(path_, false);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(prepare_database(*db, false, 1).ok());
+    AgreementRow agr{"agr_old", "s", "b", "openai", {}, {{t0_us, t0_us + 86'400 * micros_per_second},
+                                                         {100, 100000, 10}, {1000, 1000}},
+                     core::AgreementState::in_force, t0_us};
+    ASSERT_TRUE(writes::insert_agreement(agr, alloc, core::AllocationState::active, "key_old", "hash_old")(*db).ok());
+    for (int i = 0; i < 3; ++i) {
+      const std::string req = "req_old" + std::to_string(i);
+      RequestRow r{req, alloc, core::RequestState::in_flight, t0_us + i, std::nullopt, "m", false, {10, 10}, ""};
+      ASSERT_TRUE(writes::insert_request(r, "key_old")(*db).ok());
+      if (i < 2) {  // the third stays in flight: the restart makes it usage_pending
+        UsageEventRow e{"evt_old" + std::to_string(i), alloc, req, "prov" + std::to_string(i), {5, 7},
+                        core::EventSource::provider, core::Finality::reported, "", t0_us + i};
+        ASSERT_TRUE(writes::book(e)(*db).ok());
+      }
+    }
+  }
+  store_ = open_store_at();
+  ASSERT_NE(store_, nullptr);
+  auto events = store_->list_events({alloc, std::nullopt, 100});
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 2u);
+  EXPECT_EQ((*events)[0].id, "evt_old0");
+  EXPECT_EQ((*events)[1].id, "evt_old1");
+  auto after = store_->list_events({alloc, std::string("evt_old0"), 100});
+  ASSERT_TRUE(after.ok());
+  ASSERT_EQ(after->size(), 1u);
+  EXPECT_EQ((*after)[0].id, "evt_old1");
+  auto pending = store_->get_request("req_old2");
+  ASSERT_TRUE(pending.ok());
+  EXPECT_EQ(pending->state, core::RequestState::usage_pending);
+  auto status = store_->get_allocation(alloc);
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->snapshot.booked.input, 10);
+  EXPECT_EQ(status->snapshot.booked.output, 14);
+  // A new booking lands after the migrated ones; the same provider id is still refused
+  // as a second event.
+  AdmitCommand c;
+  c.request_id = new_time_ordered_id("req");
+  c.allocation_id = alloc;
+  c.key_id = "key_old";
+  c.model = "m";
+  c.facts.input_estimate = 1;
+  c.facts.max_tokens = 1;
+  auto admitted = admit(c);
+  ASSERT_TRUE(admitted.ok());
+  ASSERT_TRUE(admitted->decision.admitted());
+  auto booked = settle({c.request_id, alloc, SettleKind::usage, "prov_new", {1, 1}});
+  ASSERT_TRUE(booked.ok());
+  EXPECT_EQ(booked->book, core::BookResult::booked);
+  events = store_->list_events({alloc, std::nullopt, 100});
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 3u);
+  EXPECT_EQ((*events)[2].request_id, c.request_id);
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  EXPECT_NE(sqlite3_exec(db, "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
+                             " input_tokens, output_tokens, source, finality, booked_at) VALUES"
+                             " ('evt_x', 'alloc_old', 'req_old2', 'prov0', 1, 1, 'provider', 'reported', 1)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
+                                   " ('requests_state', 'usage_events_booked_at', 'usage_events_v2')",
+                               -1, &s, nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(s, 0), 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  store_ = open_store_at();  // TearDown audits the migrated file
 }
 
 TEST_F(SqliteStoreTest, NoSecretIsStoredOnlyItsHash) {

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Profiles one Cairva gateway (SQLite store) under wrk load with perf; prints the CPU per
+# request, the share of each thread and the hottest symbols.
+#   bench/profile.sh                    # sync=normal, 32 connections, 8 s
+#   CAIRVA_PROFILE_CONNS=128 CAIRVA_PROFILE_SYNC=full bench/profile.sh
+# Uses the release build of bench/run.sh (build-release/).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CONNS=${CAIRVA_PROFILE_CONNS:-32}
+SECONDS_=${CAIRVA_PROFILE_SECONDS:-8}
+SYNC=${CAIRVA_PROFILE_SYNC:-normal}
+THREADS=${CAIRVA_PROFILE_THREADS:-1}
+OUT=${CAIRVA_PROFILE_OUT:-/tmp/cairva-profile}
+BIN=$PWD/build-release/cairva
+[ -x "$BIN" ] || { echo "build-release/cairva missing: run bench/run.sh (or ninja -C build-release cairva) first" >&2; exit 1; }
+mkdir -p "$OUT"
+work=$(mktemp -d /tmp/cairva-prof.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+wait_http() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1" >&2; return 1; }
+export CAIRVA_ADMIN_TOKEN=profile-admin-token
+MOCK_PORT=$(free_port); GW_PORT=$(free_port); GW_ADMIN=$(free_port)
+"$BIN" mock-provider --listen 127.0.0.1:$MOCK_PORT --threads 1 >/dev/null &
+pids+=($!)
+wait_http http://127.0.0.1:$MOCK_PORT/mock/stats
+cat > "$work/cairva.toml" <<TOML
+[server]
+listen = "127.0.0.1:$GW_PORT"
+admin_listen = "127.0.0.1:$GW_ADMIN"
+threads = $THREADS
+access_log = false
+[store]
+url = "sqlite://$work/cairva.db"
+sync = "$SYNC"
+[[providers]]
+name = "mock"
+base_url = "http://127.0.0.1:$MOCK_PORT/v1"
+TOML
+"$BIN" serve --config "$work/cairva.toml" > "$work/log" 2>&1 &
+GW_PID=$!; pids+=($GW_PID)
+wait_http http://127.0.0.1:$GW_PORT/healthz
+created=$(curl -s -X POST http://127.0.0.1:$GW_ADMIN/admin/v1/agreements -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" \
+  -d '{"supplier":"p","buyer":"p","provider":"mock","input_tokens":100000000000,"output_tokens":100000000000,"ends_at":"2099-01-01T00:00:00Z","requests_per_minute":100000000,"tokens_per_minute":100000000000,"max_concurrency":100000}')
+KEY=$(echo "$created" | sed -n 's/.*"secret":"\(cv_[A-Za-z0-9]*\)".*/\1/p')
+# Warm-up, so the profile shows the steady state (tables and WAL grown, pools full).
+CAIRVA_BENCH_KEY=$KEY wrk -t1 -c"$CONNS" -d2s -s bench/chat.lua http://127.0.0.1:$GW_PORT >/dev/null
+t0=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
+CAIRVA_BENCH_KEY=$KEY wrk -t1 -c"$CONNS" -d"${SECONDS_}s" -s bench/chat.lua http://127.0.0.1:$GW_PORT > "$OUT/wrk.txt" &
+WRK=$!
+sleep 1
+perf record -q -F 999 -g -p "$GW_PID" -o "$OUT/perf.data" -- sleep $((SECONDS_ - 2)) 2>/dev/null
+wait $WRK
+t1=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
+reqs=$(awk '/requests in/ {print $1}' "$OUT/wrk.txt")
+echo "requests/s: $(awk '/Requests\/sec/ {print $2}' "$OUT/wrk.txt")"
+awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$reqs" 'BEGIN{printf "CPU per request: %.1f us (%d requests)\n", t/hz*1e6/n, n}'
+echo "--- share per thread"
+perf report -i "$OUT/perf.data" no-children --sort pid --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -8
+echo "--- hottest symbols (self)"
+perf report -i "$OUT/perf.data" --no-children --sort pid,dso,sym --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -${CAIRVA_PROFILE_TOP:-45}
