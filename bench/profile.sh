@@ -38,7 +38,7 @@ sync = "$SYNC"
 name = "mock"
 base_url = "http://127.0.0.1:$MOCK_PORT/v1"
 TOML
-"$BIN" serve --config "$work/cairva.toml" > "$work/log" 2>&1 &
+${CAIRVA_PROFILE_PRELOAD:+env LD_PRELOAD=$CAIRVA_PROFILE_PRELOAD} "$BIN" serve --config "$work/cairva.toml" > "$work/log" 2>&1 &
 GW_PID=$!; pids+=($GW_PID)
 wait_http http://127.0.0.1:$GW_PORT/healthz
 created=$(curl -s -X POST http://127.0.0.1:$GW_ADMIN/admin/v1/agreements -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" \

@@ -12,6 +12,7 @@
 #include "gateway/store_await.h"
 #include "http/limits.h"
 #include "admin/entity_json.h"
+#include "wire/limits.h"
 
 namespace cairva::gateway {
 namespace {
@@ -146,6 +147,8 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
   }
   bhttp::request_parser<bhttp::string_body> bp(std::move(hp));
   bp.body_limit(http::request_body_bytes_max);
+  // The slack lets inspection parse the body where it lies instead of copying it.
+  if (hp.content_length()) bp.get().body().reserve(*hp.content_length() + wire::in_place_slack_bytes);
   deadline.expires_after(std::chrono::seconds(http::body_read_timeout_s));
   std::tie(ec, std::ignore) = co_await bhttp::async_read(stream, buffer, bp, nothrow);
   if (ec && deadline.expired()) ec = beast::error::timeout;

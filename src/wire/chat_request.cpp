@@ -11,6 +11,7 @@ namespace cairva::wire {
 namespace {
 
 namespace od = json::od;
+static_assert(in_place_slack_bytes == simdjson::SIMDJSON_PADDING);
 using simdjson::error_code;
 
 Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
@@ -51,6 +52,30 @@ constexpr int message_member_depth = 4;
 constexpr int part_depth = 5;
 constexpr int part_member_depth = 6;
 
+// Runs fn(key, value) on each member of `obj` in order, up to the first failure. Each
+// field is used where the iterator yields it, not copied out.
+template <class Fn>
+Status each_member(od::object& obj, Fn&& fn) {
+  for (auto entry : obj) {
+    if (auto e = entry.error()) return malformed(e);
+    od::field& field = entry.value_unsafe();
+    std::string_view key;
+    if (auto e = json::read_key(field, key)) return malformed(e);
+    if (auto s = fn(key, field.value()); !s) return s;
+  }
+  return {};
+}
+
+// Runs fn(value) on each element of `arr` in order, up to the first failure.
+template <class Fn>
+Status each_element(od::array& arr, Fn&& fn) {
+  for (auto element : arr) {
+    if (auto e = element.error()) return malformed(e);
+    if (auto s = fn(element.value_unsafe()); !s) return s;
+  }
+  return {};
+}
+
 // Reads one request: walks the whole document once, reading the members it knows and
 // validating the rest.
 class Inspector {
@@ -60,7 +85,7 @@ class Inspector {
   Status run(ChatRequest& out);
 
  private:
-  Status member(std::string_view key, od::value v, ChatRequest& out);
+  Status member(Member m, od::value v, ChatRequest& out);
   Status messages(od::value v, ChatRequest& out);
   Status message(od::value v, int64_t& chars);
   Status content_parts(od::array parts, int64_t& chars);
@@ -82,15 +107,12 @@ class Inspector {
 
 // Adds the code points of `v` to `chars` when it is a string; otherwise only validates.
 Status count_if_string(od::value v, int depth, int64_t& chars) {
-  od::json_type type;
-  if (auto e = v.type().get(type)) return malformed(e);
-  if (type != od::json_type::string) {
-    if (auto e = json::validate(v, depth)) return malformed(e);
+  const error_code e = json::count_string(v, chars);
+  if (e == simdjson::INCORRECT_TYPE) {  // not a string, and not read yet
+    if (auto e2 = json::validate(v, depth)) return malformed(e2);
     return {};
   }
-  std::string_view s;
-  if (auto e = json::read_string(v, s)) return malformed(e);
-  chars += json::count_code_points(s);
+  if (e) return malformed(e);
   return {};
 }
 
@@ -101,18 +123,15 @@ Status Inspector::run(ChatRequest& out) {
   od::object obj;
   if (auto e = doc_.get_object().get(obj)) return malformed(e);
   unsigned seen = 0;
-  for (auto entry : obj) {
-    od::field field;
-    if (auto e = std::move(entry).get(field)) return malformed(e);
-    std::string_view key;
-    if (auto e = json::read_key(field, key)) return malformed(e);
+  auto read = each_member(obj, [&](std::string_view key, od::value& v) -> Status {
     const Member m = member_of(key);
     if (m != 0) {
       if (seen & m) return invalid("member \"" + std::string(key) + "\" appears more than once");
       seen |= m;
     }
-    if (auto s = member(key, field.value(), out); !s) return s;
-  }
+    return member(m, v, out);
+  });
+  if (!read) return read;
   // Whatever follows the object (a second document, garbage) makes the body malformed.
   const char* next = nullptr;
   if (doc_.current_location().get(next) == simdjson::SUCCESS) {
@@ -123,8 +142,8 @@ Status Inspector::run(ChatRequest& out) {
   return {};
 }
 
-Status Inspector::member(std::string_view key, od::value v, ChatRequest& out) {
-  switch (member_of(key)) {
+Status Inspector::member(Member m, od::value v, ChatRequest& out) {
+  switch (m) {
     case member_model: {
       std::string_view model;
       if (v.get_string().get(model)) return invalid("model must be a string");
@@ -188,12 +207,11 @@ Status Inspector::messages(od::value v, ChatRequest& out) {
   od::array arr;
   if (v.get_array().get(arr)) return invalid(must);
   int64_t chars = 0;
-  for (auto element : arr) {
-    od::value item;
-    if (auto e = std::move(element).get(item)) return malformed(e);
-    if (auto s = message(item, chars); !s) return s;
+  auto read = each_element(arr, [&](od::value& item) -> Status {
     ++out.prompt.messages;
-  }
+    return message(item, chars);
+  });
+  if (!read) return read;
   if (out.prompt.messages == 0) return invalid(must);
   out.prompt.chars += chars;
   return {};
@@ -202,115 +220,83 @@ Status Inspector::messages(od::value v, ChatRequest& out) {
 Status Inspector::message(od::value v, int64_t& chars) {
   od::object obj;
   if (v.get_object().get(obj)) return invalid("messages must be a non-empty array of objects");
-  for (auto entry : obj) {
-    od::field field;
-    if (auto e = std::move(entry).get(field)) return malformed(e);
-    std::string_view key;
-    if (auto e = json::read_key(field, key)) return malformed(e);
-    od::value value = field.value();
+  return each_member(obj, [&](std::string_view key, od::value& value) -> Status {
     if (key == "content" || key == "tool_calls") {
       od::json_type type;
       if (auto e = value.type().get(type)) return malformed(e);
       if (type == od::json_type::array) {
         od::array arr;
         if (auto e = value.get_array().get(arr)) return malformed(e);
-        auto s = key == "content" ? content_parts(arr, chars) : tool_calls(arr, chars);
-        if (!s) return s;
-        continue;
+        return key == "content" ? content_parts(arr, chars) : tool_calls(arr, chars);
       }
     }
-    if (key == "content" || key == "name") {
-      if (auto s = count_if_string(value, message_member_depth, chars); !s) return s;
-      continue;
-    }
+    if (key == "content" || key == "name") return count_if_string(value, message_member_depth, chars);
     if (auto e = json::validate(value, message_member_depth)) return malformed(e);
-  }
-  return {};
+    return {};
+  });
 }
 
 // Content parts: only the `text` of parts of type "text" counts (SPEC §4).
 Status Inspector::content_parts(od::array parts, int64_t& chars) {
-  for (auto element : parts) {
-    od::value part;
-    if (auto e = std::move(element).get(part)) return malformed(e);
+  return each_element(parts, [&](od::value& part) -> Status {
     od::json_type type;
     if (auto e = part.type().get(type)) return malformed(e);
     if (type != od::json_type::object) {
       if (auto e = json::validate(part, part_depth)) return malformed(e);
-      continue;
+      return {};
     }
     od::object obj;
     if (auto e = part.get_object().get(obj)) return malformed(e);
     bool is_text = false;
     int64_t text_chars = 0;  // members come in any order: decided once "type" is known
-    for (auto entry : obj) {
-      od::field field;
-      if (auto e = std::move(entry).get(field)) return malformed(e);
-      std::string_view key;
-      if (auto e = json::read_key(field, key)) return malformed(e);
-      od::value value = field.value();
-      if (key == "text") {
-        if (auto s = count_if_string(value, part_member_depth, text_chars); !s) return s;
-      } else if (key == "type") {
-        std::string_view part_type;
+    auto read = each_member(obj, [&](std::string_view key, od::value& value) -> Status {
+      if (key == "text") return count_if_string(value, part_member_depth, text_chars);
+      if (key == "type") {
         od::json_type t;
         if (auto e = value.type().get(t)) return malformed(e);
         if (t == od::json_type::string) {
+          std::string_view part_type;
           if (auto e = json::read_string(value, part_type)) return malformed(e);
           is_text = part_type == "text";
-        } else if (auto e = json::validate(value, part_member_depth)) {
-          return malformed(e);
+          return {};
         }
-      } else if (auto e = json::validate(value, part_member_depth)) {
-        return malformed(e);
       }
-    }
+      if (auto e = json::validate(value, part_member_depth)) return malformed(e);
+      return {};
+    });
+    if (!read) return read;
     if (is_text) chars += text_chars;
-  }
-  return {};
+    return {};
+  });
 }
 
 // Tool calls: each call's function.name and function.arguments count (SPEC §4).
 Status Inspector::tool_calls(od::array calls, int64_t& chars) {
-  for (auto element : calls) {
-    od::value call;
-    if (auto e = std::move(element).get(call)) return malformed(e);
+  return each_element(calls, [&](od::value& call) -> Status {
     od::json_type type;
     if (auto e = call.type().get(type)) return malformed(e);
     if (type != od::json_type::object) {
       if (auto e = json::validate(call, part_depth)) return malformed(e);
-      continue;
+      return {};
     }
     od::object obj;
     if (auto e = call.get_object().get(obj)) return malformed(e);
-    for (auto entry : obj) {
-      od::field field;
-      if (auto e = std::move(entry).get(field)) return malformed(e);
-      std::string_view key;
-      if (auto e = json::read_key(field, key)) return malformed(e);
-      od::value value = field.value();
+    return each_member(obj, [&](std::string_view key, od::value& value) -> Status {
       od::json_type t;
       if (auto e = value.type().get(t)) return malformed(e);
       if (key != "function" || t != od::json_type::object) {
         if (auto e = json::validate(value, part_member_depth)) return malformed(e);
-        continue;
+        return {};
       }
       od::object function;
       if (auto e = value.get_object().get(function)) return malformed(e);
-      for (auto fentry : function) {
-        od::field ffield;
-        if (auto e = std::move(fentry).get(ffield)) return malformed(e);
-        std::string_view fkey;
-        if (auto e = json::read_key(ffield, fkey)) return malformed(e);
-        if (fkey == "name" || fkey == "arguments") {
-          if (auto s = count_if_string(ffield.value(), part_member_depth + 1, chars); !s) return s;
-        } else if (auto e = json::validate(ffield.value(), part_member_depth + 1)) {
-          return malformed(e);
-        }
-      }
-    }
-  }
-  return {};
+      return each_member(function, [&](std::string_view fkey, od::value& fvalue) -> Status {
+        if (fkey == "name" || fkey == "arguments") return count_if_string(fvalue, part_member_depth + 1, chars);
+        if (auto e = json::validate(fvalue, part_member_depth + 1)) return malformed(e);
+        return {};
+      });
+    });
+  });
 }
 
 // `tools` counts as its raw text exactly as sent, whitespace included (SPEC §4).
@@ -337,49 +323,68 @@ Status Inspector::stream_options(od::value v, ChatRequest& out) {
   od::object obj;
   if (auto e = v.get_object().get(obj)) return malformed(e);
   bool seen_include_usage = false;
-  for (auto entry : obj) {
-    od::field field;
-    if (auto e = std::move(entry).get(field)) return malformed(e);
-    std::string_view key;
-    if (auto e = json::read_key(field, key)) return malformed(e);
+  auto read = each_member(obj, [&](std::string_view key, od::value& value) -> Status {
     out.stream_options_has_members = true;
-    od::value value = field.value();
     if (key != "include_usage") {
       if (auto e = json::validate(value, member_depth + 1)) return malformed(e);
-      continue;
+      return {};
     }
     if (seen_include_usage) return invalid("member \"stream_options.include_usage\" appears more than once");
     seen_include_usage = true;
     out.include_usage_value = scalar_span(value);
     bool is_null = false;
-    if (value.is_null().get(is_null) == simdjson::SUCCESS && is_null) continue;
-    if (value.get_bool().get(out.include_usage)) {
-      return invalid("stream_options.include_usage must be a boolean");
-    }
-  }
+    if (value.is_null().get(is_null) == simdjson::SUCCESS && is_null) return {};
+    if (value.get_bool().get(out.include_usage)) return invalid("stream_options.include_usage must be a boolean");
+    return {};
+  });
+  if (!read) return read;
   size_t end = 0;
   if (auto e = json::end_of_consumed(doc_, base_).get(end)) return malformed(e);
   out.stream_options_value = ByteSpan{start, end - start};
   return {};
 }
 
+// Reads the document `scratch` has started iterating: `body` itself, or its copy.
+Result<ChatRequest> inspect(std::string_view body, json::Scratch& scratch,
+                            simdjson::simdjson_result<od::document> iterated) {
+  od::document doc;
+  if (auto e = std::move(iterated).get(doc)) return malformed(e);
+  ChatRequest out;
+  size_t open = 0;
+  while (open < body.size() && json::is_space(body[open])) ++open;
+  out.object_open = open;
+  Inspector inspector(doc, scratch.base());
+  if (auto s = inspector.run(out); !s) return s.error();
+  // simdjson accepts a leading byte-order mark; the splice needs the '{' itself.
+  if (out.object_open >= body.size() || body[out.object_open] != '{') {
+    return invalid("request body must be a JSON object");
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<ChatRequest> inspect_chat_request(std::string_view body) {
   return json::with_scratch(body.size(), [&](json::Scratch& scratch) -> Result<ChatRequest> {
-    od::document doc;
-    if (auto e = scratch.iterate(body).get(doc)) return malformed(e);
-    ChatRequest out;
-    size_t open = 0;
-    while (open < body.size() && json::is_space(body[open])) ++open;
-    out.object_open = open;
-    Inspector inspector(doc, scratch.base());
-    if (auto s = inspector.run(out); !s) return s.error();
-    // simdjson accepts a leading byte-order mark; the splice needs the '{' itself.
-    if (out.object_open >= body.size() || body[out.object_open] != '{') {
-      return invalid("request body must be a JSON object");
-    }
-    return out;
+    return inspect(body, scratch, scratch.iterate(body));
+  });
+}
+
+Result<ChatRequest> inspect_chat_request(std::string& body) {
+  const size_t size = body.size();
+  if (body.capacity() - size < in_place_slack_bytes) return inspect_chat_request(std::string_view(body));
+  // The padding goes into the spare capacity as part of the string, so the parser reads
+  // only bytes the string holds; it is taken off again on every way out.
+  body.append(in_place_slack_bytes, ' ');
+  CAIRVA_ASSERT(body.size() == size + in_place_slack_bytes);
+  struct Unpad {
+    std::string& body;
+    size_t size;
+    ~Unpad() { body.resize(size); }
+  } unpad{body, size};
+  const std::string_view text(body.data(), size);
+  return json::with_scratch(size, [&](json::Scratch& scratch) -> Result<ChatRequest> {
+    return inspect(text, scratch, scratch.iterate_in_place(text));
   });
 }
 

@@ -50,6 +50,11 @@ struct ChatRequest {
 // not an object, `stream_options.include_usage` not a boolean. Absent and null mean the
 // same for the optional members.
 Result<ChatRequest> inspect_chat_request(std::string_view body);
+// The same, without copying `body` into the parser's padded buffer when it has
+// SIMDJSON_PADDING (64) bytes of spare capacity: the parser reads it in place. `body` is
+// unchanged on return (its spare capacity is written); reserve the slack when filling it
+// to take this path. Not to be read by another thread meanwhile.
+Result<ChatRequest> inspect_chat_request(std::string& body);
 
 // How the gateway changes a request before forwarding it.
 struct RewritePlan {

@@ -22,14 +22,47 @@ std::string read_file(const std::string& path) {
   return ss.str();
 }
 
+// simdjson's SIMDJSON_PADDING: the spare capacity the in-place overload reads the body with.
+constexpr size_t parser_padding_bytes = 64;
+
+// Inspects `body` through both entry points, the padded copy and in place, and expects
+// the same answer from each (and the body unchanged).
+Result<ChatRequest> inspect_both(std::string_view body) {
+  auto copied = inspect_chat_request(body);
+  std::string in_place(body);
+  in_place.reserve(body.size() + parser_padding_bytes);
+  auto r = inspect_chat_request(in_place);
+  EXPECT_EQ(in_place, body);
+  EXPECT_EQ(r.ok(), copied.ok()) << body;
+  if (r.ok() && copied.ok()) {
+    EXPECT_EQ(r->model, copied->model);
+    EXPECT_EQ(r->stream, copied->stream);
+    EXPECT_EQ(r->include_usage, copied->include_usage);
+    EXPECT_EQ(r->n, copied->n);
+    EXPECT_EQ(r->max_tokens, copied->max_tokens);
+    EXPECT_EQ(r->max_completion_tokens, copied->max_completion_tokens);
+    EXPECT_EQ(r->prompt.chars, copied->prompt.chars) << body;
+    EXPECT_EQ(r->prompt.messages, copied->prompt.messages);
+    EXPECT_EQ(r->object_open, copied->object_open);
+    EXPECT_EQ(r->max_tokens_value, copied->max_tokens_value);
+    EXPECT_EQ(r->max_completion_tokens_value, copied->max_completion_tokens_value);
+    EXPECT_EQ(r->stream_options_value, copied->stream_options_value);
+    EXPECT_EQ(r->stream_options_has_members, copied->stream_options_has_members);
+    EXPECT_EQ(r->include_usage_value, copied->include_usage_value);
+  } else if (!r.ok() && !copied.ok()) {
+    EXPECT_EQ(r.error().message, copied.error().message) << body;
+  }
+  return copied;
+}
+
 ChatRequest inspect_ok(std::string_view body) {
-  auto r = inspect_chat_request(body);
+  auto r = inspect_both(body);
   EXPECT_TRUE(r.ok()) << body << " -> " << (r.ok() ? "" : r.error().message);
   return r.ok() ? *r : ChatRequest{};
 }
 
 std::string inspect_error(std::string_view body) {
-  auto r = inspect_chat_request(body);
+  auto r = inspect_both(body);
   EXPECT_FALSE(r.ok()) << body;
   if (r.ok()) return {};
   EXPECT_EQ(r.error().code, ErrorCode::invalid_request);
@@ -50,7 +83,7 @@ TEST(InspectChatRequest, EveryInputEstimateVectorMatches) {
   for (const auto& c : cases) {
     const std::string name(c.at("name").as_string());
     const std::string body(c.at("body").as_string());
-    auto r = inspect_chat_request(body);
+    auto r = inspect_both(body);
     ASSERT_TRUE(r.ok()) << name << ": " << r.error().message;
     EXPECT_EQ(core::input_estimate(r->prompt), c.at("input_estimate").as_int64()) << name;
     if (!c.as_object().contains("remaining_output")) {
@@ -110,6 +143,35 @@ TEST(InspectChatRequest, CountsEscapedCharactersOnceEach) {
   // "\n" is one code point, "\u00e9" one, a surrogate pair one.
   const ChatRequest r = inspect_ok(R"({"model":"m","messages":[{"role":"user","content":"a\nb\u00e9\ud83d\ude00"}]})");
   EXPECT_EQ(r.prompt.chars, 5);
+}
+
+TEST(InspectChatRequest, InPlaceWithoutSpareCapacityCopiesAndLeavesTheBodyAlone) {
+  std::string body = body_with(R"("max_tokens":7)");
+  body.shrink_to_fit();
+  const std::string before = body;
+  auto r = inspect_chat_request(body);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->max_tokens, 7);
+  EXPECT_EQ(body, before);
+}
+
+TEST(InspectChatRequest, RefusesBadEscapesWhereverTheStringIs) {
+  // Counted strings are checked in their raw bytes, never unescaped: each bad escape must
+  // still be refused, with simdjson's reason, in every place a string is counted or skipped.
+  const std::string reason = "request body is not valid JSON: Problem while parsing a string";
+  for (const std::string bad : {R"(\q)", R"(\u12)", R"(\u00G0)", R"(\ud83d)", R"(\ude00)", R"(\ud83d\u0041)"}) {
+    const std::vector<std::string> bodies = {
+        R"({"model":"m","messages":[{"role":"user","content":"a)" + bad + R"("}]})",
+        R"({"model":"m","messages":[{"role":"user","name":")" + bad + R"(","content":"a"}]})",
+        R"({"model":"m","messages":[{"role":")" + bad + R"(","content":"a"}]})",
+        R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":")" + bad + R"("}]}]})",
+        R"({"model":"m","messages":[{"role":"user","content":[{"type":"image","text":")" + bad + R"("}]}]})",
+        R"({"model":"m","messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":")" +
+            bad + R"("}}]}]})",
+        R"({"model":"m","messages":[{"role":"user","content":"a"}],"user":")" + bad + R"("})",
+    };
+    for (const auto& b : bodies) EXPECT_EQ(inspect_error(b), reason) << b;
+  }
 }
 
 TEST(InspectChatRequest, ToolsCountAsRawTextIncludingWhitespaceAndEscapes) {

@@ -25,14 +25,19 @@ class Scratch {
   // view it yields stay valid until the next call. Offsets of the views from base() are
   // offsets into `text`.
   simdjson::simdjson_result<od::document> iterate(std::string_view text);
-  // The copy's first byte. REQUIRES: read after iterate(), which may move the buffer.
-  const char* base() const { return buffer_.get(); }
+  // Iterates `text` where it lies, without the copy. REQUIRES: the SIMDJSON_PADDING bytes
+  // after `text` are readable and initialized (not part of the document), and they and
+  // `text` stay unchanged until the next call.
+  simdjson::simdjson_result<od::document> iterate_in_place(std::string_view text);
+  // The document's first byte. REQUIRES: read after iterate(), which may move the buffer.
+  const char* base() const { return base_; }
   size_t retained_bytes() const { return capacity_; }
 
  private:
   od::parser parser_;
   std::unique_ptr<char[]> buffer_;
   size_t capacity_ = 0;  // bytes of buffer_, padding included
+  const char* base_ = nullptr;
 };
 
 // Runs fn(Scratch&) with this thread's retained scratch, or with a temporary one when
@@ -54,17 +59,26 @@ decltype(auto) with_scratch(size_t text_bytes, Fn&& fn) {
 // Consumes `v` completely so that every byte of it is checked: structure, numbers,
 // literals, string escapes. On-Demand skips what it is not asked for without checking it,
 // and a malformed body must not reach the provider. `depth` is v's nesting depth.
+// REQUIRES: `v` is in a document iterated by a Scratch (see count_string).
 simdjson::error_code validate(od::value v, int depth);
 
 // A string value's contents, consumed: a view of the document's own bytes when they hold
 // no escape (stage 1 already checked them, and most strings have nothing to unescape),
 // else unescaped into the parser's buffer. INCORRECT_TYPE when `v` is not a string.
 simdjson::error_code read_string(od::value& v, std::string_view& out);
-// A member's name, the same way.
+// A member's name, the same way. REQUIRES: as for count_string.
 simdjson::error_code read_key(od::field& f, std::string_view& out);
 
+// Adds the code points of string value `v`, once unescaped, to `chars`, consuming it. The
+// escapes are checked as simdjson's unescaping checks them (STRING_ERROR), but counted in
+// the document's own bytes: nothing is unescaped. INCORRECT_TYPE, with `v` left unread, when
+// `v` is not a string.
+// REQUIRES: `v` is in a document iterated by a Scratch, whose padding the scan may read
+// into (and ignore).
+simdjson::error_code count_string(od::value& v, int64_t& chars);
+
 // Unicode code points in valid UTF-8 (simdjson validated it): bytes that are not
-// continuation bytes, counted eight at a time.
+// continuation bytes, counted sixteen (SSE2) or eight at a time.
 int64_t count_code_points(std::string_view utf8);
 
 // JSON insignificant whitespace.

@@ -1,6 +1,8 @@
 #include "wire/json.h"
 
 #include <random>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -34,6 +36,64 @@ TEST(CountCodePoints, CountsLongRunsOfMultiByteCharacters) {
   std::string random_bytes(70000, '\0');
   for (char& c : random_bytes) c = static_cast<char>(rng());
   EXPECT_EQ(count_code_points(random_bytes), naive_code_points(random_bytes)) << "seed " << seed;
+}
+
+// What count_string must agree with: simdjson unescaping the string (and its checks).
+simdjson::error_code reference_count(const std::string& doc, int64_t& chars) {
+  od::parser parser;
+  const simdjson::padded_string padded(doc);
+  od::document d;
+  if (auto e = parser.iterate(padded).get(d)) return e;
+  std::string_view s;
+  if (auto e = d["k"].get_string().get(s)) return e;
+  chars = count_code_points(s);
+  return simdjson::SUCCESS;
+}
+
+simdjson::error_code counted(Scratch& scratch, const std::string& doc, int64_t& chars) {
+  od::document d;
+  if (auto e = scratch.iterate(doc).get(d)) return e;
+  od::value v;
+  if (auto e = d["k"].get(v)) return e;
+  chars = 0;
+  return count_string(v, chars);
+}
+
+TEST(CountString, AgreesWithSimdjsonUnescapingOnEveryEscape) {
+  Scratch scratch;
+  const std::vector<std::string> cases = {
+      "", "plain", "a\\nb", "\\\"", "\\\\", "\\/", "\\b\\f\\n\\r\\t", "\\q", "\\x41", "\\'",
+      "\\u0041", "\\u00e9", "\\u00E9", "\\u0000", "\\uFFFF", "\\u004", "\\u00G1", "\\u", "x\\u12",
+      "\\ud83d\\ude00", "\\uD83D\\uDE00", "\\ud83d", "\\ud83dx", "\\ud83d\\u0041", "\\ud83d\\ud83d",
+      "\\udbff\\udfff", "\\ude00", "\\udc00\\ud800", "\\ud800\\udc0", "\\ud800\\", "\\ud800\\n",
+      "é\\n😀\\u00e9你", std::string(40, 'a') + "\\ud83d\\ude00" + std::string(40, 'b')};
+  for (const std::string& c : cases) {
+    const std::string doc = "{\"k\":\"" + c + "\"}";
+    int64_t want = -1, got = -1;
+    const auto want_e = reference_count(doc, want);
+    EXPECT_EQ(counted(scratch, doc, got), want_e) << doc;
+    if (want_e == simdjson::SUCCESS) {
+      EXPECT_EQ(got, want) << doc;
+    }
+  }
+  // Random strings of escape fragments, short and long (the sixteen-byte blocks, their tail).
+  const std::vector<std::string> pieces = {"\\", "u", "d8", "D8", "dc", "DC", "00", "3d", "e9", "0", "f", "G",
+                                           "n", "\"", "/", "é", "😀", "x", " ", "\\u", "\\ud83d", "\\ude00",
+                                           "\\n", "\\\\", "你"};
+  const uint32_t seed = 20260611;
+  std::mt19937 rng(seed);
+  for (int i = 0; i < 40000; ++i) {
+    std::string c;
+    const size_t n = rng() % (i % 10 == 0 ? 200 : 12);
+    for (size_t k = 0; k < n; ++k) c += pieces[rng() % pieces.size()];
+    const std::string doc = "{\"k\":\"" + c + "\"}";
+    int64_t want = -1, got = -1;
+    const auto want_e = reference_count(doc, want);
+    ASSERT_EQ(counted(scratch, doc, got), want_e) << doc << " seed " << seed;
+    if (want_e == simdjson::SUCCESS) {
+      ASSERT_EQ(got, want) << doc << " seed " << seed;
+    }
+  }
 }
 
 TEST(Scratch, ReusesItsBufferAndKeepsOffsets) {

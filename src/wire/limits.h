@@ -27,6 +27,10 @@ inline constexpr int64_t usage_tokens_max = int64_t{1} << 40;
 // tens of MiB per thread.
 inline constexpr size_t json_scratch_retained_bytes_max = size_t{1} << 20;
 
+// Spare capacity after a body that lets inspect_chat_request(std::string&) parse it in
+// place instead of copying it (simdjson's SIMDJSON_PADDING; checked in chat_request.cpp).
+inline constexpr size_t in_place_slack_bytes = 64;
+
 // Client-sent bounds; core::choices_max and core::output_tokens_per_choice_max keep
 // n * limit far from int64 overflow.
 inline constexpr int64_t choices_max = core::choices_max;
