@@ -10,6 +10,7 @@
 
 #include "fuzz_check.h"
 #include "wire/chat_request.h"
+#include "wire/limits.h"
 
 using namespace cairva;
 
@@ -54,6 +55,18 @@ void check_rewrite(std::string_view body, const wire::ChatRequest& r, const wire
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   auto r = wire::inspect_chat_request(body);
+  // The gateway's path: the body parsed where it lies, in its string's spare capacity.
+  std::string owned;
+  owned.reserve(size + wire::in_place_slack_bytes);
+  owned.assign(body);
+  auto in_place = wire::inspect_chat_request(owned);
+  FUZZ_CHECK(owned == body);
+  FUZZ_CHECK(in_place.ok() == r.ok());
+  if (!r.ok()) FUZZ_CHECK(in_place.error().message == r.error().message);
+  if (r.ok()) {
+    FUZZ_CHECK(in_place->prompt.chars == r->prompt.chars && in_place->prompt.messages == r->prompt.messages);
+    FUZZ_CHECK(in_place->model == r->model && in_place->max_tokens == r->max_tokens && in_place->n == r->n);
+  }
   if (!r.ok()) {
     FUZZ_CHECK(r.error().code == ErrorCode::invalid_request);
     FUZZ_CHECK(!r.error().message.empty());
