@@ -93,7 +93,7 @@ start_gateway() {
 [server]
 listen = "127.0.0.1:$GW_PORT"
 admin_listen = "127.0.0.1:$GW_ADMIN"
-threads = 1
+threads = ${CAIRVA_BENCH_THREADS:-1}
 access_log = false
 [store]
 url = "$2"
@@ -196,7 +196,7 @@ if [ -f "$OUT_MD" ] && grep -qF "$notes_marker" "$OUT_MD"; then notes=$(sed -n "
   echo "# Benchmarks"
   echo
   echo "Produced by \`$0\` (CAIRVA_BENCH_DURATION=$DURATION) on $(date -u +%Y-%m-%d), $(nproc) cores, load generator on the same machine:"
-  echo "wrk -t1, one event loop per system under test (nginx worker_processes 1, cairva threads = 1), same mock provider."
+  echo "wrk -t1, one event loop per system under test (nginx worker_processes 1, cairva threads = ${CAIRVA_BENCH_THREADS:-1}), same mock provider."
   echo "CPU is the system under test's own user+system time per request. Ratios are against nginx measured in the same run."
   echo
   echo "| connections | system | requests/s | × nginx | p50 µs | p99 µs | × nginx p99 | CPU µs/req | × nginx CPU | peak RSS MB | non-2xx | writes/commit |"
