@@ -102,6 +102,25 @@ inline __m128i first_lanes(size_t n) {
   return _mm_cmplt_epi8(index, _mm_set1_epi8(static_cast<char>(n)));
 }
 
+// Counts the continuation bytes of the whole 16-byte blocks at `p` into `continuation`,
+// moving `p` and `left` past them, and hands each block to on_block(address, block).
+// False, with the counts of the blocks before it lost, as soon as on_block says false.
+template <class OnBlock>
+bool count_whole_blocks(const char*& p, size_t& left, int64_t& continuation, OnBlock&& on_block) {
+  while (left >= 16) {
+    __m128i counts = _mm_setzero_si128();
+    const size_t blocks = std::min(left / 16, blocks_per_flush);
+    for (size_t k = 0; k < blocks; ++k, p += 16) {
+      const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+      counts = _mm_sub_epi8(counts, continuation_lanes(block));
+      if (!on_block(p, block)) return false;
+    }
+    left -= blocks * 16;
+    continuation += sum_lanes(counts);
+  }
+  return true;
+}
+
 // StringScan over `inside` sixteen bytes at a time, in one pass: continuation bytes
 // counted, backslashes found, escapes read where they are. Reads up to 15 bytes past the
 // end (and ignores them): REQUIRES they are readable, as a document's padding is.
@@ -118,18 +137,11 @@ simdjson::error_code scan_string(std::string_view inside, int64_t& code_points) 
     }
     return true;
   };
-  while (left >= 16) {
-    __m128i counts = _mm_setzero_si128();
-    const size_t blocks = std::min(left / 16, blocks_per_flush);
-    for (size_t k = 0; k < blocks; ++k, p += 16) {
-      const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-      counts = _mm_sub_epi8(counts, continuation_lanes(block));
-      const auto mask = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(block, backslash)));
-      if (mask != 0 && !escapes(p, mask)) return simdjson::STRING_ERROR;
-    }
-    left -= blocks * 16;
-    continuation += sum_lanes(counts);
-  }
+  auto on_block = [&](const char* at, __m128i block) {
+    const auto mask = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(block, backslash)));
+    return mask == 0 || escapes(at, mask);
+  };
+  if (!count_whole_blocks(p, left, continuation, on_block)) return simdjson::STRING_ERROR;
   if (left > 0) {
     const __m128i block = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), first_lanes(left));
     continuation += sum_lanes(_mm_sub_epi8(_mm_setzero_si128(), continuation_lanes(block)));
@@ -288,15 +300,7 @@ int64_t count_code_points(std::string_view utf8) {
   const char* p = utf8.data();
   size_t left = utf8.size();
   int64_t continuation = 0;
-  while (left >= 16) {
-    __m128i counts = _mm_setzero_si128();
-    const size_t blocks = std::min(left / 16, blocks_per_flush);
-    for (size_t k = 0; k < blocks; ++k, p += 16) {
-      counts = _mm_sub_epi8(counts, continuation_lanes(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-    }
-    left -= blocks * 16;
-    continuation += sum_lanes(counts);
-  }
+  count_whole_blocks(p, left, continuation, [](const char*, __m128i) { return true; });
   for (; left > 0; --left, ++p) {
     continuation += (static_cast<unsigned char>(*p) & 0xC0) == 0x80;
   }
