@@ -8,7 +8,7 @@ namespace cairva::store::sqlite {
 namespace {
 
 // Never edit a migration once released: add a new one.
-constexpr std::array<const char*, 2> migrations = {
+constexpr std::array<const char*, 3> migrations = {
     R"sql(
 CREATE TABLE agreements (
   id TEXT PRIMARY KEY,
@@ -127,6 +127,37 @@ INSERT INTO usage_events_v2 (seq, id, allocation_id, request_id, provider_reques
 DROP TABLE usage_events;
 ALTER TABLE usage_events_v2 RENAME TO usage_events;
 CREATE INDEX usage_events_allocation ON usage_events (allocation_id, seq);
+)sql",
+    // 3: no index on the booking key (allocation_id, provider_request_id). Providers' ids are
+    // random, so that unique index cost one random leaf page per booking, written to the WAL
+    // and checkpointed again: the largest part of the store's cost per request (measured in
+    // docs/benchmarks.md). The key stays unique because the one process that may write the
+    // file (its lock) decides every booking in the allocation's in-memory ledger, which holds
+    // every booked provider id (restored from this table at open); `cairva audit` checks it.
+    // A duplicate request's event is found by its (allocation_id, provider_request_id), so
+    // requests.booked_event_id, which only repeated that link, goes too.
+    R"sql(
+CREATE TABLE usage_events_v3 (
+  seq INTEGER PRIMARY KEY,  -- booking order; events are never deleted, so never reused
+  id TEXT NOT NULL UNIQUE,
+  allocation_id TEXT NOT NULL REFERENCES allocations(id),
+  request_id TEXT NOT NULL UNIQUE REFERENCES requests(id),
+  provider_request_id TEXT NOT NULL,
+  input_tokens INTEGER NOT NULL CHECK (input_tokens >= 0),
+  output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0),
+  source TEXT NOT NULL CHECK (source IN ('provider','reconciliation')),
+  finality TEXT NOT NULL CHECK (finality IN ('reported','confirmed')),
+  evidence TEXT NOT NULL DEFAULT '',
+  booked_at INTEGER NOT NULL
+);
+INSERT INTO usage_events_v3 (seq, id, allocation_id, request_id, provider_request_id, input_tokens,
+  output_tokens, source, finality, evidence, booked_at)
+  SELECT seq, id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens,
+  source, finality, evidence, booked_at FROM usage_events;
+DROP TABLE usage_events;
+ALTER TABLE usage_events_v3 RENAME TO usage_events;
+CREATE INDEX usage_events_allocation ON usage_events (allocation_id, seq);
+ALTER TABLE requests DROP COLUMN booked_event_id;
 )sql",
 };
 

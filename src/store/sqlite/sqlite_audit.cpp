@@ -51,8 +51,8 @@ constexpr Check checks[] = {
      "double booking: request"},
     {"SELECT r.id, 'is booked without an event of its own or a duplicated one' FROM requests r"
      " WHERE r.state = 'booked' AND NOT EXISTS (SELECT 1 FROM usage_events e WHERE e.request_id = r.id)"
-     " AND NOT EXISTS (SELECT 1 FROM usage_events e WHERE e.id = r.booked_event_id"
-     " AND e.allocation_id = r.allocation_id AND e.provider_request_id = r.provider_request_id)",
+     " AND NOT EXISTS (SELECT 1 FROM usage_events e"
+     " WHERE e.allocation_id = r.allocation_id AND e.provider_request_id = r.provider_request_id)",
      "booking: request"},
     {"SELECT e.id, 'belongs to request ' || e.request_id || ' which is ' || COALESCE(r.state, 'missing')"
      " FROM usage_events e LEFT JOIN requests r ON r.id = e.request_id"

@@ -160,7 +160,8 @@ TEST_F(SqliteAuditTest, EachBrokenInvariantIsNamedAlone) {
            " FROM usage_events;"
            " UPDATE allocations SET used_input = 2 * used_input, used_output = 2 * used_output;",
        "double booking: request $B"},
-      {"booked without an event", "UPDATE requests SET state = 'booked' WHERE id = '$F';",
+      {"booked without an event (of its own or under its provider id)",
+       "UPDATE requests SET state = 'booked', provider_request_id = 'prov-none' WHERE id = '$F';",
        "booking: request $F"},
       {"event of a request that is not booked", "UPDATE requests SET state = 'failed' WHERE id = '$B';",
        "booking: event"},

@@ -201,7 +201,7 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
                                                   core::Finality::reported, "", now}));
       } else {
         CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);
-        rows.push_back(writes::book_as_duplicate(cmd.request_id, alloc->id, cmd.provider_request_id, now));
+        rows.push_back(writes::book_as_duplicate(cmd.request_id, cmd.provider_request_id, now));
         if (b.result == core::BookResult::conflict) {
           rows.push_back(writes::insert_conflict(ConflictRow{new_id("cfl"), alloc->id, cmd.request_id,
                                                              cmd.provider_request_id, cmd.usage,

@@ -261,7 +261,7 @@ TEST_F(SqliteStoreTest, SchemaIsVersionedAndReopenDoesNotMigrateAgain) {
 }
 
 // Version 1 files (written before the leaner indexes) migrate with every row kept, events
-// in their booking order, and keep booking after the last old event.
+// in their booking order, and keep booking after the last old event, each provider id once.
 TEST_F(SqliteStoreTest, MigratesAVersionOneFileKeepingEveryRow) {
   store_.reset();
   std::filesystem::remove_all(dir_);
@@ -304,36 +304,43 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFileKeepingEveryRow) {
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->snapshot.booked.input, 10);
   EXPECT_EQ(status->snapshot.booked.output, 14);
-  // A new booking lands after the migrated ones; the same provider id is still refused
-  // as a second event.
-  AdmitCommand c;
-  c.request_id = new_time_ordered_id("req");
-  c.allocation_id = alloc;
-  c.key_id = "key_old";
-  c.model = "m";
-  c.facts.input_estimate = 1;
-  c.facts.max_tokens = 1;
-  auto admitted = admit(c);
-  ASSERT_TRUE(admitted.ok());
-  ASSERT_TRUE(admitted->decision.admitted());
-  auto booked = settle({c.request_id, alloc, SettleKind::usage, "prov_new", {1, 1}});
-  ASSERT_TRUE(booked.ok());
-  EXPECT_EQ(booked->book, core::BookResult::booked);
+  // A new booking lands after the migrated ones; a migrated provider id is still booked
+  // only once (the booking key's uniqueness moved from an index to the ledger, migration 3).
+  auto book_new = [&](const std::string& provider_id, core::Tokens usage) {
+    AdmitCommand c;
+    c.request_id = new_time_ordered_id("req");
+    c.allocation_id = alloc;
+    c.key_id = "key_old";
+    c.model = "m";
+    c.facts.input_estimate = 1;
+    c.facts.max_tokens = 1;
+    auto admitted = admit(c);
+    EXPECT_TRUE(admitted.ok() && admitted->decision.admitted());
+    auto settled = settle({c.request_id, alloc, SettleKind::usage, provider_id, usage});
+    EXPECT_TRUE(settled.ok());
+    return std::pair{c.request_id, settled.ok() ? settled->book : core::BookResult::unknown_request};
+  };
+  const auto [new_request, new_result] = book_new("prov_new", {1, 1});
+  EXPECT_EQ(new_result, core::BookResult::booked);
+  EXPECT_EQ(book_new("prov0", {5, 7}).second, core::BookResult::duplicate);
+  EXPECT_EQ(book_new("prov1", {6, 7}).second, core::BookResult::conflict);
   events = store_->list_events({alloc, std::nullopt, 100});
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 3u);
-  EXPECT_EQ((*events)[2].request_id, c.request_id);
+  EXPECT_EQ((*events)[2].request_id, new_request);
+  status = store_->get_allocation(alloc);
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(status->snapshot.booked.input, 11);
+  EXPECT_EQ(status->snapshot.booked.output, 15);
   store_.reset();
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
-  EXPECT_NE(sqlite3_exec(db, "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
-                             " input_tokens, output_tokens, source, finality, booked_at) VALUES"
-                             " ('evt_x', 'alloc_old', 'req_old2', 'prov0', 1, 1, 'provider', 'reported', 1)",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
   sqlite3_stmt* s = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_master WHERE name IN"
-                                   " ('requests_state', 'usage_events_booked_at', 'usage_events_v2')",
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN"
+                                   " ('requests_state', 'usage_events_booked_at', 'usage_events_v2',"
+                                   " 'usage_events_v3', 'sqlite_autoindex_usage_events_3'))"
+                                   " + (SELECT COUNT(*) FROM pragma_table_info('requests')"
+                                   " WHERE name = 'booked_event_id')",
                                -1, &s, nullptr),
             SQLITE_OK);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);

@@ -120,15 +120,12 @@ Apply book(const UsageEventRow& e) {
   };
 }
 
-Apply book_as_duplicate(const std::string& request_id, const std::string& allocation_id,
-                        const std::string& provider_request_id, UnixMicros now) {
+Apply book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
+                        UnixMicros now) {
   return [=](Db& db) -> Status {
-    auto s = db.cached(
-        "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ?,"
-        " booked_event_id = (SELECT id FROM usage_events WHERE allocation_id = ?"
-        " AND provider_request_id = ?) WHERE id = ?");
+    auto s = db.cached("UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
     if (!s.ok()) return s.error();
-    s->i64(now).text(provider_request_id).text(allocation_id).text(provider_request_id).text(request_id);
+    s->i64(now).text(provider_request_id).text(request_id);
     return s->run();
   };
 }

@@ -26,9 +26,10 @@ Apply set_states(const std::string& allocation_id, const std::string& agreement_
 Apply mark_usage_pending(std::vector<std::string> request_ids, const std::string& provider_request_id);
 // A new usage event: the request booked, the allocation's used totals raised.
 Apply book(const UsageEventRow& e);
-// Booked without an event of its own (duplicate/conflict): points at the event it repeated.
-Apply book_as_duplicate(const std::string& request_id, const std::string& allocation_id,
-                        const std::string& provider_request_id, UnixMicros now);
+// Booked without an event of its own (duplicate/conflict): its provider_request_id names
+// the allocation's event it repeated.
+Apply book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
+                        UnixMicros now);
 Apply fail_request(const std::string& request_id, const std::string& provider_request_id,
                    UnixMicros now);
 Apply insert_conflict(const ConflictRow& c);
