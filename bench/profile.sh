@@ -11,7 +11,7 @@ SECONDS_=${CAIRVA_PROFILE_SECONDS:-8}
 SYNC=${CAIRVA_PROFILE_SYNC:-normal}
 THREADS=${CAIRVA_PROFILE_THREADS:-1}
 OUT=${CAIRVA_PROFILE_OUT:-/tmp/cairva-profile}
-BIN=$PWD/build-release/cairva
+BIN=${CAIRVA_PROFILE_BIN:-$PWD/build-release/cairva}  # e.g. a -fno-omit-frame-pointer build for call graphs
 [ -x "$BIN" ] || { echo "build-release/cairva missing: run bench/run.sh (or ninja -C build-release cairva) first" >&2; exit 1; }
 mkdir -p "$OUT"
 work=$(mktemp -d /tmp/cairva-prof.XXXXXX)
@@ -22,7 +22,7 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 wait_http() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1" >&2; return 1; }
 export CAIRVA_ADMIN_TOKEN=profile-admin-token
 MOCK_PORT=$(free_port); GW_PORT=$(free_port); GW_ADMIN=$(free_port)
-"$BIN" mock-provider --listen 127.0.0.1:$MOCK_PORT --threads 1 >/dev/null &
+"${CAIRVA_PROFILE_MOCK_BIN:-$BIN}" mock-provider --listen 127.0.0.1:$MOCK_PORT --threads 1 >/dev/null &
 pids+=($!)
 wait_http http://127.0.0.1:$MOCK_PORT/mock/stats
 cat > "$work/cairva.toml" <<TOML

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <cstdint>
 #include <set>
+#include <thread>
+#include <vector>
 
 namespace cairva {
 
@@ -40,6 +42,32 @@ TEST(Ids, TimeOrderedHaveTheSameShapeAndEncodeTheirCreationTime) {
     ASSERT_LE(before, t);
     ASSERT_LE(t, after);
   }
+}
+
+// Ids draw from a per-thread buffer of random bytes refilled in bulk: across refills and
+// across threads no two ids repeat, and every character is used.
+TEST(Ids, AreUniqueAcrossThreadsAndBufferRefills) {
+  constexpr int threads = 4, per_thread = 3000;  // ~17 refills of each thread's buffer
+  std::vector<std::vector<std::string>> made(threads);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t) {
+    workers.emplace_back([&made, t] {
+      for (int i = 0; i < per_thread; ++i) {
+        made[t].push_back(i % 2 ? new_id("evt") : new_time_ordered_id("req"));
+      }
+    });
+  }
+  for (auto& w : workers) w.join();
+  std::set<std::string> seen;
+  std::set<char> chars;
+  for (const auto& ids : made) {
+    for (const auto& id : ids) {
+      ASSERT_TRUE(seen.insert(id).second) << id;
+      chars.insert(id.end() - 10, id.end());
+    }
+  }
+  EXPECT_EQ(seen.size(), size_t{threads} * per_thread);
+  EXPECT_EQ(chars.size(), 32u);
 }
 
 TEST(Secrets, HavePrefixAndHashDeterministically) {

@@ -22,6 +22,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "base/ids.h"
 #include "base/time.h"
 #include "http/listener.h"
 
@@ -45,7 +46,6 @@ struct Stats {
   std::atomic<int64_t> requests{0};
   std::atomic<int64_t> in_flight{0};
   std::atomic<int64_t> peak_in_flight{0};
-  std::atomic<int64_t> next_id{1};
   std::mutex last_mutex;
   std::string last_body;           // GUARDED_BY(last_mutex)
   std::string last_authorization;  // GUARDED_BY(last_mutex)
@@ -164,9 +164,11 @@ bool read_facts(const std::string& body, ChatFacts& out) {
   return true;
 }
 
+// Random, as real providers' ids are (OpenAI's chatcmpl-… are): a counter would make every
+// booking key land at the end of an index and hide what random keys cost a store.
 std::string response_id(const Switches& sw) {
   if (!sw.id.empty()) return sw.id;
-  return "chatcmpl-mock-" + std::to_string(stats().next_id.fetch_add(1));
+  return new_id("chatcmpl");
 }
 
 // The whole of `s` as a decimal int64, else nullopt.
