@@ -3,6 +3,7 @@
 # request, the share of each thread and the hottest symbols.
 #   bench/profile.sh                    # sync=normal, 32 connections, 8 s
 #   CAIRVA_PROFILE_CONNS=128 CAIRVA_PROFILE_SYNC=full bench/profile.sh
+#   CAIRVA_PROFILE_PERF=0 bench/profile.sh   # no perf: machine and per-thread CPU only
 # Uses the release build of bench/run.sh (build-release/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,12 +51,36 @@ t0=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
 CAIRVA_BENCH_KEY=$KEY wrk -t1 -c"$CONNS" -d"${SECONDS_}s" -s bench/chat.lua http://127.0.0.1:$GW_PORT > "$OUT/wrk.txt" &
 WRK=$!
 sleep 1
-perf record -q -F 999 -g -p "$GW_PID" -o "$OUT/perf.data" -- sleep $((SECONDS_ - 2)) 2>/dev/null
+# The whole machine's CPU over the same window: is the load (wrk, mock, gateway) CPU-bound?
+cpu_line() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6, $7+$8}' /proc/stat; }
+read -r busy0 idle0 irq0 < <(cpu_line)
+if [ "${CAIRVA_PROFILE_PERF:-1}" = 1 ]; then
+  perf record -q -F 999 -g -p "$GW_PID" -o "$OUT/perf.data" -- sleep $((SECONDS_ - 2)) 2>/dev/null
+else
+  sleep $((SECONDS_ - 2))
+fi
+read -r busy1 idle1 irq1 < <(cpu_line)
 wait $WRK
 t1=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
 reqs=$(awk '/requests in/ {print $1}' "$OUT/wrk.txt")
 echo "requests/s: $(awk '/Requests\/sec/ {print $2}' "$OUT/wrk.txt")"
 awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$reqs" 'BEGIN{printf "CPU per request: %.1f us (%d requests)\n", t/hz*1e6/n, n}'
+awk -v b=$((busy1 - busy0)) -v i=$((idle1 - idle0)) -v q=$((irq1 - irq0)) -v n="$(nproc)" \
+  'BEGIN{printf "machine: %.0f%% of %d cores busy (%.0f%% in interrupts and softirqs)\n", 100*b/(b+i), n, 100*q/(b+i)}'
+# Where a request's time goes, from the gateway's own histograms (averages over the run
+# and its warm-up): the two store waits and the provider's latency.
+curl -s -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" http://127.0.0.1:$GW_ADMIN/metrics | awk '
+  /^cairva_store_wait_seconds_sum\{op="admit"\}/ {as=$2} /^cairva_store_wait_seconds_count\{op="admit"\}/ {ac=$2}
+  /^cairva_store_wait_seconds_sum\{op="settle"\}/ {ss=$2} /^cairva_store_wait_seconds_count\{op="settle"\}/ {sc=$2}
+  /^cairva_provider_latency_seconds_sum/ {ps=$2} /^cairva_provider_latency_seconds_count/ {pc=$2}
+  /^cairva_store_commit_batch_writes_sum/ {bs=$2} /^cairva_store_commit_batch_writes_count/ {bc=$2}
+  END { if (ac > 0 && sc > 0 && pc > 0 && bc > 0)
+          printf "per request: store wait %.0f us at admission, %.0f us at settlement; provider %.0f us; %.1f writes/commit\n",
+                 1e6*as/ac, 1e6*ss/sc, 1e6*ps/pc, bs/bc }'
+for t in /proc/$GW_PID/task/*; do
+  awk -v hz="$(getconf CLK_TCK)" '{printf "thread %s: %.1f s CPU\n", $2, ($14+$15)/hz}' "$t/stat"
+done
+[ "${CAIRVA_PROFILE_PERF:-1}" = 1 ] || exit 0
 echo "--- share per thread"
 perf report -i "$OUT/perf.data" no-children --sort pid --stdio -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -8
 echo "--- hottest symbols (self)"

@@ -17,10 +17,14 @@ void header(std::string& out, std::string_view name, std::string_view type, std:
   out.append("# TYPE ").append(name).append(" ").append(type).append("\n");
 }
 
-void sample(std::string& out, std::string_view name, std::string_view labels, int64_t v) {
+void sample(std::string& out, std::string_view name, std::string_view labels, std::string_view v) {
   out.append(name);
   if (!labels.empty()) out.append("{").append(labels).append("}");
-  out.append(" ").append(std::to_string(v)).append("\n");
+  out.append(" ").append(v).append("\n");
+}
+
+void sample(std::string& out, std::string_view name, std::string_view labels, int64_t v) {
+  sample(out, name, labels, std::to_string(v));
 }
 
 std::string label(std::string_view key, std::string_view value) {
@@ -34,20 +38,22 @@ std::string seconds(int64_t us) {
   return buf;
 }
 
+// `labels`: the series' own labels ("op=\"admit\"") or empty.
 template <size_t N>
-void histogram(std::string& out, std::string_view name, const Histogram<N>& h, bool micros) {
+void histogram(std::string& out, std::string_view name, const Histogram<N>& h, bool micros,
+               const std::string& labels = {}) {
   const std::string bucket = std::string(name) + "_bucket";
+  const std::string prefix = labels.empty() ? labels : labels + ",";
   int64_t cumulative = 0;
   for (size_t i = 0; i < N; ++i) {
     cumulative += h.bucket(i);
     const std::string le = micros ? seconds(h.bounds()[i]) : std::to_string(h.bounds()[i]);
-    sample(out, bucket, label("le", le), cumulative);
+    sample(out, bucket, prefix + label("le", le), cumulative);
   }
   cumulative += h.bucket(N);
-  sample(out, bucket, label("le", "+Inf"), cumulative);
-  out.append(name).append("_sum ");
-  out.append(micros ? seconds(h.sum()) : std::to_string(h.sum())).append("\n");
-  sample(out, std::string(name) + "_count", "", cumulative);
+  sample(out, bucket, prefix + label("le", "+Inf"), cumulative);
+  sample(out, std::string(name) + "_sum", labels, micros ? seconds(h.sum()) : std::to_string(h.sum()));
+  sample(out, std::string(name) + "_count", labels, cumulative);
 }
 
 void allocation_gauges(std::string& out, const std::vector<store::AllocationStatus>& allocations) {
@@ -113,6 +119,12 @@ std::string Metrics::render(const std::vector<store::AllocationStatus>& allocati
   header(out, "cairva_usage_missing_total", "counter",
          "Provider completions without usage (now usage_pending).");
   sample(out, "cairva_usage_missing_total", "", usage_missing_.load(std::memory_order_relaxed));
+  header(out, "cairva_store_wait_seconds", "histogram",
+         "From a request's store call to its handler running again, by operation.");
+  for (int i = 0; i < store_wait_count; ++i) {
+    histogram(out, "cairva_store_wait_seconds", store_wait_[i], true,
+              label("op", i == static_cast<int>(StoreWait::admit) ? "admit" : "settle"));
+  }
   header(out, "cairva_store_commit_batch_writes", "histogram", "Writes per store commit batch.");
   histogram(out, "cairva_store_commit_batch_writes", commit_batch_, false);
   allocation_gauges(out, allocations);

@@ -33,11 +33,18 @@ inline constexpr std::array<int64_t, 14> provider_latency_bucket_us = {
 // Upper bounds of the store's commit batch size histogram, in writes per commit.
 inline constexpr std::array<int64_t, 11> commit_batch_bucket_writes = {1,  2,   4,   8,   16,  32,
                                                                        64, 128, 256, 512, 1024};
+// Upper bounds of the store wait histogram, in microseconds: 100 µs to 10 s.
+inline constexpr std::array<int64_t, 11> store_wait_bucket_us = {
+    100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 100'000, 1'000'000, 10'000'000};
 // A scrape renders per-allocation gauges for at most this many allocations, so /metrics
 // stays bounded however many agreements a store holds.
 inline constexpr size_t allocation_series_max = 10'000;
 
 inline constexpr int refusal_count = static_cast<int>(core::Refusal::allowance_exhausted) + 1;
+// The request path's waits on the store, in the order a request makes them.
+enum class StoreWait : uint8_t { admit, settle };
+inline constexpr int store_wait_count = static_cast<int>(StoreWait::settle) + 1;
+
 inline constexpr int book_result_count = static_cast<int>(core::BookResult::unknown_request) + 1;
 
 // A fixed-bucket histogram: per-bucket counts (not cumulative; rendering sums them), a sum
@@ -88,6 +95,11 @@ class Metrics {
   }
   // cairva_usage_missing_total: settlements that left a request usage_pending.
   void count_usage_missing() { usage_missing_.fetch_add(1, std::memory_order_relaxed); }
+  // cairva_store_wait_seconds{op}: from a request's store call (admission, settlement) to
+  // its coroutine running again: the store's queue and commit plus the event loop's queue.
+  void observe_store_wait_us(StoreWait op, int64_t us) {
+    store_wait_[static_cast<size_t>(op)].observe(us);
+  }
   // cairva_store_commit_batch_writes: writes per store commit (the store's hook).
   void observe_commit_batch(int64_t writes) { commit_batch_.observe(writes); }
   // Scraped from the store, not counted: per-allocation in_flight, held and usage_pending
@@ -106,6 +118,9 @@ class Metrics {
   std::atomic<int64_t> booked_output_{0};
   std::atomic<int64_t> usage_missing_{0};
   Histogram<commit_batch_bucket_writes.size()> commit_batch_{commit_batch_bucket_writes};
+  std::array<Histogram<store_wait_bucket_us.size()>, store_wait_count> store_wait_{
+      Histogram<store_wait_bucket_us.size()>{store_wait_bucket_us},
+      Histogram<store_wait_bucket_us.size()>{store_wait_bucket_us}};
 };
 
 // The process-wide registry the gateway and the store hook update.

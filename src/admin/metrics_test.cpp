@@ -42,6 +42,23 @@ TEST(Metrics, ProviderLatencyHistogramIsCumulativeInSeconds) {
   EXPECT_TRUE(has_line(text, "cairva_provider_latency_seconds_sum 900.208"));
 }
 
+TEST(Metrics, StoreWaitHistogramsAreLabelledByOperation) {
+  Metrics m;
+  m.observe_store_wait_us(StoreWait::admit, 80);       // <= 100 µs
+  m.observe_store_wait_us(StoreWait::admit, 700);      // <= 1 ms
+  m.observe_store_wait_us(StoreWait::settle, 30'000);  // <= 100 ms
+  const std::string text = m.render({});
+  EXPECT_TRUE(has_line(text, "# TYPE cairva_store_wait_seconds histogram"));
+  EXPECT_TRUE(has_line(text, "cairva_store_wait_seconds_bucket{op=\"admit\",le=\"0.0001\"} 1"));
+  EXPECT_TRUE(has_line(text, "cairva_store_wait_seconds_bucket{op=\"admit\",le=\"0.001\"} 2"));
+  EXPECT_TRUE(has_line(text, "cairva_store_wait_seconds_bucket{op=\"admit\",le=\"+Inf\"} 2"));
+  EXPECT_TRUE(has_line(text, "cairva_store_wait_seconds_sum{op=\"admit\"} 0.00078"));
+  EXPECT_TRUE(has_line(text, "cairva_store_wait_seconds_count{op=\"admit\"} 2"));
+  EXPECT_TRUE(has_line(text, "cairva_store_wait_seconds_bucket{op=\"settle\",le=\"0.025\"} 0"));
+  EXPECT_TRUE(has_line(text, "cairva_store_wait_seconds_bucket{op=\"settle\",le=\"0.1\"} 1"));
+  EXPECT_TRUE(has_line(text, "cairva_store_wait_seconds_count{op=\"settle\"} 1"));
+}
+
 TEST(Metrics, CountsBookingsAndCommitBatches) {
   Metrics m;
   m.count_booking(core::BookResult::booked, {10, 5});

@@ -47,7 +47,9 @@ struct Flow {
                                                      core::Tokens usage = {}) {
     store::SettleCommand cmd{ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage};
     auto start = [this, &cmd](store::Callback<store::SettleResult> cb) { gw.store.settle(std::move(cmd), std::move(cb)); };
+    const int64_t asked_at = gw.clock.monotonic_micros();
     auto settled = co_await await_store<store::SettleResult>(start);
+    admin::metrics().observe_store_wait_us(admin::StoreWait::settle, gw.clock.monotonic_micros() - asked_at);
     if (!settled) co_return settled;
     ex.outcome = core::to_string(settled->request_state);
     if (kind == store::SettleKind::usage) {
@@ -274,7 +276,9 @@ net::awaitable<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& 
   cmd.facts = core::RequestFacts{core::input_estimate(chat.prompt), chat.max_completion_tokens, chat.max_tokens,
                                  chat.n, gw.config.default_max_tokens};
   auto start_admit = [&gw, &cmd](store::Callback<store::AdmitResult> cb) { gw.store.admit(std::move(cmd), std::move(cb)); };
+  const int64_t asked_at = gw.clock.monotonic_micros();
   auto admitted = co_await await_store<store::AdmitResult>(start_admit);
+  admin::metrics().observe_store_wait_us(admin::StoreWait::admit, gw.clock.monotonic_micros() - asked_at);
   if (!admitted) co_return co_await ex.send_error(ErrorCode::store_unavailable, admitted.error().message);
   ex.rate = admitted->after;
   if (const auto* refused = std::get_if<core::Refused>(&admitted->decision.outcome)) {
