@@ -60,8 +60,11 @@ batch_stats() {
   curl -s http://127.0.0.1:$1/metrics -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" \
     | awk '/^cairva_store_commit_batch_writes_sum/ {s=$2} /^cairva_store_commit_batch_writes_count/ {c=$2} END {printf "%d %d\n", s, c}'
 }
-cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
-rss_kb() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+# Both take a list of pids (nginx's workers) and sum over it.
+cpu_ticks() { local t=0 p; for p in $1; do t=$((t + $(awk '{print $14+$15}' "/proc/$p/stat"))); done; echo "$t"; }
+rss_kb() { local r=0 p; for p in $1; do r=$((r + $(awk '/VmHWM/ {print $2}' "/proc/$p/status"))); done; echo "$r"; }
+# Event loops per system under test: nginx workers and the gateways' `threads`, alike.
+THREADS=${CAIRVA_BENCH_THREADS:-1}
 TICKS=$(getconf CLK_TCK)
 export CAIRVA_ADMIN_TOKEN=bench-admin-token
 
@@ -71,12 +74,12 @@ MOCK_PID=$!; pids+=($MOCK_PID)
 wait_http http://127.0.0.1:$MOCK_PORT/mock/stats
 
 NGINX_PORT=$(free_port)
-sed -e "s#@DIR@#$work#g" -e "s#@PORT@#$NGINX_PORT#g" -e "s#@MOCK_PORT@#$MOCK_PORT#g" bench/nginx.conf.in > "$work/nginx.conf"
+sed -e "s#@DIR@#$work#g" -e "s#@PORT@#$NGINX_PORT#g" -e "s#@MOCK_PORT@#$MOCK_PORT#g" -e "s#@WORKERS@#$THREADS#g" bench/nginx.conf.in > "$work/nginx.conf"
 nginx -c "$work/nginx.conf" -p "$work" &
 NGINX_PID=$!; pids+=($NGINX_PID)
 wait_http http://127.0.0.1:$NGINX_PORT/mock/stats
-# The master only supervises: CPU and RSS are the worker's.
-NGINX_WORKER=$(pgrep -P "$NGINX_PID" | head -1)
+# The master only supervises: CPU and RSS are the workers'.
+NGINX_WORKERS=$(pgrep -P "$NGINX_PID" | tr '\n' ' ')
 
 PG_URL=""
 if [[ " $SYSTEMS " == *" postgres "* ]]; then
@@ -93,7 +96,7 @@ start_gateway() {
 [server]
 listen = "127.0.0.1:$GW_PORT"
 admin_listen = "127.0.0.1:$GW_ADMIN"
-threads = ${CAIRVA_BENCH_THREADS:-1}
+threads = $THREADS
 access_log = false
 [store]
 url = "$2"
@@ -115,7 +118,7 @@ TOML
 
 declare -A URL PID KEY ADMIN ALLOC SERVED OK
 URL[direct]=http://127.0.0.1:$MOCK_PORT; PID[direct]=$MOCK_PID
-URL[nginx]=http://127.0.0.1:$NGINX_PORT; PID[nginx]=$NGINX_WORKER
+URL[nginx]=http://127.0.0.1:$NGINX_PORT; PID[nginx]=$NGINX_WORKERS
 for s in $SYSTEMS; do
   case $s in
     sqlite-normal) start_gateway $s "sqlite://$work/normal.db" normal ;;
@@ -196,7 +199,7 @@ if [ -f "$OUT_MD" ] && grep -qF "$notes_marker" "$OUT_MD"; then notes=$(sed -n "
   echo "# Benchmarks"
   echo
   echo "Produced by \`$0\` (CAIRVA_BENCH_DURATION=$DURATION) on $(date -u +%Y-%m-%d), $(nproc) cores, load generator on the same machine:"
-  echo "wrk -t1, one event loop per system under test (nginx worker_processes 1, cairva threads = ${CAIRVA_BENCH_THREADS:-1}), same mock provider."
+  echo "wrk -t1, $THREADS event loop(s) per system under test (nginx worker_processes $THREADS, cairva threads = $THREADS), same mock provider."
   echo "CPU is the system under test's own user+system time per request. Ratios are against nginx measured in the same run."
   echo
   echo "| connections | system | requests/s | × nginx | p50 µs | p99 µs | × nginx p99 | CPU µs/req | × nginx CPU | peak RSS MB | non-2xx | writes/commit |"

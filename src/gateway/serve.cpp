@@ -4,6 +4,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -14,6 +15,7 @@
 
 #include "admin/admin_api.h"
 #include "admin/metrics.h"
+#include "base/thread_name.h"
 #include "gateway/admin_server.h"
 #include "gateway/gateway.h"
 #include "http/listener.h"
@@ -38,7 +40,10 @@ struct Loop {
 // stalls an event loop.
 class Sweeper {
  public:
-  explicit Sweeper(store::Store& store) : thread_([this, &store] { run(store); }) {}
+  explicit Sweeper(store::Store& store) : thread_([this, &store] {
+    name_this_thread("cairva-sweep");
+    run(store);
+  }) {}
   ~Sweeper() {
     {
       std::lock_guard lock(mutex_);
@@ -138,7 +143,12 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
     for (auto& l : loops) l->ctx.stop();
   });
   std::vector<std::thread> threads;
-  for (auto& l : loops) threads.emplace_back([&l] { l->ctx.run(); });
+  for (size_t i = 0; i < loops.size(); ++i) {
+    threads.emplace_back([&l = loops[i], i] {
+      name_this_thread("cairva-io-" + std::to_string(i));
+      l->ctx.run();
+    });
+  }
   admin_ctx.run();
   for (auto& t : threads) t.join();
   return 0;

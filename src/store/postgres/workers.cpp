@@ -1,12 +1,20 @@
 #include "store/postgres/workers.h"
 
+#include <string>
+
 #include "base/assert.h"
+#include "base/thread_name.h"
 
 namespace cairva::store::pg {
 
 Workers::Workers(int threads) {
   CAIRVA_ASSERT(threads >= 1);
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { loop(); });
+  for (int i = 0; i < threads; ++i) {
+    threads_.emplace_back([this, i] {
+      name_this_thread("cairva-pg-" + std::to_string(i));
+      loop();
+    });
+  }
 }
 
 Workers::~Workers() {

@@ -260,6 +260,19 @@ TEST_F(SqliteStoreTest, SchemaIsVersionedAndReopenDoesNotMigrateAgain) {
   store_ = open_store_at();
 }
 
+// `store.sync = "full"` reaches the connection that commits: synchronous=FULL makes SQLite
+// fsync the WAL at every commit (one per batch); "normal" only at checkpoints.
+TEST_F(SqliteStoreTest, SyncSettingIsTheWritingConnections) {
+  for (const bool full : {false, true}) {
+    auto db = Db::open((dir_ / "sync.db").string(), false);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(prepare_database(*db, full).ok());
+    auto s = db->prepare("PRAGMA synchronous");
+    ASSERT_TRUE(s.ok() && s->step().ok());
+    EXPECT_EQ(s->col_i64(0), full ? 2 : 1);  // SQLite's codes: NORMAL = 1, FULL = 2
+  }
+}
+
 // Version 1 files (written before the leaner indexes) migrate with every row kept, events
 // in their booking order, and keep booking after the last old event, each provider id once.
 TEST_F(SqliteStoreTest, MigratesAVersionOneFileKeepingEveryRow) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/assert.h"
+#include "base/thread_name.h"
 #include "store/sqlite/limits.h"
 
 namespace cairva::store::sqlite {
@@ -16,7 +17,10 @@ Error unavailable(const std::string& why) {
 }  // namespace
 
 Writer::Writer(Db db, std::function<void(int64_t)> on_commit)
-    : db_(std::move(db)), on_commit_(std::move(on_commit)), thread_([this] { run(); }) {}
+    : db_(std::move(db)), on_commit_(std::move(on_commit)), thread_([this] {
+        name_this_thread("cairva-store");
+        run();
+      }) {}
 
 Writer::~Writer() {
   {
