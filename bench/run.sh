@@ -4,7 +4,10 @@
 #   bench/run.sh                       # full run (10 s per point, 1/32/128 connections)
 #   CAIRVA_BENCH_DURATION=3 bench/run.sh
 # Systems: direct (wrk → mock), nginx, cairva sqlite sync=normal, sqlite sync=full,
-# and PostgreSQL (when scripts/pg-test-cluster.sh can start one).
+# and PostgreSQL (when scripts/pg-test-cluster.sh can start one). Then, in the same run, the
+# issue's other figures: 1 MB inspection (wire_bench), the core's admit+book (core_bench) and
+# PostgreSQL admissions with 1 and 3 processes on 1 and 100 allocations (pg_admit_bench);
+# CAIRVA_BENCH_MICRO=0 skips them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${CAIRVA_BENCH_DURATION:-10}
@@ -20,7 +23,11 @@ STREAM_DELAY_MS=${CAIRVA_BENCH_STREAM_DELAY_MS:-1000}
 # GCC 12 at -O3 reports false -Wrestrict (std::string::insert) and -Wmismatched-new-delete
 # (Asio coroutine frames); -g keeps symbols for perf.
 cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="-g" >/dev/null
-ninja -C build-release -j2 cairva stream_load >/dev/null
+MICRO=${CAIRVA_BENCH_MICRO:-1}
+targets="cairva stream_load"
+[ "$MICRO" != 1 ] || targets="$targets wire_bench core_bench pg_admit_bench"
+# shellcheck disable=SC2086  # one word per target
+ninja -C build-release -j2 $targets >/dev/null
 # 10,000 streams hold 20,000 sockets in the gateway (client + provider side).
 ulimit -n "$(ulimit -Hn)"
 BIN=$PWD/build-release/cairva
@@ -82,7 +89,7 @@ wait_http http://127.0.0.1:$NGINX_PORT/mock/stats
 NGINX_WORKERS=$(pgrep -P "$NGINX_PID" | tr '\n' ' ')
 
 PG_URL=""
-if [[ " $SYSTEMS " == *" postgres "* ]]; then
+if [[ " $SYSTEMS " == *" postgres "* ]] || [ "$MICRO" = 1 ]; then
   # Stop it afterwards only if this run started it: other suites may share the cluster.
   if ./scripts/pg-test-cluster.sh status >/dev/null 2>&1; then PG_URL=$(./scripts/pg-test-cluster.sh url)
   elif ./scripts/pg-test-cluster.sh start >/dev/null 2>&1; then PG_STARTED=1; PG_URL=$(./scripts/pg-test-cluster.sh url); fi
@@ -190,6 +197,33 @@ if [ -n "${URL[sqlite-normal]:-}" ] && [ -n "$STREAMS" ]; then
   done
 fi
 
+# The issue's micro-benchmarks, each as "| figure | value | command |" rows.
+micro_results="$work/micro.md"
+: > "$micro_results"
+if [ "$MICRO" = 1 ]; then
+  wire_cmd="build-release/src/wire/wire_bench --benchmark_filter='BM_InspectOnly(InPlace)?/1048576\$' --benchmark_repetitions=5"
+  build-release/src/wire/wire_bench --benchmark_filter='BM_InspectOnly(InPlace)?/1048576$' --benchmark_repetitions=5 \
+      --benchmark_report_aggregates_only=true --benchmark_format=csv 2>/dev/null |
+    awk -F, -v cmd="$wire_cmd" '$1 ~ /_median"$/ { name = ($1 ~ /InPlace/) ? "inspect a 1 MB body in place (the gateway'"'"'s path), median of 5" : "inspect a 1 MB body (copying), median of 5";
+      printf "| %s | %.0f %s | `%s` |\n", name, $3, $5, cmd }' >> "$micro_results" || true
+  build-release/bench/core_bench --benchmark_format=csv 2>/dev/null |
+    awk -F, '$1 ~ /BM_AdmitBook/ { n = $1; sub(/.*threads:/, "", n); gsub(/"/, "", n);
+      printf "| core admit + book, one allocation, %s thread(s) | %.0f %s per admit+book | `build-release/bench/core_bench` |\n", n, $3, $5 }' >> "$micro_results" || true
+  if [ -n "$PG_URL" ]; then
+    for procs in 1 3; do
+      for allocs in 1 100; do
+        pg_cmd="build-release/src/store/postgres/pg_admit_bench --processes $procs --threads 4 --allocations $allocs --seconds 5"
+        line=$(CAIRVA_TEST_PG_URL="$PG_URL" $pg_cmd 2>&1 | grep 'admit+settle/s' || true)
+        rate=$(echo "$line" | sed -n 's/.*: \([0-9]*\) admit+settle\/s.*/\1/p')
+        audit=$(echo "$line" | sed -n 's/.*audit \([A-Z]*[a-z]*\).*/\1/p')
+        echo "pg processes=$procs allocations=$allocs: ${rate:-failed} (audit ${audit:-?})" >&2
+        printf '| PostgreSQL, %s process(es), %s allocation(s) | %s admit+settle/s, audit %s | `%s` |\n' \
+          "$procs" "$allocs" "${rate:-failed}" "${audit:-?}" "$pg_cmd" >> "$micro_results"
+      done
+    done
+  fi
+fi
+
 # Hand-written notes below the marker line survive a new run.
 notes_marker='<!-- notes below are kept by run.sh -->'
 notes=""
@@ -232,6 +266,17 @@ if [ -f "$OUT_MD" ] && grep -qF "$notes_marker" "$OUT_MD"; then notes=$(sed -n "
       END { for (i=1;i<=n;i++) { split(row[i], f, "\t"); k=f[1];
         a50 = (f[2]=="direct") ? "-" : f[5]-p50[k,"direct"]; a99 = (f[2]=="direct") ? "-" : f[6]-p99[k,"direct"];
         printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", f[1], f[2], f[3], f[4], f[5], f[6], a50, a99, f[7], f[8]/1024, f[9], f[10] } }' "$stream_results"
+  fi
+  if [ -s "$micro_results" ]; then
+    echo
+    echo "## Micro-benchmarks (same run)"
+    echo
+    echo "PostgreSQL: admit + usage settlement per operation, each a transaction under the allocation's"
+    echo "row lock, 4 threads per process, on the test cluster (\`fsync = off\`), same 2 cores."
+    echo
+    echo "| figure | measured | command |"
+    echo "|---|---|---|"
+    cat "$micro_results"
   fi
   if [ -n "$notes" ]; then echo; printf '%s\n' "$notes"; fi
 } > "$OUT_MD"
