@@ -171,6 +171,11 @@ TEST_F(SqliteAuditTest, EachBrokenInvariantIsNamedAlone) {
        " reported_output, booked_input, booked_output, recorded_at)"
        " VALUES ('cfl_x', '$A', '$F', 'prov-1', 99, 99, 3, 3, 0);",
        "conflict: cfl_x"},
+      {"conflict under a provider id nothing was booked under",
+       "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
+       " reported_output, booked_input, booked_output, recorded_at)"
+       " VALUES ('cfl_y', '$A', '$F', 'prov-none', 99, 99, 10, 7, 0);",
+       "conflict: cfl_y"},
       {"finished request without a finish time", "UPDATE requests SET finished_at = NULL WHERE id = '$F';",
        "state: request $F"},
       {"started outside the window",
