@@ -11,6 +11,8 @@ namespace {
 constexpr std::array<std::string_view, book_result_count> book_result_names = {
     "booked", "duplicate", "conflict", "already_settled", "unknown_request"};
 static_assert(static_cast<int>(core::BookResult::unknown_request) == book_result_count - 1);
+// Names for StoreWait, in enum order (the `op` label).
+constexpr std::array<std::string_view, store_wait_count> store_wait_names = {"admit", "settle"};
 
 void header(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
   out.append("# HELP ").append(name).append(" ").append(help).append("\n");
@@ -122,8 +124,7 @@ std::string Metrics::render(const std::vector<store::AllocationStatus>& allocati
   header(out, "cairva_store_wait_seconds", "histogram",
          "From a request's store call to its handler running again, by operation.");
   for (int i = 0; i < store_wait_count; ++i) {
-    histogram(out, "cairva_store_wait_seconds", store_wait_[i], true,
-              label("op", i == static_cast<int>(StoreWait::admit) ? "admit" : "settle"));
+    histogram(out, "cairva_store_wait_seconds", store_wait_[i], true, label("op", store_wait_names[i]));
   }
   header(out, "cairva_store_commit_batch_writes", "histogram", "Writes per store commit batch.");
   histogram(out, "cairva_store_commit_batch_writes", commit_batch_, false);
