@@ -11,6 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${CAIRVA_BENCH_DURATION:-10}
+# Rounds of the whole system list per connection count; the table shows each figure's median.
+REPEAT=${CAIRVA_BENCH_REPEAT:-1}
 CONNS=${CAIRVA_BENCH_CONNS:-"1 32 128"}
 SYSTEMS=${CAIRVA_BENCH_SYSTEMS:-"direct nginx sqlite-normal sqlite-full postgres"}
 OUT_MD=${CAIRVA_BENCH_OUT:-docs/benchmarks.md}
@@ -139,6 +141,7 @@ done
 results="$work/results.tsv"
 : > "$results"
 for c in $CONNS; do
+  for round in $(seq "$REPEAT"); do
   for s in $SYSTEMS; do
     [ -n "${URL[$s]:-}" ] || continue
     pid=${PID[$s]}
@@ -152,7 +155,8 @@ for c in $CONNS; do
     cpu_us=$(awk -v d=$((t1 - t0)) -v t=$TICKS -v n=$B_requests 'BEGIN{ if (n>0) printf "%.1f", d/t*1e6/n; else print "nan" }')
     SERVED[$s]=$(( ${SERVED[$s]:-0} + m1 - m0 )); OK[$s]=$(( ${OK[$s]:-0} + B_requests - B_non2xx ))
     printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$s" "$B_rps" "$B_p50_us" "$B_p99_us" "$cpu_us" "$(rss_kb "$pid")" "$((B_non2xx + B_errors))" "$batch" >> "$results"
-    echo "c=$c $s rps=$B_rps p50=${B_p50_us}us p99=${B_p99_us}us cpu/req=${cpu_us}us non2xx+errors=$((B_non2xx + B_errors)) writes/commit=$batch" >&2
+    echo "c=$c round=$round $s rps=$B_rps p50=${B_p50_us}us p99=${B_p99_us}us cpu/req=${cpu_us}us non2xx+errors=$((B_non2xx + B_errors)) writes/commit=$batch" >&2
+  done
   done
 done
 
@@ -235,16 +239,29 @@ if [ -f "$OUT_MD" ] && grep -qF "$notes_marker" "$OUT_MD"; then notes=$(sed -n "
   echo "Produced by \`$0\` (CAIRVA_BENCH_DURATION=$DURATION) on $(date -u +%Y-%m-%d), $(nproc) cores, load generator on the same machine:"
   echo "wrk -t1, $THREADS event loop(s) per system under test (nginx worker_processes $THREADS, cairva threads = $THREADS), same mock provider."
   echo "CPU is the system under test's own user+system time per request. Ratios are against nginx measured in the same run."
+  if [ "$REPEAT" -gt 1 ]; then
+    echo "Each point is the median of $REPEAT rounds (CAIRVA_BENCH_REPEAT=$REPEAT), every round running each system in turn; non-2xx are summed."
+  fi
   echo
   echo "| connections | system | requests/s | × nginx | p50 µs | p99 µs | × nginx p99 | CPU µs/req | × nginx CPU | peak RSS MB | non-2xx | writes/commit |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk -F'\t' '
-    { rps[$1,$2]=$3; p50[$1,$2]=$4; p99[$1,$2]=$5; cpu[$1,$2]=$6; rss[$1,$2]=$7; bad[$1,$2]=$8; bat[$1,$2]=$9; order[++n]=$1 SUBSEP $2 }
-    END { for (i=1;i<=n;i++) { split(order[i], k, SUBSEP); c=k[1]; s=k[2];
-      r = (rps[c,"nginx"]>0) ? sprintf("%.2f", rps[c,s]/rps[c,"nginx"]) : "-";
-      u = (cpu[c,"nginx"]>0) ? sprintf("%.2f", cpu[c,s]/cpu[c,"nginx"]) : "-";
-      l = (p99[c,"nginx"]>0) ? sprintf("%.2f", p99[c,s]/p99[c,"nginx"]) : "-";
-      printf "| %s | %s | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %s | %s |\n", c, s, rps[c,s], r, p50[c,s], p99[c,s], l, cpu[c,s], u, rss[c,s]/1024, bad[c,s], bat[c,s] } }' "$results"
+    # Median of the values joined by spaces in `list` (insertion sort: a handful of rounds).
+    function median(list,   v, n, i, j, t) {
+      n = split(list, v, " ");
+      for (i = 2; i <= n; i++) { t = v[i]; for (j = i - 1; j >= 1 && v[j] + 0 > t + 0; j--) v[j + 1] = v[j]; v[j + 1] = t }
+      return (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+    }
+    { k = $1 SUBSEP $2; if (!(k in rps)) order[++n] = k
+      rps[k] = rps[k] " " $3; p50[k] = p50[k] " " $4; p99[k] = p99[k] " " $5; cpu[k] = cpu[k] " " $6
+      rss[k] = rss[k] " " $7; bad[k] += $8; bat[k] = ($9 == "-") ? "-" : bat[k] " " $9 }
+    END { for (k in rps) { rps[k] = median(rps[k]); p50[k] = median(p50[k]); p99[k] = median(p99[k]);
+            cpu[k] = median(cpu[k]); rss[k] = median(rss[k]); if (bat[k] != "-") bat[k] = sprintf("%.1f", median(bat[k])) }
+      for (i = 1; i <= n; i++) { split(order[i], f, SUBSEP); c = f[1]; s = f[2]; k = order[i]; g = c SUBSEP "nginx";
+        r = (rps[g] > 0) ? sprintf("%.2f", rps[k] / rps[g]) : "-";
+        u = (cpu[g] > 0) ? sprintf("%.2f", cpu[k] / cpu[g]) : "-";
+        l = (p99[g] > 0) ? sprintf("%.2f", p99[k] / p99[g]) : "-";
+        printf "| %s | %s | %.0f | %s | %.0f | %.0f | %s | %.1f | %s | %.1f | %s | %s |\n", c, s, rps[k], r, p50[k], p99[k], l, cpu[k], u, rss[k] / 1024, bad[k], bat[k] } }' "$results"
   echo
   echo "Ledger check after the run:"
   echo
