@@ -50,7 +50,7 @@ void AllocationLedger::restore_booking(UnixMicros booked_at, int64_t tokens) {
 
 void AllocationLedger::restore_booked_provider_id(const std::string& provider_request_id,
                                                   const Tokens& counts) {
-  booked_provider_ids_.insert_or_assign(provider_request_id, counts);
+  booked_provider_ids_.insert_or_assign(digest128(provider_request_id), counts);
 }
 
 void AllocationLedger::restore_open_request(const std::string& request_id,
@@ -187,7 +187,7 @@ BookOutcome AllocationLedger::book(const std::string& request_id,
   const auto it = open_.find(request_id);
   if (it == open_.end()) return out;  // unknown_request
   // One lookup both tests the booking key and claims it (the map is the ledger's largest).
-  const auto [key, claimed] = booked_provider_ids_.try_emplace(provider_request_id, usage);
+  const auto [key, claimed] = booked_provider_ids_.try_emplace(digest128(provider_request_id), usage);
   close(it);
   if (!claimed) {
     // The same provider response again: the request is done, nothing more is booked.
@@ -231,12 +231,13 @@ ReconcileOutcome AllocationLedger::reconcile(const std::string& request_id,
     out.result = ReconcileResult::not_pending;
     return out;
   }
-  if (booked_provider_ids_.contains(provider_request_id)) {
+  const Digest128 key = digest128(provider_request_id);
+  if (booked_provider_ids_.contains(key)) {
     out.result = ReconcileResult::provider_id_taken;
     return out;
   }
   close(it);
-  booked_provider_ids_.emplace(provider_request_id, usage);
+  booked_provider_ids_.emplace(key, usage);
   out.result = ReconcileResult::booked;
   out.became_depleted = apply_booking(usage, now);
   check_invariants();

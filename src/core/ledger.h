@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/digest.h"
 #include "core/admission.h"
 #include "core/types.h"
 
@@ -141,8 +142,11 @@ class AllocationLedger {
   // In-flight requests, oldest start first (keys point into `open_`), so the stale
   // sweep and its no-op case are O(1) per request. Size == in_flight_.
   std::list<std::pair<UnixMicros, const std::string*>> in_flight_order_;
-  // One entry per usage event: the booking key's uniqueness (SPEC §5).
-  std::unordered_map<std::string, Tokens> booked_provider_ids_;
+  // One entry per usage event: the booking key's uniqueness (SPEC §5). Kept for the
+  // allocation's life (the embedded store has no other copy since schema 3), so keyed by
+  // the id's 128-bit digest: half the store's memory per booking (docs/benchmarks.md),
+  // with a chance of two ids sharing a digest of ~n^2 / 2^129.
+  std::unordered_map<Digest128, Tokens, Digest128Hash> booked_provider_ids_;
 };
 
 }  // namespace cairva::core

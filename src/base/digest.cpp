@@ -1,0 +1,25 @@
+#include "base/digest.h"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <cstring>
+
+#include "base/assert.h"
+
+namespace cairva {
+
+Digest128 digest128(std::string_view text) {
+  // Fetched once: EVP_sha256() looks the algorithm up on every call (~3x the hash's cost).
+  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  CAIRVA_ASSERT(sha256 != nullptr);
+  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  unsigned int len = 0;
+  CAIRVA_ASSERT(EVP_Digest(text.data(), text.size(), md.data(), &len, sha256, nullptr) == 1);
+  Digest128 d;
+  std::memcpy(&d.high, md.data(), sizeof d.high);
+  std::memcpy(&d.low, md.data() + sizeof d.high, sizeof d.low);
+  return d;
+}
+
+}  // namespace cairva
