@@ -9,13 +9,19 @@
 
 namespace cairva {
 
-Digest128 digest128(std::string_view text) {
+std::array<unsigned char, 32> sha256(std::string_view text) {
   // Fetched once: EVP_sha256() looks the algorithm up on every call (~3x the hash's cost).
-  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  CAIRVA_ASSERT(sha256 != nullptr);
-  std::array<unsigned char, EVP_MAX_MD_SIZE> md{};
+  static EVP_MD* const md_sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  CAIRVA_ASSERT(md_sha256 != nullptr);
+  std::array<unsigned char, 32> md{};
   unsigned int len = 0;
-  CAIRVA_ASSERT(EVP_Digest(text.data(), text.size(), md.data(), &len, sha256, nullptr) == 1);
+  CAIRVA_ASSERT(EVP_Digest(text.data(), text.size(), md.data(), &len, md_sha256, nullptr) == 1);
+  CAIRVA_ASSERT(len == md.size());
+  return md;
+}
+
+Digest128 digest128(std::string_view text) {
+  const auto md = sha256(text);
   Digest128 d;
   std::memcpy(&d.high, md.data(), sizeof d.high);
   std::memcpy(&d.low, md.data() + sizeof d.high, sizeof d.low);

@@ -1,14 +1,18 @@
-// A 128-bit digest of a string (the first half of its SHA-256), for sets that must tell
+// SHA-256 of a string, and a 128-bit digest (its first half) for sets that must tell
 // strings apart without keeping them: two different strings share a digest with
 // probability 2^-128, and among n strings the chance of any shared digest is about
 // n^2 / 2^129 (10^-20 at a billion).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
 namespace cairva {
+
+// Thread-safe.
+std::array<unsigned char, 32> sha256(std::string_view text);
 
 struct Digest128 {
   uint64_t high = 0;

@@ -1,7 +1,6 @@
 #include "base/ids.h"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include <array>
@@ -10,6 +9,7 @@
 #include <cstring>
 
 #include "base/assert.h"
+#include "base/digest.h"
 
 namespace cairva {
 namespace {
@@ -90,15 +90,12 @@ std::string new_secret() {
 }
 
 std::string hash_secret(std::string_view secret) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  CAIRVA_ASSERT(EVP_Digest(secret.data(), secret.size(), md, &len, EVP_sha256(), nullptr) == 1);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(len * 2);
-  for (unsigned i = 0; i < len; ++i) {
-    out.push_back(kHex[md[i] >> 4]);
-    out.push_back(kHex[md[i] & 15]);
+  out.reserve(64);
+  for (unsigned char b : sha256(secret)) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
   }
   return out;
 }

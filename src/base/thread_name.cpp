@@ -2,7 +2,7 @@
 
 #include <pthread.h>
 
-#include <array>
+#include <string>
 
 namespace cairva {
 namespace {
@@ -14,12 +14,6 @@ constexpr size_t thread_name_bytes_max = 15;  // Linux's TASK_COMM_LEN less the 
 void name_this_thread(std::string_view name) {
   const std::string cut(name.substr(0, thread_name_bytes_max));
   (void)pthread_setname_np(pthread_self(), cut.c_str());  // only ERANGE, excluded above
-}
-
-std::string this_thread_name() {
-  std::array<char, thread_name_bytes_max + 1> buf{};
-  if (pthread_getname_np(pthread_self(), buf.data(), buf.size()) != 0) return {};
-  return buf.data();
 }
 
 }  // namespace cairva

@@ -1,11 +1,20 @@
 #include "base/thread_name.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <string>
 #include <thread>
 
 namespace cairva {
+namespace {
+
+std::string this_thread_name() {
+  char buf[16] = {};  // Linux's TASK_COMM_LEN
+  return pthread_getname_np(pthread_self(), buf, sizeof buf) == 0 ? buf : "";
+}
+
+}  // namespace
 
 TEST(ThreadName, NamesTheCallingThreadOnlyAndCutsAt15Bytes) {
   const std::string before = this_thread_name();

@@ -11,6 +11,7 @@ namespace cairva::core {
 struct PromptFacts {
   int64_t chars = 0;     // Unicode code points counted per SPEC §4
   int64_t messages = 0;  // entries in `messages`
+  friend bool operator==(const PromptFacts&, const PromptFacts&) = default;
 };
 
 // ceil(chars / 3) + 4 * messages + 8.

@@ -40,6 +40,7 @@ struct ChatRequest {
   std::optional<ByteSpan> stream_options_value;  // set when present: an object or null
   bool stream_options_has_members = false;
   std::optional<ByteSpan> include_usage_value;   // inside stream_options, when present
+  friend bool operator==(const ChatRequest&, const ChatRequest&) = default;
 };
 
 // Validates `body` and reads it. Errors are ErrorCode::invalid_request with a message
