@@ -1,5 +1,7 @@
 #include "store/sqlite/db.h"
 
+#include <mutex>
+
 #include "store/sqlite/limits.h"
 
 namespace cairva::store::sqlite {
@@ -52,6 +54,11 @@ int64_t Stmt::col_i64(int i) const { return sqlite3_column_int64(s_, i); }
 bool Stmt::col_null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
 
 Result<Db> Db::open(const std::string& path, bool read_only) {
+  // SQLite counts every allocation under one process-wide mutex unless told not to; the
+  // journal and the applier threads would contend on it for each row. Must precede
+  // SQLite's initialisation (a no-op error if something initialised it first).
+  static std::once_flag configured;
+  std::call_once(configured, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
   sqlite3* h = nullptr;
   const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                     SQLITE_OPEN_NOMUTEX;

@@ -13,6 +13,20 @@ inline constexpr size_t writer_queue_ops_max = 16384;
 // Writes committed in one transaction: enough to amortise one fsync over a burst, small
 // enough that one transaction never holds the write lock for long.
 inline constexpr size_t commit_batch_ops_max = 512;
+// Ops the applier copies from the oplog into the tables in one transaction: large, so the
+// cost of a commit touching every table is shared by many requests; bounded, so a read
+// queued behind them waits milliseconds, not seconds.
+inline constexpr size_t apply_batch_ops_max = 2048;
+// Nothing but reads waits for the applier, so it waits for this many ops (or for
+// apply_linger_ms, or for a read or admin write queued behind them) before it commits: an
+// eager applier commits as often as the journal and shares nothing.
+inline constexpr size_t apply_batch_ops_min = 512;
+inline constexpr int64_t apply_linger_ms = 20;
+// Journaled ops not yet applied to the tables. At this depth the journal stops taking new
+// work until the applier catches up (requests wait; memory stays bounded).
+inline constexpr size_t apply_backlog_ops_max = 16384;
+// Applied records are deleted from the oplog once this many have accumulated.
+inline constexpr int64_t oplog_trim_records_min = 4096;
 // While the disk fails, the writer retries (and probes) this often.
 inline constexpr int64_t writer_retry_ms = 50;
 // A settlement or admin write that cannot be made durable gets store_unavailable after
@@ -30,6 +44,8 @@ inline constexpr size_t audit_findings_per_check_max = 100;
 inline constexpr int sqlite_busy_timeout_ms = 5000;
 
 static_assert(commit_batch_ops_max <= writer_queue_ops_max);
+static_assert(commit_batch_ops_max <= apply_backlog_ops_max);
+static_assert(apply_batch_ops_min <= apply_batch_ops_max);
 static_assert(durable_ack_wait_ms_max < admin_wait_ms_max);
 
 }  // namespace cairva::store::sqlite

@@ -8,7 +8,7 @@ namespace cairva::store::sqlite {
 namespace {
 
 // Never edit a migration once released: add a new one.
-constexpr std::array<const char*, 3> migrations = {
+constexpr std::array<const char*, 4> migrations = {
     R"sql(
 CREATE TABLE agreements (
   id TEXT PRIMARY KEY,
@@ -158,6 +158,12 @@ DROP TABLE usage_events;
 ALTER TABLE usage_events_v3 RENAME TO usage_events;
 CREATE INDEX usage_events_allocation ON usage_events (allocation_id, seq);
 ALTER TABLE requests DROP COLUMN booked_event_id;
+)sql",
+    // 4: the request path's writes reach these tables through the operation log (oplog.h);
+    // the last record applied is kept here, in the same transaction as its rows.
+    R"sql(
+CREATE TABLE oplog_applied (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
+INSERT INTO oplog_applied VALUES (1, 0);
 )sql",
 };
 

@@ -263,7 +263,7 @@ Result<UsageEventRow> SqliteStore::reconcile(const Reconciliation& r) {
     }
     event = UsageEventRow{new_time_ordered_id("evt"), alloc->id, r.request_id, provider_request_id, r.usage,
                           core::EventSource::reconciliation, core::Finality::confirmed, r.evidence, now};
-    writer_->enqueue({WriteOp::Kind::durable, writes::book(event), nullptr});
+    writer_->enqueue({WriteOp::Kind::durable, {writes::book(event)}, {}, {}});
     persist_states_if_changed(*alloc, before, before_agreement);
   }
   writer_->flush();

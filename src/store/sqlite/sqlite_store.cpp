@@ -5,6 +5,7 @@
 
 #include "base/ids.h"
 #include "store/sqlite/limits.h"
+#include "store/sqlite/oplog.h"
 #include "store/sqlite/schema.h"
 #include "store/sqlite/writes.h"
 
@@ -22,8 +23,21 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   if (!lock.ok()) return lock.error();
   auto wdb = Db::open(path, false);
   if (!wdb.ok()) return wdb.error();
-  if (Status s = prepare_database(*wdb, options.sync_full); !s.ok()) {
+  // The tables commit with FULL whatever store.sync says: the oplog trims a record only
+  // once its application is on disk (oplog.h).
+  if (Status s = prepare_database(*wdb, /*sync_full=*/true); !s.ok()) {
     return make_error(ErrorCode::store_unavailable, "store " + path + ": " + s.error().message);
+  }
+  const std::string log_path = oplog::path_for(path);
+  auto log = Db::open(log_path, false);
+  if (!log.ok()) return log.error();
+  if (Status s = oplog::prepare(*log, options.sync_full); !s.ok()) {
+    return make_error(ErrorCode::store_unavailable, "oplog " + log_path + ": " + s.error().message);
+  }
+  // Writes the previous process acknowledged but had not yet applied to the tables.
+  auto replayed = oplog::replay(*wdb, *log);
+  if (!replayed.ok()) {
+    return make_error(ErrorCode::store_unavailable, "oplog " + log_path + ": " + replayed.error().message);
   }
   auto rdb = Db::open(path, true);
   if (!rdb.ok()) return rdb.error();
@@ -33,7 +47,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
       !s.ok()) {
     return s.error();
   }
-  auto writer = std::make_unique<Writer>(std::move(wdb).value(), options.on_commit_batch);
+  auto writer = std::make_unique<Writer>(std::move(wdb).value(), std::move(log).value(),
+                                         replayed->next_seq, options.on_commit_batch);
   std::unique_ptr<SqliteStore> store(new SqliteStore(options, std::move(clock), std::move(lock).value(),
                                                      std::move(rdb).value(), std::move(writer)));
   if (Status s = store->load(); !s.ok()) return s.error();
@@ -70,16 +85,20 @@ std::shared_ptr<SqliteStore::Allocation> SqliteStore::find_by_agreement(
 void SqliteStore::persist_states_if_changed(Allocation& a, core::AllocationState before,
                                             core::AgreementState before_agreement) {
   if (a.ledger.state() == before && a.ledger.agreement_state() == before_agreement) return;
-  writer_->enqueue({WriteOp::Kind::durable,
-                    writes::set_states(a.id, a.agreement.id, a.ledger.state(), a.ledger.agreement_state()),
-                    nullptr});
+  writer_->enqueue(
+      {WriteOp::Kind::durable,
+       {writes::set_states(a.id, a.agreement.id, a.ledger.state(), a.ledger.agreement_state())},
+       {},
+       {}});
 }
 
 int64_t SqliteStore::sweep_locked(Allocation& a, UnixMicros now) {
   std::vector<std::string> swept = a.ledger.sweep_stale(now, options_.in_flight_timeout_s);
   const auto n = static_cast<int64_t>(swept.size());
   if (n > 0) {
-    writer_->enqueue({WriteOp::Kind::durable, writes::mark_usage_pending(std::move(swept), ""), nullptr});
+    WriteOp op{WriteOp::Kind::durable, {}, {}, {}};
+    for (const auto& id : swept) op.records.push_back(writes::mark_usage_pending(id, ""));
+    writer_->enqueue(std::move(op));
   }
   return n;
 }
@@ -160,7 +179,7 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
         }
         done(unavailable(s.error().message));
       };
-      WriteOp op{WriteOp::Kind::admission, writes::insert_request(row, cmd.key_id), on_written};
+      WriteOp op{WriteOp::Kind::admission, {writes::insert_request(row, cmd.key_id)}, {}, on_written};
       if (!writer_->try_enqueue(std::move(op))) {
         alloc->ledger.fail(cmd.request_id);
         answer_now = Result<AdmitResult>(unavailable("store unavailable: write queue full or failing"));
@@ -188,7 +207,7 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
   const auto before_agreement = alloc->ledger.agreement_state();
   SettleResult out;
   out.request_state = open->state;
-  std::vector<writes::Apply> rows;
+  std::vector<writes::Record> rows;
   switch (cmd.kind) {
     case SettleKind::usage: {
       const core::BookOutcome b = alloc->ledger.book(cmd.request_id, cmd.provider_request_id, cmd.usage, now);
@@ -212,7 +231,7 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
     }
     case SettleKind::usage_missing:
       if (alloc->ledger.mark_usage_pending(cmd.request_id)) {
-        rows.push_back(writes::mark_usage_pending({cmd.request_id}, cmd.provider_request_id));
+        rows.push_back(writes::mark_usage_pending(cmd.request_id, cmd.provider_request_id));
       }
       out.request_state = core::RequestState::usage_pending;
       break;
@@ -222,13 +241,6 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
       out.request_state = core::RequestState::failed;
       break;
   }
-  // One op per settlement keeps its rows in one transaction (they always are: a batch is one).
-  auto apply = [rows = std::move(rows)](Db& db) -> Status {
-    for (const auto& r : rows) {
-      if (Status s = r(db); !s.ok()) return s;
-    }
-    return {};
-  };
   auto on_written = [out, done = std::move(done)](Status s) {
     if (s.ok()) {
       done(out);
@@ -236,7 +248,8 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
       done(s.error());
     }
   };
-  writer_->enqueue({WriteOp::Kind::durable, std::move(apply), std::move(on_written)});
+  // One op per settlement keeps its records in one oplog and one table transaction.
+  writer_->enqueue({WriteOp::Kind::durable, std::move(rows), {}, std::move(on_written)});
   persist_states_if_changed(*alloc, before, before_agreement);
 }
 
@@ -264,7 +277,7 @@ void SqliteStore::settle_lookup(const SettleCommand& cmd, Callback<SettleResult>
     }
     done(out);
   };
-  writer_->enqueue({WriteOp::Kind::read, std::move(apply), std::move(on_read)});
+  writer_->enqueue({WriteOp::Kind::read, {}, std::move(apply), std::move(on_read)});
 }
 
 void SqliteStore::allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) {
@@ -293,8 +306,8 @@ Status SqliteStore::write_and_wait(std::function<Status(Db&)> apply, bool fail_f
   auto f = p->get_future();
   auto done = [p](Status s) { p->set_value(s); };
   if (!fail_fast) {
-    writer_->enqueue({WriteOp::Kind::durable, std::move(apply), std::move(done)});
-  } else if (!writer_->try_enqueue({WriteOp::Kind::admission, std::move(apply), std::move(done)})) {
+    writer_->enqueue({WriteOp::Kind::durable, {}, std::move(apply), std::move(done)});
+  } else if (!writer_->try_enqueue({WriteOp::Kind::admission, {}, std::move(apply), std::move(done)})) {
     return unavailable("store unavailable: writes are failing");
   }
   if (f.wait_for(std::chrono::milliseconds(admin_wait_ms_max)) != std::future_status::ready) {

@@ -8,8 +8,8 @@
 // Admin reads of requests, events and conflicts read SQLite after a writer flush, so they
 // reflect everything acknowledged.
 //
-// Restart: open() marks requests left in_flight usage_pending (persisted) and rebuilds
-// every ledger from the tables.
+// Restart: open() applies the writes the oplog holds beyond the tables (oplog.h), marks
+// requests left in_flight usage_pending (persisted) and rebuilds every ledger from the tables.
 //
 // Thread safety: every method, from any thread. Lock order: allocations map (shared) ->
 // one allocation's mutex -> the writer's queue. Callbacks never run under these locks.
@@ -73,6 +73,9 @@ class SqliteStore final : public Store {
   void set_write_fault_for_testing(bool fail) { writer_->set_fault_for_testing(fail); }
   // Blocks until every write queued so far has been attempted.
   void flush() { writer_->flush(); }
+  // Tests: while set, acknowledged writes reach the oplog only (as when the process dies
+  // before the applier copies them into the tables); closing then leaves them there.
+  void pause_applier_for_testing(bool pause) { writer_->pause_applier_for_testing(pause); }
 
   // One allocation's in-memory state. Public for the loader; opaque to callers.
   struct Allocation {

@@ -14,6 +14,7 @@
 
 #include "base/ids.h"
 #include "store/open.h"
+#include "store/sqlite/oplog.h"
 #include "store/sqlite/schema.h"
 #include "store/sqlite/writes.h"
 
@@ -193,6 +194,86 @@ TEST_F(SqliteStoreTest, RecoveryMarksInFlightPendingAndKeepsTheirHolds) {
   EXPECT_EQ(st->snapshot.in_flight, 0);
 }
 
+// One number from a file's SQL, read as a separate connection would.
+int64_t query_i64(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* s = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql, -1, &s, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  EXPECT_EQ(sqlite3_step(s), SQLITE_ROW);
+  const int64_t v = sqlite3_column_int64(s, 0);
+  sqlite3_finalize(s);
+  sqlite3_close(db);
+  return v;
+}
+
+// A request waits only for its record in the oplog; what the process acknowledged but had
+// not yet copied into the tables when it stopped is applied, once, at the next open.
+TEST_F(SqliteStoreTest, AcknowledgedWritesStillOnlyInTheOplogAreAppliedAtOpen) {
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  store_->flush();
+  store_->pause_applier_for_testing(true);
+  auto in_flight = cmd(a);
+  auto booked = cmd(a);
+  auto failed = cmd(a);
+  for (const auto* c : {&in_flight, &booked, &failed}) ASSERT_TRUE(admit(*c)->decision.admitted());
+  auto b = settle({booked.request_id, a.allocation.id, SettleKind::usage, "prov-1", {3, 4}});
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->book, core::BookResult::booked);
+  ASSERT_TRUE(settle({failed.request_id, a.allocation.id, SettleKind::failed, "", {}}).ok());
+  store_.reset();  // the applier never ran: as if the process died here
+  const std::string log = path_ + "-oplog";
+  EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM requests"), 0);
+  EXPECT_EQ(query_i64(log, "SELECT COUNT(*) FROM records"), 5);  // 3 starts, 1 booking, 1 failure
+
+  store_ = open_store_at();
+  ASSERT_NE(store_, nullptr);
+  EXPECT_EQ(store_->get_request(in_flight.request_id)->state, core::RequestState::usage_pending);
+  EXPECT_EQ(store_->get_request(booked.request_id)->state, core::RequestState::booked);
+  EXPECT_EQ(store_->get_request(failed.request_id)->state, core::RequestState::failed);
+  auto events = store_->list_events({a.allocation.id, std::nullopt, 100});
+  ASSERT_TRUE(events.ok());
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].provider_request_id, "prov-1");
+  auto st = store_->get_allocation(a.allocation.id);
+  EXPECT_EQ(st->snapshot.booked, (core::Tokens{3, 4}));
+  EXPECT_EQ(st->snapshot.usage_pending, 1);
+  // The ledger restored from the replayed tables still books that provider id only once.
+  auto again = cmd(a);
+  ASSERT_TRUE(admit(again)->decision.admitted());
+  EXPECT_EQ(settle({again.request_id, a.allocation.id, SettleKind::usage, "prov-1", {3, 4}})->book,
+            core::BookResult::duplicate);
+  store_.reset();
+  // Applied exactly once: a second open finds nothing left to replay.
+  EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM usage_events"), 1);
+  EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM requests"), 4);
+  EXPECT_EQ(query_i64(path_, "SELECT seq FROM oplog_applied"), 7);
+  // The replayed records were trimmed at that open; the two since wait for the next trim.
+  EXPECT_EQ(query_i64(log, "SELECT COUNT(*) FROM records WHERE seq <= 5"), 0);
+  EXPECT_EQ(query_i64(log, "SELECT COUNT(*) FROM records WHERE seq > 7"), 0);
+  store_ = open_store_at();
+  ASSERT_NE(store_, nullptr);
+  EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked, (core::Tokens{3, 4}));
+}
+
+// The oplog holds what the tables lack, not the store's history: applied records go.
+TEST_F(SqliteStoreTest, OplogIsTrimmedAsTheApplierAdvances) {
+  auto a = create({1000000, 100000000, 100000}, {100000000, 100000000});
+  constexpr int requests = 2500;  // 5,000 records: past one trim (oplog_trim_records_min)
+  for (int i = 0; i < requests; ++i) {
+    auto c = cmd(a);
+    ASSERT_TRUE(admit(c)->decision.admitted());
+    ASSERT_TRUE(settle({c.request_id, a.allocation.id, SettleKind::usage, "p" + std::to_string(i), {1, 1}}).ok());
+  }
+  store_->flush();                         // everything applied...
+  ASSERT_TRUE(admit(cmd(a)).ok());         // ...so the next journal commit trims it
+  store_.reset();  // the log is the open store's alone (exclusive locking)
+  const int64_t left = query_i64(path_ + "-oplog", "SELECT COUNT(*) FROM records");
+  EXPECT_LT(left, 2 * requests - 4000) << "applied records were not trimmed";
+  EXPECT_EQ(query_i64(path_, "SELECT seq FROM oplog_applied"), 2 * requests + 1);
+  store_ = open_store_at();
+}
+
 TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   auto a = create({100, 100000, 10}, {1000, 1000});
   auto first = cmd(a);
@@ -260,13 +341,14 @@ TEST_F(SqliteStoreTest, SchemaIsVersionedAndReopenDoesNotMigrateAgain) {
   store_ = open_store_at();
 }
 
-// `store.sync = "full"` reaches the connection that commits: synchronous=FULL makes SQLite
-// fsync the WAL at every commit (one per batch); "normal" only at checkpoints.
-TEST_F(SqliteStoreTest, SyncSettingIsTheWritingConnections) {
+// `store.sync = "full"` reaches the connection a request waits for, the oplog's:
+// synchronous=FULL makes SQLite fsync the WAL at every commit (one per batch); "normal" only
+// at checkpoints. The tables' connection is always FULL (oplog.h says why).
+TEST_F(SqliteStoreTest, SyncSettingIsTheOplogsConnections) {
   for (const bool full : {false, true}) {
-    auto db = Db::open((dir_ / "sync.db").string(), false);
+    auto db = Db::open((dir_ / "sync.db-oplog").string(), false);
     ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(prepare_database(*db, full).ok());
+    ASSERT_TRUE(oplog::prepare(*db, full).ok());
     auto s = db->prepare("PRAGMA synchronous");
     ASSERT_TRUE(s.ok() && s->step().ok());
     EXPECT_EQ(s->col_i64(0), full ? 2 : 1);  // SQLite's codes: NORMAL = 1, FULL = 2
@@ -291,11 +373,11 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFileKeepingEveryRow) {
     for (int i = 0; i < 3; ++i) {
       const std::string req = "req_old" + std::to_string(i);
       RequestRow r{req, alloc, core::RequestState::in_flight, t0_us + i, std::nullopt, "m", false, {10, 10}, ""};
-      ASSERT_TRUE(writes::insert_request(r, "key_old")(*db).ok());
+      ASSERT_TRUE(writes::apply(*db, writes::insert_request(r, "key_old")).ok());
       if (i < 2) {  // the third stays in flight: the restart makes it usage_pending
         UsageEventRow e{"evt_old" + std::to_string(i), alloc, req, "prov" + std::to_string(i), {5, 7},
                         core::EventSource::provider, core::Finality::reported, "", t0_us + i};
-        ASSERT_TRUE(writes::book(e)(*db).ok());
+        ASSERT_TRUE(writes::apply(*db, writes::book(e)).ok());
       }
     }
   }

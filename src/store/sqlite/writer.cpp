@@ -1,11 +1,13 @@
 #include "store/sqlite/writer.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <future>
-#include <vector>
 
 #include "base/assert.h"
 #include "base/thread_name.h"
 #include "store/sqlite/limits.h"
+#include "store/sqlite/oplog.h"
 
 namespace cairva::store::sqlite {
 namespace {
@@ -14,31 +16,54 @@ Error unavailable(const std::string& why) {
   return make_error(ErrorCode::store_unavailable, "store unavailable: " + why);
 }
 
+bool journaled(const WriteOp& op) { return !op.records.empty(); }
+
+// One transaction's end: COMMIT, or ROLLBACK and the failure.
+Status finish(Db& db, Status s) {
+  if (s.ok()) s = db.exec("COMMIT");
+  if (!s.ok()) (void)db.exec("ROLLBACK");
+  return s;
+}
+
 }  // namespace
 
-Writer::Writer(Db db, std::function<void(int64_t)> on_commit)
-    : db_(std::move(db)), on_commit_(std::move(on_commit)), thread_([this] {
-        name_this_thread("cairva-store");
-        run();
-      }) {}
+Writer::Writer(Db database, Db log, int64_t next_seq, std::function<void(int64_t)> on_commit)
+    : database_(std::move(database)),
+      log_(std::move(log)),
+      next_seq_(next_seq),
+      trimmed_seq_(next_seq - 1),
+      on_commit_(std::move(on_commit)),
+      applied_seq_(next_seq - 1) {
+  journal_thread_ = std::thread([this] {
+    name_this_thread("cairva-store");
+    run_journal();
+  });
+  apply_thread_ = std::thread([this] {
+    name_this_thread("cairva-apply");
+    run_apply();
+  });
+}
 
 Writer::~Writer() {
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
   }
-  wake_.notify_all();
-  thread_.join();
+  journal_wake_.notify_all();
+  journal_thread_.join();  // the applier leaves once the journal has handed it everything
+  apply_thread_.join();
 }
 
 bool Writer::try_enqueue(WriteOp op) {
   CAIRVA_ASSERT(op.kind == WriteOp::Kind::admission);
   {
     std::lock_guard lock(mu_);
-    if (failing_ || stopping_ || queue_.size() >= writer_queue_ops_max) return false;
+    if (journal_failing_ || apply_failing_ || stopping_ || queue_.size() >= writer_queue_ops_max) {
+      return false;
+    }
     queue_.push_back({std::move(op), std::chrono::steady_clock::now()});
   }
-  wake_.notify_one();
+  journal_wake_.notify_one();
   return true;
 }
 
@@ -47,25 +72,28 @@ void Writer::enqueue(WriteOp op) {
     std::lock_guard lock(mu_);
     queue_.push_back({std::move(op), std::chrono::steady_clock::now()});
   }
-  wake_.notify_one();
+  journal_wake_.notify_one();
 }
 
 void Writer::flush() {
   std::promise<void> p;
-  enqueue(WriteOp{WriteOp::Kind::read, [](Db&) { return Status{}; },
-                  [&p](const Status&) { p.set_value(); }});
+  WriteOp barrier;
+  barrier.kind = WriteOp::Kind::read;
+  barrier.done = [&p](const Status&) { p.set_value(); };
+  enqueue(std::move(barrier));
   p.get_future().wait();
 }
 
 bool Writer::failing() const {
   std::lock_guard lock(mu_);
-  return failing_;
+  return journal_failing_ || apply_failing_;
 }
 
 WriterStats Writer::stats() const {
   std::lock_guard lock(mu_);
   WriterStats s = stats_;
   s.queue_depth = static_cast<int64_t>(queue_.size());
+  s.apply_backlog = static_cast<int64_t>(applying_.size());
   return s;
 }
 
@@ -74,17 +102,32 @@ void Writer::set_fault_for_testing(bool fail) {
   fault_ = fail;
 }
 
-void Writer::run() {
+void Writer::pause_applier_for_testing(bool pause) {
+  {
+    std::lock_guard lock(mu_);
+    paused_ = pause;
+  }
+  apply_wake_.notify_all();
+}
+
+bool Writer::fault() const {
+  std::lock_guard lock(mu_);
+  return fault_;
+}
+
+void Writer::run_journal() {
   const auto retry = std::chrono::milliseconds(writer_retry_ms);
   std::unique_lock lock(mu_);
   for (;;) {
-    if (failing_) {
-      wake_.wait_for(lock, retry, [&] { return stopping_; });
+    if (journal_failing_) {
+      journal_wake_.wait_for(lock, retry, [&] { return stopping_; });
     } else {
-      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      journal_wake_.wait(lock, [&] {
+        return stopping_ || (!queue_.empty() && applying_.size() < apply_backlog_ops_max);
+      });
     }
-    if (stopping_ && (queue_.empty() || failing_)) break;
-    std::deque<Queued> batch;
+    if (stopping_ && (queue_.empty() || journal_failing_)) break;
+    Batch batch;
     while (!queue_.empty() && batch.size() < commit_batch_ops_max) {
       batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
@@ -92,137 +135,244 @@ void Writer::run() {
     lock.unlock();
     if (batch.empty()) {
       // Failing with nothing queued: probe the disk so admissions resume by themselves.
-      const Status s = probe();
+      const Status s = fault() ? Status(unavailable("injected write failure")) : oplog::probe(log_);
       lock.lock();
-      if (s.ok()) failing_ = false;
+      if (s.ok()) journal_failing_ = false;
       continue;
     }
-    process(batch);  // leaves in `batch` the durable ops to retry
+    process(Stage::journal, batch);
     lock.lock();
     while (!batch.empty()) {
       queue_.push_front(std::move(batch.back()));
       batch.pop_back();
     }
   }
-  // Stopping: whatever could not be written gets its answer now.
-  std::deque<Queued> rest;
+  // Stopping: what the journal could not take gets its answer now.
+  journal_stopped_ = true;
+  Batch rest;
   rest.swap(queue_);
+  lock.unlock();
+  apply_wake_.notify_all();
+  for (auto& q : rest) {
+    if (!q.acknowledged && q.op.done) q.op.done(unavailable("the store is closing"));
+  }
+}
+
+void Writer::run_apply() {
+  const auto retry = std::chrono::milliseconds(writer_retry_ms);
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (apply_failing_) {
+      apply_wake_.wait_for(lock, retry, [&] { return journal_stopped_; });
+    } else {
+      apply_wake_.wait(lock, [&] { return journal_stopped_ || (!paused_ && !applying_.empty()); });
+      // Linger for a batch worth a commit, unless someone waits for this one.
+      apply_wake_.wait_for(lock, std::chrono::milliseconds(apply_linger_ms), [&] {
+        return journal_stopped_ || paused_ || waiting_in_apply_ > 0 ||
+               applying_.size() >= apply_batch_ops_min;
+      });
+    }
+    if (journal_stopped_ && (applying_.empty() || apply_failing_ || paused_)) break;
+    if (paused_) continue;
+    Batch batch;
+    while (!applying_.empty() && batch.size() < apply_batch_ops_max) {
+      if (!journaled(applying_.front().op)) --waiting_in_apply_;
+      batch.push_back(std::move(applying_.front()));
+      applying_.pop_front();
+    }
+    lock.unlock();
+    journal_wake_.notify_one();  // room in the backlog
+    if (batch.empty()) {
+      Status s = fault() ? Status(unavailable("injected write failure")) : database_.exec("BEGIN IMMEDIATE");
+      if (s.ok()) s = finish(database_, database_.exec("UPDATE writer_probe SET at = at + 1 WHERE id = 1"));
+      lock.lock();
+      if (s.ok()) apply_failing_ = false;
+      continue;
+    }
+    process(Stage::apply, batch);
+    lock.lock();
+    while (!batch.empty()) {
+      if (!journaled(batch.back().op)) ++waiting_in_apply_;
+      applying_.push_front(std::move(batch.back()));
+      batch.pop_back();
+    }
+  }
+  // Stopping (or failing at the end): unjournaled ops get their answer; journaled records
+  // stay in the oplog, and the next open applies them.
+  Batch rest;
+  rest.swap(applying_);
+  waiting_in_apply_ = 0;
   lock.unlock();
   for (auto& q : rest) {
     if (!q.acknowledged && q.op.done) q.op.done(unavailable("the store is closing"));
   }
 }
 
-Status Writer::probe() {
-  if (Status s = db_.exec("BEGIN IMMEDIATE"); !s.ok()) return s;
-  auto st = db_.prepare("UPDATE writer_probe SET at = at + 1 WHERE id = 1");
-  Status s = st.ok() ? st->run() : Status(st.error());
-  bool fault;
+Status Writer::commit_journal(Batch& batch, size_t& poisoned) {
+  poisoned = batch.size();
+  if (std::none_of(batch.begin(), batch.end(), [](const Queued& q) { return journaled(q.op); })) {
+    return {};  // reads and admin writes only: the applier's transaction is theirs
+  }
+  int64_t trim_to;
   {
     std::lock_guard lock(mu_);
-    fault = fault_;
+    trim_to = applied_seq_;
   }
-  if (s.ok() && fault) s = unavailable("injected write failure");
-  if (s.ok()) s = db_.exec("COMMIT");
-  if (!s.ok()) (void)db_.exec("ROLLBACK");
-  return s;
-}
-
-// One transaction over `batch`. `poisoned` is the index of an op whose own statement
-// failed for a non-transient reason (a bug or a constraint), or batch.size().
-Status Writer::commit_batch(std::deque<Queued>& batch, size_t& poisoned) {
-  poisoned = batch.size();
-  for (auto& q : batch) q.applied = false;
-  if (Status s = db_.exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  const bool trim = trim_to - trimmed_seq_ >= oplog_trim_records_min;
+  if (Status s = log_.exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  int64_t seq = next_seq_;
   for (size_t i = 0; i < batch.size(); ++i) {
     auto& q = batch[i];
-    if (!q.op.apply) {
-      q.applied = true;
-      continue;
-    }
-    Status s = q.op.apply(db_);
-    q.applied = s.ok();
-    if (!s.ok()) {
-      if (!is_transient(db_.last_code())) poisoned = i;
-      (void)db_.exec("ROLLBACK");
-      return s;
+    for (const auto& r : q.op.records) {
+      if (Status s = oplog::append(log_, seq, r); !s.ok()) {
+        if (!is_transient(log_.last_code())) poisoned = i;
+        (void)log_.exec("ROLLBACK");
+        return s;
+      }
+      q.last_seq = seq++;
     }
   }
-  bool fault;
-  {
-    std::lock_guard lock(mu_);
-    fault = fault_;
-  }
-  if (fault) {
-    (void)db_.exec("ROLLBACK");
-    return unavailable("injected write failure");
-  }
-  if (Status s = db_.exec("COMMIT"); !s.ok()) {
-    (void)db_.exec("ROLLBACK");
-    return s;
-  }
+  Status s = trim ? oplog::trim(log_, trim_to) : Status{};
+  if (s.ok() && fault()) s = unavailable("injected write failure");
+  if (Status c = finish(log_, s); !c.ok()) return c;
+  next_seq_ = seq;
+  if (trim) trimmed_seq_ = trim_to;
   return {};
 }
 
-void Writer::process(std::deque<Queued>& batch) {
+Status Writer::commit_apply(Batch& batch, size_t& poisoned) {
+  poisoned = batch.size();
+  for (auto& q : batch) q.applied = false;
+  if (Status s = database_.exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  int64_t last_seq = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto& q = batch[i];
+    Status s;
+    for (const auto& r : q.op.records) {
+      s = writes::apply(database_, r);
+      if (!s.ok()) break;
+    }
+    if (s.ok() && q.op.apply) s = q.op.apply(database_);
+    if (!s.ok()) {
+      if (!is_transient(database_.last_code())) poisoned = i;
+      (void)database_.exec("ROLLBACK");
+      return s;
+    }
+    q.applied = true;
+    if (journaled(q.op)) last_seq = q.last_seq;
+  }
+  Status s = last_seq > 0 ? oplog::set_applied(database_, last_seq) : Status{};
+  if (s.ok() && fault()) s = unavailable("injected write failure");
+  return finish(database_, s);
+}
+
+void Writer::process(Stage stage, Batch& batch) {
   for (;;) {
     size_t poisoned = 0;
-    const Status s = commit_batch(batch, poisoned);
-    if (s.ok()) {
-      {
-        std::lock_guard lock(mu_);
-        ++stats_.commits;
-        stats_.rows += static_cast<int64_t>(batch.size());
-        stats_.max_batch = std::max<int64_t>(stats_.max_batch, static_cast<int64_t>(batch.size()));
-        failing_ = false;
-      }
-      if (on_commit_) on_commit_(static_cast<int64_t>(batch.size()));
-      for (auto& q : batch) {
-        if (!q.acknowledged && q.op.done) q.op.done(Status{});
-      }
-      batch.clear();
-      return;
-    }
+    const Status s = stage == Stage::journal ? commit_journal(batch, poisoned) : commit_apply(batch, poisoned);
+    if (s.ok()) break;
     if (poisoned < batch.size()) {
       // One op is wrong, not the disk: it alone fails; the rest is tried again at once.
       auto bad = std::move(batch[poisoned]);
       batch.erase(batch.begin() + static_cast<std::ptrdiff_t>(poisoned));
+      if (journaled(bad.op) && stage == Stage::apply) {
+        std::fprintf(stderr, "cairva: oplog record %lld not applied: %s\n",
+                     static_cast<long long>(bad.last_seq), s.error().message.c_str());
+        std::lock_guard lock(mu_);
+        ++stats_.skipped_records;
+      }
       if (!bad.acknowledged && bad.op.done) {
         bad.op.done(make_error(ErrorCode::internal_error, s.error().message));
       }
       if (batch.empty()) return;
       continue;
     }
-    // The disk failed: admissions and reads get their answer, durable writes wait.
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.failed_batches;
-      failing_ = true;
-    }
-    const auto now = std::chrono::steady_clock::now();
-    const auto ack_wait = std::chrono::milliseconds(durable_ack_wait_ms_max);
-    std::deque<Queued> keep;
-    for (auto& q : batch) {
-      switch (q.op.kind) {
-        case WriteOp::Kind::admission:
-          if (q.op.done) q.op.done(unavailable(s.error().message));
-          break;
-        case WriteOp::Kind::read:
-          // A read's result does not depend on the commit: it stands if its query ran.
-          if (q.op.done) q.op.done(q.applied ? Status{} : s);
-          break;
-        case WriteOp::Kind::durable:
-          if (!q.acknowledged && now - q.enqueued >= ack_wait) {
-            q.acknowledged = true;
-            if (q.op.done) q.op.done(unavailable(s.error().message));
-          }
-          keep.push_back(std::move(q));
-          break;
-      }
-    }
-    batch.swap(keep);
+    fail_batch(stage, batch, s);
     return;
   }
+  if (stage == Stage::journal) {
+    // Journaled ops are durable now: acknowledged here, applied later in this order.
+    std::vector<std::function<void(Status)>> acks;
+    int64_t written = 0;
+    for (auto& q : batch) {
+      if (!journaled(q.op)) continue;
+      ++written;
+      if (!q.acknowledged && q.op.done) acks.push_back(std::move(q.op.done));
+      q.op.done = nullptr;
+      q.acknowledged = true;
+    }
+    bool wake_applier;
+    {
+      std::lock_guard lock(mu_);
+      if (written > 0) {
+        ++stats_.commits;
+        stats_.rows += written;
+        stats_.max_batch = std::max(stats_.max_batch, written);
+      }
+      journal_failing_ = false;
+      // Only what ends the applier's wait or linger wakes it: a wake-up per journal commit
+      // would cost it as much as the commit.
+      wake_applier = applying_.empty();
+      for (auto& q : batch) {
+        if (!journaled(q.op)) ++waiting_in_apply_;
+        applying_.push_back(std::move(q));
+      }
+      wake_applier = wake_applier || waiting_in_apply_ > 0 || applying_.size() >= apply_batch_ops_min;
+    }
+    batch.clear();
+    if (wake_applier) apply_wake_.notify_one();
+    if (written > 0 && on_commit_) on_commit_(written);
+    for (auto& done : acks) done(Status{});
+    return;
+  }
+  int64_t last_seq = 0;
+  for (const auto& q : batch) {
+    if (journaled(q.op)) last_seq = q.last_seq;
+  }
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.apply_commits;
+    apply_failing_ = false;
+    applied_seq_ = std::max(applied_seq_, last_seq);
+  }
+  for (auto& q : batch) {
+    if (!q.acknowledged && q.op.done) q.op.done(Status{});
+  }
+  batch.clear();
+}
+
+void Writer::fail_batch(Stage stage, Batch& batch, const Status& why) {
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.failed_batches;
+    (stage == Stage::journal ? journal_failing_ : apply_failing_) = true;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  const auto ack_wait = std::chrono::milliseconds(durable_ack_wait_ms_max);
+  Batch keep;
+  for (auto& q : batch) {
+    if (stage == Stage::apply && journaled(q.op)) {
+      keep.push_back(std::move(q));  // acknowledged and in the oplog: applied on a retry
+      continue;
+    }
+    switch (q.op.kind) {
+      case WriteOp::Kind::admission:
+        if (q.op.done) q.op.done(unavailable(why.error().message));
+        break;
+      case WriteOp::Kind::read:
+        // A read's result does not depend on the commit: it stands if its query ran.
+        if (q.op.done) q.op.done(q.applied ? Status{} : why);
+        break;
+      case WriteOp::Kind::durable:
+        if (!q.acknowledged && now - q.enqueued >= ack_wait) {
+          q.acknowledged = true;
+          if (q.op.done) q.op.done(unavailable(why.error().message));
+        }
+        keep.push_back(std::move(q));
+        break;
+    }
+  }
+  batch.swap(keep);
 }
 
 }  // namespace cairva::store::sqlite

@@ -1,17 +1,29 @@
-// The group-commit writer: ONE thread that takes everything queued (up to
-// commit_batch_ops_max), applies it in one transaction, commits, and only then runs the
-// callbacks (outside every lock). One fsync (sync=full) or WAL append (normal) per batch
-// instead of per request.
+// The embedded store's writer: two threads, two connections, one order.
 //
-// Failure (disk full, read-only file, I/O error): the batch is rolled back, then
-//  - `admission` writes fail at once (their callback gets store_unavailable and undoes the
+//  1. The journal thread ("cairva-store") takes everything queued (up to
+//     commit_batch_ops_max), appends the journaled ops' records to the oplog (oplog.h) in
+//     one small transaction, commits, and acknowledges them (`done`). That commit — one
+//     B-tree, ~40 µs — is all a request waits for. One fsync (sync=full) or WAL append
+//     (normal) per batch. Then it hands the whole batch, in order, to
+//  2. the applier thread ("cairva-apply"), which applies records and unjournaled ops to the
+//     tables in large transactions (apply_batch_ops_min to _max: it lingers for a batch
+//     unless a read or an admin write is waiting) and records the last applied record
+//     number in each; unjournaled ops get `done` after that commit. Reads therefore see
+//     every write queued before them.
+// The journal trims applied records while it appends.
+//
+// Failure (disk full, read-only file, I/O error) of either commit: the batch is rolled
+// back, then
+//  - `admission` ops fail at once (their callback gets store_unavailable and undoes the
 //    in-memory admission), and `failing()` turns true so new admissions are refused;
-//  - `durable` writes (settlements, state changes, admin writes) stay queued, in order, and
-//    are retried every writer_retry_ms until committed; their callback runs when they are
+//  - `durable` ops (settlements, state changes, admin writes) stay queued, in order, and are
+//    retried every writer_retry_ms until committed; their callback runs when they are
 //    durable, or with store_unavailable once durable_ack_wait_ms_max has passed (the write
 //    still commits later: the in-memory state already reflects it);
 //  - `read` ops (lookups, flush barriers) get their own result, whatever the commit did.
-// The writer probes the disk while failing and clears `failing()` by itself on success.
+// A stage probes its disk while failing and clears `failing()` by itself on success.
+// A journaled record the tables refuse for a non-transient reason (a bug) is reported on
+// stderr and skipped, here and at replay, so it cannot stop the records behind it.
 //
 // Thread safety: all public methods are thread-safe.
 #pragma once
@@ -22,35 +34,44 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "store/sqlite/db.h"
+#include "store/sqlite/writes.h"
 
 namespace cairva::store::sqlite {
 
 // Batch-size statistics, for /metrics and the benchmark report.
 struct WriterStats {
-  int64_t commits = 0;          // successful transactions
-  int64_t rows = 0;             // ops committed (sum of batch sizes)
-  int64_t max_batch = 0;        // largest batch committed
-  int64_t failed_batches = 0;   // transactions rolled back by a write failure
-  int64_t queue_depth = 0;      // ops waiting now
+  int64_t commits = 0;          // oplog commits (what requests wait for)
+  int64_t rows = 0;             // journaled ops committed (sum of those batch sizes)
+  int64_t max_batch = 0;        // largest journaled batch committed
+  int64_t failed_batches = 0;   // transactions rolled back by a write failure (both stages)
+  int64_t queue_depth = 0;      // ops waiting for the journal now
+  int64_t apply_commits = 0;    // applier transactions
+  int64_t apply_backlog = 0;    // ops journaled or queued, not yet applied to the tables
+  int64_t skipped_records = 0;  // records the tables refused (bugs; see stderr)
 };
 
 struct WriteOp {
   enum class Kind : uint8_t { admission, durable, read };
   Kind kind = Kind::durable;
-  // Runs inside the batch's transaction on the writer's connection.
+  // Journaled writes: acknowledged once in the oplog, applied later in this order.
+  std::vector<writes::Record> records;
+  // Unjournaled writes and reads: run inside the applier's transaction, acknowledged after
+  // its commit. An op has records or `apply` (or neither: a barrier).
   std::function<Status(Db&)> apply;
-  // Runs after COMMIT (or after the failure), on the writer thread, with no lock held.
+  // Runs after the op's commit (or its failure), on a writer thread, with no lock held.
   std::function<void(Status)> done;
 };
 
 class Writer {
  public:
-  // `on_commit`: called on the writer thread after each commit with its batch size (may
-  // be empty; must not block).
-  explicit Writer(Db db, std::function<void(int64_t)> on_commit = {});
-  ~Writer();  // drains what it can, then fails what is left; joins the thread
+  // `database`: the tables' connection; `log`: the oplog's, whose next record takes number
+  // `next_seq` (oplog::replay's). `on_commit`: called on the journal thread after each
+  // oplog commit with its number of journaled ops (must not block).
+  Writer(Db database, Db log, int64_t next_seq, std::function<void(int64_t)> on_commit = {});
+  ~Writer();  // drains what it can, then fails what is left; joins the threads
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
@@ -58,36 +79,59 @@ class Writer {
   bool try_enqueue(WriteOp op);
   // Durable and read ops are always queued.
   void enqueue(WriteOp op);
-  // Blocks until everything queued before the call has been attempted.
+  // Blocks until everything queued before the call has been attempted on the tables.
   void flush();
 
   bool failing() const;
   WriterStats stats() const;
   // Tests: every commit fails (as a full disk would) while set.
   void set_fault_for_testing(bool fail);
+  // Tests: the applier takes nothing while set (records pile up in the oplog only).
+  void pause_applier_for_testing(bool pause);
 
  private:
   struct Queued {
     WriteOp op;
     std::chrono::steady_clock::time_point enqueued;
-    bool acknowledged = false;  // a durable op whose callback already ran (timed out)
+    bool acknowledged = false;  // its callback already ran (journaled, or timed out)
     bool applied = false;       // its statements ran in the last attempt
+    int64_t last_seq = 0;       // journaled: the number of its last record
   };
-  void run();
-  void process(std::deque<Queued>& batch);
-  Status commit_batch(std::deque<Queued>& batch, size_t& poisoned);
-  Status probe();
+  using Batch = std::deque<Queued>;
+  enum class Stage : uint8_t { journal, apply };
 
-  Db db_;
+  void run_journal();
+  void run_apply();
+  // One stage's attempt at `batch` until it commits or the disk fails; leaves in `batch`
+  // what must be retried.
+  void process(Stage stage, Batch& batch);
+  Status commit_journal(Batch& batch, size_t& poisoned);
+  Status commit_apply(Batch& batch, size_t& poisoned);
+  // The ops of a batch the disk refused: answered, or kept for the retry.
+  void fail_batch(Stage stage, Batch& batch, const Status& why);
+  bool fault() const;
+
+  Db database_;     // the applier thread's
+  Db log_;          // the journal thread's
+  int64_t next_seq_;  // journal thread only
+  int64_t trimmed_seq_ = 0;  // journal thread only
   const std::function<void(int64_t)> on_commit_;
   mutable std::mutex mu_;
-  std::condition_variable wake_;
-  std::deque<Queued> queue_;  // GUARDED_BY(mu_)
-  bool stopping_ = false;      // GUARDED_BY(mu_)
-  bool failing_ = false;       // GUARDED_BY(mu_)
-  bool fault_ = false;         // GUARDED_BY(mu_)
-  WriterStats stats_;          // GUARDED_BY(mu_)
-  std::thread thread_;
+  std::condition_variable journal_wake_;
+  std::condition_variable apply_wake_;
+  Batch queue_;                   // GUARDED_BY(mu_): waiting for the journal
+  Batch applying_;                // GUARDED_BY(mu_): journaled, waiting for the tables
+  size_t waiting_in_apply_ = 0;   // GUARDED_BY(mu_): unjournaled ops in applying_
+  int64_t applied_seq_ = 0;       // GUARDED_BY(mu_)
+  bool stopping_ = false;         // GUARDED_BY(mu_)
+  bool journal_stopped_ = false;  // GUARDED_BY(mu_)
+  bool journal_failing_ = false;  // GUARDED_BY(mu_)
+  bool apply_failing_ = false;    // GUARDED_BY(mu_)
+  bool fault_ = false;            // GUARDED_BY(mu_)
+  bool paused_ = false;           // GUARDED_BY(mu_)
+  WriterStats stats_;             // GUARDED_BY(mu_)
+  std::thread journal_thread_;
+  std::thread apply_thread_;
 };
 
 }  // namespace cairva::store::sqlite

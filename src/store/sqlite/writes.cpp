@@ -7,6 +7,159 @@ std::string str(auto v) { return std::string(core::to_string(v)); }
 
 }  // namespace
 
+// ---------------------------------------------------------------- journaled records
+// Each builder names the positions its statements read; keep the two side by side.
+
+Record insert_request(const RequestRow& r, const std::string& key_id) {
+  // text: id, allocation_id, key_id, state, model; num: started_at, stream, hold in/out
+  return {Record::Kind::insert_request,
+          {r.id, r.allocation_id, key_id, str(r.state), r.model, {}, {}},
+          {r.started_at, r.stream ? 1 : 0, r.hold.input, r.hold.output, 0}};
+}
+
+static Status apply_insert_request(Db& db, const Record& r) {
+  auto s = db.cached(
+      "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
+      " hold_input, hold_output) VALUES (?,?,?,?,?,?,?,?,?)");
+  if (!s.ok()) return s.error();
+  s->text(r.text[0]).text(r.text[1]).text(r.text[2]).text(r.text[3]).i64(r.num[0]);
+  s->text(r.text[4]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]);
+  return s->run();
+}
+
+Record set_states(const std::string& allocation_id, const std::string& agreement_id,
+                  core::AllocationState state, core::AgreementState agreement_state) {
+  // text: allocation_id, agreement_id, state, agreement_state
+  return {Record::Kind::set_states,
+          {allocation_id, agreement_id, str(state), str(agreement_state), {}, {}, {}},
+          {}};
+}
+
+static Status apply_set_states(Db& db, const Record& r) {
+  auto a = db.cached("UPDATE allocations SET state = ? WHERE id = ?");
+  if (!a.ok()) return a.error();
+  a->text(r.text[2]).text(r.text[0]);
+  if (Status s = a->run(); !s.ok()) return s;
+  auto g = db.cached("UPDATE agreements SET state = ? WHERE id = ?");
+  if (!g.ok()) return g.error();
+  g->text(r.text[3]).text(r.text[1]);
+  return g->run();
+}
+
+Record mark_usage_pending(const std::string& request_id, const std::string& provider_request_id) {
+  // text: request_id, provider_request_id ('' keeps the one recorded)
+  return {Record::Kind::mark_usage_pending, {request_id, provider_request_id, {}, {}, {}, {}, {}}, {}};
+}
+
+static Status apply_mark_usage_pending(Db& db, const Record& r) {
+  auto s = db.cached(
+      "UPDATE requests SET state = 'usage_pending',"
+      " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END"
+      " WHERE id = ? AND state = 'in_flight'");
+  if (!s.ok()) return s.error();
+  s->text(r.text[1]).text(r.text[1]).text(r.text[0]);
+  return s->run();
+}
+
+Record book(const UsageEventRow& e) {
+  // text: id, allocation_id, request_id, provider_request_id, source, finality, evidence;
+  // num: input, output, booked_at
+  return {Record::Kind::book,
+          {e.id, e.allocation_id, e.request_id, e.provider_request_id, str(e.source),
+           str(e.finality), e.evidence},
+          {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
+}
+
+static Status apply_book(Db& db, const Record& r) {
+  auto ev = db.cached(
+      "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
+      " input_tokens, output_tokens, source, finality, evidence, booked_at)"
+      " VALUES (?,?,?,?,?,?,?,?,?,?)");
+  if (!ev.ok()) return ev.error();
+  ev->text(r.text[0]).text(r.text[1]).text(r.text[2]).text(r.text[3]);
+  ev->i64(r.num[0]).i64(r.num[1]).text(r.text[4]).text(r.text[5]).text(r.text[6]).i64(r.num[2]);
+  if (Status s = ev->run(); !s.ok()) return s;
+  auto rq = db.cached(
+      "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
+  if (!rq.ok()) return rq.error();
+  rq->i64(r.num[2]).text(r.text[3]).text(r.text[2]);
+  if (Status s = rq->run(); !s.ok()) return s;
+  auto al = db.cached(
+      "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id = ?");
+  if (!al.ok()) return al.error();
+  al->i64(r.num[0]).i64(r.num[1]).text(r.text[1]);
+  return al->run();
+}
+
+Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
+                         UnixMicros now) {
+  // text: request_id, provider_request_id; num: finished_at
+  return {Record::Kind::book_as_duplicate, {request_id, provider_request_id, {}, {}, {}, {}, {}},
+          {now, 0, 0, 0, 0}};
+}
+
+static Status apply_book_as_duplicate(Db& db, const Record& r) {
+  auto s = db.cached("UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
+  if (!s.ok()) return s.error();
+  s->i64(r.num[0]).text(r.text[1]).text(r.text[0]);
+  return s->run();
+}
+
+Record fail_request(const std::string& request_id, const std::string& provider_request_id,
+                    UnixMicros now) {
+  // text: request_id, provider_request_id ('' keeps the one recorded); num: finished_at
+  return {Record::Kind::fail_request, {request_id, provider_request_id, {}, {}, {}, {}, {}},
+          {now, 0, 0, 0, 0}};
+}
+
+static Status apply_fail_request(Db& db, const Record& r) {
+  auto s = db.cached(
+      "UPDATE requests SET state = 'failed', finished_at = ?,"
+      " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END WHERE id = ?");
+  if (!s.ok()) return s.error();
+  s->i64(r.num[0]).text(r.text[1]).text(r.text[1]).text(r.text[0]);
+  return s->run();
+}
+
+Record insert_conflict(const ConflictRow& c) {
+  // text: id, allocation_id, request_id, provider_request_id;
+  // num: reported in/out, booked in/out, recorded_at
+  return {Record::Kind::insert_conflict,
+          {c.id, c.allocation_id, c.request_id, c.provider_request_id, {}, {}, {}},
+          {c.reported.input, c.reported.output, c.booked.input, c.booked.output, c.recorded_at}};
+}
+
+static Status apply_insert_conflict(Db& db, const Record& r) {
+  auto s = db.cached(
+      "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
+      " reported_output, booked_input, booked_output, recorded_at) VALUES (?,?,?,?,?,?,?,?,?)");
+  if (!s.ok()) return s.error();
+  s->text(r.text[0]).text(r.text[1]).text(r.text[2]).text(r.text[3]);
+  s->i64(r.num[0]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).i64(r.num[4]);
+  return s->run();
+}
+
+Status apply(Db& db, const Record& r) {
+  switch (r.kind) {
+    case Record::Kind::insert_request: return apply_insert_request(db, r);
+    case Record::Kind::book: return apply_book(db, r);
+    case Record::Kind::book_as_duplicate: return apply_book_as_duplicate(db, r);
+    case Record::Kind::fail_request: return apply_fail_request(db, r);
+    case Record::Kind::mark_usage_pending: return apply_mark_usage_pending(db, r);
+    case Record::Kind::insert_conflict: return apply_insert_conflict(db, r);
+    case Record::Kind::set_states: return apply_set_states(db, r);
+  }
+  return make_error(ErrorCode::internal_error,
+                    "oplog: unknown record kind " + std::to_string(static_cast<int>(r.kind)));
+}
+
+bool known_kind(int64_t kind) {
+  return kind >= static_cast<int64_t>(Record::Kind::insert_request) &&
+         kind <= static_cast<int64_t>(Record::Kind::set_states);
+}
+
+// ---------------------------------------------------------------- admin writes (not journaled)
+
 Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
                        core::AllocationState state, const std::string& key_id,
                        const std::string& key_hash) {
@@ -51,106 +204,6 @@ Apply revoke_key(const std::string& key_id) {
     auto s = db.cached("UPDATE api_keys SET revoked = 1 WHERE id = ?");
     if (!s.ok()) return s.error();
     s->text(key_id);
-    return s->run();
-  };
-}
-
-Apply insert_request(const RequestRow& r, const std::string& key_id) {
-  return [r, key_id](Db& db) -> Status {
-    auto s = db.cached(
-        "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
-        " hold_input, hold_output) VALUES (?,?,?,?,?,?,?,?,?)");
-    if (!s.ok()) return s.error();
-    s->text(r.id).text(r.allocation_id).text(key_id).text(str(r.state)).i64(r.started_at);
-    s->text(r.model).i64(r.stream ? 1 : 0).i64(r.hold.input).i64(r.hold.output);
-    return s->run();
-  };
-}
-
-Apply set_states(const std::string& allocation_id, const std::string& agreement_id,
-                 core::AllocationState state, core::AgreementState agreement_state) {
-  return [=](Db& db) -> Status {
-    auto a = db.cached("UPDATE allocations SET state = ? WHERE id = ?");
-    if (!a.ok()) return a.error();
-    a->text(str(state)).text(allocation_id);
-    if (Status r = a->run(); !r.ok()) return r;
-    auto g = db.cached("UPDATE agreements SET state = ? WHERE id = ?");
-    if (!g.ok()) return g.error();
-    g->text(str(agreement_state)).text(agreement_id);
-    return g->run();
-  };
-}
-
-Apply mark_usage_pending(std::vector<std::string> request_ids, const std::string& provider_request_id) {
-  return [ids = std::move(request_ids), provider_request_id](Db& db) -> Status {
-    for (const auto& id : ids) {
-      auto s = db.cached(
-          "UPDATE requests SET state = 'usage_pending',"
-          " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END"
-          " WHERE id = ? AND state = 'in_flight'");
-      if (!s.ok()) return s.error();
-      s->text(provider_request_id).text(provider_request_id).text(id);
-      if (Status r = s->run(); !r.ok()) return r;
-    }
-    return {};
-  };
-}
-
-Apply book(const UsageEventRow& e) {
-  return [e](Db& db) -> Status {
-    auto ev = db.cached(
-        "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
-        " input_tokens, output_tokens, source, finality, evidence, booked_at)"
-        " VALUES (?,?,?,?,?,?,?,?,?,?)");
-    if (!ev.ok()) return ev.error();
-    ev->text(e.id).text(e.allocation_id).text(e.request_id).text(e.provider_request_id);
-    ev->i64(e.tokens.input).i64(e.tokens.output).text(str(e.source)).text(str(e.finality));
-    ev->text(e.evidence).i64(e.booked_at);
-    if (Status r = ev->run(); !r.ok()) return r;
-    auto rq = db.cached(
-        "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
-    if (!rq.ok()) return rq.error();
-    rq->i64(e.booked_at).text(e.provider_request_id).text(e.request_id);
-    if (Status r = rq->run(); !r.ok()) return r;
-    auto al = db.cached(
-        "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id = ?");
-    if (!al.ok()) return al.error();
-    al->i64(e.tokens.input).i64(e.tokens.output).text(e.allocation_id);
-    return al->run();
-  };
-}
-
-Apply book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
-                        UnixMicros now) {
-  return [=](Db& db) -> Status {
-    auto s = db.cached("UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
-    if (!s.ok()) return s.error();
-    s->i64(now).text(provider_request_id).text(request_id);
-    return s->run();
-  };
-}
-
-Apply fail_request(const std::string& request_id, const std::string& provider_request_id,
-                   UnixMicros now) {
-  return [=](Db& db) -> Status {
-    auto s = db.cached(
-        "UPDATE requests SET state = 'failed', finished_at = ?,"
-        " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END WHERE id = ?");
-    if (!s.ok()) return s.error();
-    s->i64(now).text(provider_request_id).text(provider_request_id).text(request_id);
-    return s->run();
-  };
-}
-
-Apply insert_conflict(const ConflictRow& c) {
-  return [c](Db& db) -> Status {
-    auto s = db.cached(
-        "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
-        " reported_output, booked_input, booked_output, recorded_at) VALUES (?,?,?,?,?,?,?,?,?)");
-    if (!s.ok()) return s.error();
-    s->text(c.id).text(c.allocation_id).text(c.request_id).text(c.provider_request_id);
-    s->i64(c.reported.input).i64(c.reported.output).i64(c.booked.input).i64(c.booked.output);
-    s->i64(c.recorded_at);
     return s->run();
   };
 }

@@ -1,8 +1,15 @@
-// The row writes the embedded store queues to its Writer, each a function run inside the
-// writer's batch transaction. Built under the allocation's mutex (they capture values,
-// never references), applied later on the writer thread.
+// The row writes of the embedded store.
+//
+// The request path's writes (admissions, settlements, sweeps, state changes) are Records:
+// plain values the Writer appends to the operation log (oplog.h) — the one durable write a
+// request waits for — and applies to the tables later, in large batches, or replays after
+// a crash. Admin creations stay closures (Apply) run inside the applier's transaction.
+// Both are built under the allocation's mutex (values, never references) and run later
+// on the writer's threads.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -14,24 +21,51 @@ namespace cairva::store::sqlite::writes {
 
 using Apply = std::function<Status(Db&)>;
 
+// One journaled write. The meaning of `text` and `num` is the kind's (writes.cpp pairs each
+// builder with its statements); the oplog stores the fields as they are.
+struct Record {
+  // Stored in the oplog: never renumber, only add.
+  enum class Kind : uint8_t {
+    insert_request = 1,
+    book = 2,
+    book_as_duplicate = 3,
+    fail_request = 4,
+    mark_usage_pending = 5,
+    insert_conflict = 6,
+    set_states = 7,
+  };
+  static constexpr size_t texts = 7;
+  static constexpr size_t nums = 5;
+  Kind kind = Kind::insert_request;
+  std::array<std::string, texts> text;
+  std::array<int64_t, nums> num{};
+  bool operator==(const Record&) const = default;
+};
+
+// Runs the record's statements on `db` (inside the caller's transaction).
+Status apply(Db& db, const Record& r);
+// A record's kind read back from the oplog; false for a number this build does not know.
+bool known_kind(int64_t kind);
+
+Record insert_request(const RequestRow& r, const std::string& key_id);
+Record set_states(const std::string& allocation_id, const std::string& agreement_id,
+                  core::AllocationState state, core::AgreementState agreement_state);
+Record mark_usage_pending(const std::string& request_id, const std::string& provider_request_id);
+// A new usage event: the request booked, the allocation's used totals raised.
+Record book(const UsageEventRow& e);
+// Booked without an event of its own (duplicate/conflict): its provider_request_id names
+// the allocation's event it repeated.
+Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
+                         UnixMicros now);
+Record fail_request(const std::string& request_id, const std::string& provider_request_id,
+                    UnixMicros now);
+Record insert_conflict(const ConflictRow& c);
+
 Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
                        core::AllocationState state, const std::string& key_id,
                        const std::string& key_hash);
 Apply insert_key(const std::string& key_id, const std::string& allocation_id,
                  const std::string& key_hash, UnixMicros now);
 Apply revoke_key(const std::string& key_id);
-Apply insert_request(const RequestRow& r, const std::string& key_id);
-Apply set_states(const std::string& allocation_id, const std::string& agreement_id,
-                 core::AllocationState state, core::AgreementState agreement_state);
-Apply mark_usage_pending(std::vector<std::string> request_ids, const std::string& provider_request_id);
-// A new usage event: the request booked, the allocation's used totals raised.
-Apply book(const UsageEventRow& e);
-// Booked without an event of its own (duplicate/conflict): its provider_request_id names
-// the allocation's event it repeated.
-Apply book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
-                        UnixMicros now);
-Apply fail_request(const std::string& request_id, const std::string& provider_request_id,
-                   UnixMicros now);
-Apply insert_conflict(const ConflictRow& c);
 
 }  // namespace cairva::store::sqlite::writes
