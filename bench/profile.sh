@@ -55,7 +55,7 @@ sleep 1
 cpu_line() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6, $7+$8}' /proc/stat; }
 read -r busy0 idle0 irq0 < <(cpu_line)
 if [ "${CAIRVA_PROFILE_PERF:-1}" = 1 ]; then
-  perf record -q -F 999 -g -p "$GW_PID" -o "$OUT/perf.data" -- sleep $((SECONDS_ - 2)) 2>/dev/null
+  perf record -q -F 999 ${CAIRVA_PROFILE_CALLGRAPH--g} -p "$GW_PID" -o "$OUT/perf.data" -- sleep $((SECONDS_ - 2)) 2>/dev/null
 else
   sleep $((SECONDS_ - 2))
 fi

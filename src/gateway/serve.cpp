@@ -15,6 +15,7 @@
 
 #include "admin/admin_api.h"
 #include "admin/metrics.h"
+#include "base/run_soon.h"
 #include "base/thread_name.h"
 #include "gateway/admin_server.h"
 #include "gateway/gateway.h"
@@ -146,7 +147,10 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   for (size_t i = 0; i < loops.size(); ++i) {
     threads.emplace_back([&l = loops[i], i] {
       name_this_thread("cairva-io-" + std::to_string(i));
+      const RunSoon run_soon = [&ctx = l->ctx](std::function<void()> f) { net::post(ctx, std::move(f)); };
+      set_run_soon_for_this_thread(&run_soon);
       l->ctx.run();
+      set_run_soon_for_this_thread(nullptr);
     });
   }
   admin_ctx.run();

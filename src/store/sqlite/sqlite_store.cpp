@@ -89,7 +89,8 @@ void SqliteStore::persist_states_if_changed(Allocation& a, core::AllocationState
       {WriteOp::Kind::durable,
        {writes::set_states(a.id, a.agreement.id, a.ledger.state(), a.ledger.agreement_state())},
        {},
-       {}});
+       {}},
+      Writer::Wake::soon);
 }
 
 int64_t SqliteStore::sweep_locked(Allocation& a, UnixMicros now) {
@@ -98,7 +99,7 @@ int64_t SqliteStore::sweep_locked(Allocation& a, UnixMicros now) {
   if (n > 0) {
     WriteOp op{WriteOp::Kind::durable, {}, {}, {}};
     for (const auto& id : swept) op.records.push_back(writes::mark_usage_pending(id, ""));
-    writer_->enqueue(std::move(op));
+    writer_->enqueue(std::move(op), Writer::Wake::soon);
   }
   return n;
 }
@@ -180,7 +181,7 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
         done(unavailable(s.error().message));
       };
       WriteOp op{WriteOp::Kind::admission, {writes::insert_request(row, cmd.key_id)}, {}, on_written};
-      if (!writer_->try_enqueue(std::move(op))) {
+      if (!writer_->try_enqueue(std::move(op), Writer::Wake::soon)) {
         alloc->ledger.fail(cmd.request_id);
         answer_now = Result<AdmitResult>(unavailable("store unavailable: write queue full or failing"));
       }
@@ -249,7 +250,7 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
     }
   };
   // One op per settlement keeps its records in one oplog and one table transaction.
-  writer_->enqueue({WriteOp::Kind::durable, std::move(rows), {}, std::move(on_written)});
+  writer_->enqueue({WriteOp::Kind::durable, std::move(rows), {}, std::move(on_written)}, Writer::Wake::soon);
   persist_states_if_changed(*alloc, before, before_agreement);
 }
 
@@ -277,7 +278,7 @@ void SqliteStore::settle_lookup(const SettleCommand& cmd, Callback<SettleResult>
     }
     done(out);
   };
-  writer_->enqueue({WriteOp::Kind::read, {}, std::move(apply), std::move(on_read)});
+  writer_->enqueue({WriteOp::Kind::read, {}, std::move(apply), std::move(on_read)}, Writer::Wake::soon);
 }
 
 void SqliteStore::allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) {

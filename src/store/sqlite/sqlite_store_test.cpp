@@ -5,6 +5,8 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <deque>
+#include <optional>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include <vector>
 
 #include "base/ids.h"
+#include "base/run_soon.h"
 #include "store/open.h"
 #include "store/sqlite/oplog.h"
 #include "store/sqlite/schema.h"
@@ -317,6 +320,62 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   auto in_flight = store_->list_requests(f);
   ASSERT_TRUE(in_flight.ok());
   for (const auto& row : *in_flight) {
+    ASSERT_TRUE(settle({row.id, a.allocation.id, SettleKind::failed, "", {}}).ok());
+  }
+}
+
+// On an event-loop thread (base/run_soon.h) the request path's writes are committed by that
+// thread, after its ready handlers, with no other thread involved; a failed commit there
+// still hands the retries and the disk probe to the journal thread.
+TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailure) {
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  std::deque<std::function<void()>> soon;
+  const RunSoon run_soon = [&](std::function<void()> f) { soon.push_back(std::move(f)); };
+  set_run_soon_for_this_thread(&run_soon);
+  auto run_ready = [&] {
+    while (!soon.empty()) {
+      auto f = std::move(soon.front());
+      soon.pop_front();
+      f();
+    }
+  };
+  std::optional<Result<AdmitResult>> answer;
+  auto admit_here = [&] {
+    answer.reset();
+    store_->admit(cmd(a), [&](Result<AdmitResult> r) { answer = std::move(r); });
+  };
+  admit_here();
+  admit_here();  // two in one round: one commit
+  EXPECT_FALSE(answer.has_value()) << "committed before the loop's round ended";
+  const int64_t commits = store_->writer_stats().commits;
+  run_ready();
+  ASSERT_TRUE(answer.has_value()) << "the loop's own turn did not commit";
+  ASSERT_TRUE(answer->ok());
+  EXPECT_TRUE((*answer)->decision.admitted());
+  EXPECT_EQ(store_->writer_stats().commits, commits + 1);
+
+  store_->set_write_fault_for_testing(true);
+  admit_here();
+  run_ready();
+  ASSERT_TRUE(answer.has_value());
+  ASSERT_FALSE(answer->ok());
+  EXPECT_EQ(answer->error().code, ErrorCode::store_unavailable);
+  store_->set_write_fault_for_testing(false);
+  // Nothing is queued any more: only the journal thread's probe can clear the failure.
+  bool recovered = false;
+  for (int i = 0; i < 1000 && !recovered; ++i) {
+    admit_here();
+    run_ready();
+    recovered = answer.has_value() && answer->ok();
+    if (!recovered) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  set_run_soon_for_this_thread(nullptr);
+  EXPECT_TRUE(recovered) << "admissions never resumed after the disk recovered";
+  store::RequestFilter f;
+  f.state = core::RequestState::in_flight;
+  auto open = store_->list_requests(f);
+  ASSERT_TRUE(open.ok());
+  for (const auto& row : *open) {
     ASSERT_TRUE(settle({row.id, a.allocation.id, SettleKind::failed, "", {}}).ok());
   }
 }

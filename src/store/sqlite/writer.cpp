@@ -5,6 +5,7 @@
 #include <future>
 
 #include "base/assert.h"
+#include "base/run_soon.h"
 #include "base/thread_name.h"
 #include "store/sqlite/limits.h"
 #include "store/sqlite/oplog.h"
@@ -54,7 +55,7 @@ Writer::~Writer() {
   apply_thread_.join();
 }
 
-bool Writer::try_enqueue(WriteOp op) {
+bool Writer::try_enqueue(WriteOp op, Wake wake) {
   CAIRVA_ASSERT(op.kind == WriteOp::Kind::admission);
   {
     std::lock_guard lock(mu_);
@@ -63,16 +64,70 @@ bool Writer::try_enqueue(WriteOp op) {
     }
     queue_.push_back({std::move(op), std::chrono::steady_clock::now()});
   }
-  journal_wake_.notify_one();
+  schedule_journal(wake);
   return true;
 }
 
-void Writer::enqueue(WriteOp op) {
+void Writer::enqueue(WriteOp op, Wake wake) {
   {
     std::lock_guard lock(mu_);
     queue_.push_back({std::move(op), std::chrono::steady_clock::now()});
   }
-  journal_wake_.notify_one();
+  schedule_journal(wake);
+}
+
+void Writer::schedule_journal(Wake wake) {
+  const RunSoon* run_soon = wake == Wake::soon ? run_soon_for_this_thread() : nullptr;
+  if (run_soon != nullptr) {
+    // The loop's later turns find the queue empty and return at once: one commit per round.
+    (*run_soon)([this] { journal_on_this_thread(); });
+  } else {
+    journal_wake_.notify_one();
+  }
+}
+
+void Writer::journal_on_this_thread() {
+  Acks acks;
+  {
+    std::unique_lock journal(journal_mu_, std::try_to_lock);
+    if (!journal.owns_lock()) {
+      journal_wake_.notify_one();
+      return;
+    }
+    {
+      std::lock_guard lock(mu_);
+      // Failing (retries), stopping or a full backlog: the journal thread's to handle.
+      if (queue_.empty()) return;
+      if (journal_failing_ || stopping_ || applying_.size() >= apply_backlog_ops_max) {
+        journal_wake_.notify_one();
+        return;
+      }
+    }
+    journal_next_batch(acks);
+    std::lock_guard lock(mu_);
+    // More than a batch, or a failure: the journal thread retries and probes the disk.
+    if (!queue_.empty() || journal_failing_) journal_wake_.notify_one();
+  }
+  for (auto& done : acks) done(Status{});
+}
+
+bool Writer::journal_next_batch(Acks& acks) {
+  Batch batch;
+  {
+    std::lock_guard lock(mu_);
+    while (!queue_.empty() && batch.size() < commit_batch_ops_max) {
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+  }
+  if (batch.empty()) return false;
+  process(Stage::journal, batch, acks);
+  std::lock_guard lock(mu_);
+  while (!batch.empty()) {
+    queue_.push_front(std::move(batch.back()));
+    batch.pop_back();
+  }
+  return true;
 }
 
 void Writer::flush() {
@@ -122,30 +177,29 @@ void Writer::run_journal() {
     if (journal_failing_) {
       journal_wake_.wait_for(lock, retry, [&] { return stopping_; });
     } else {
+      // A loop's turn that failed wakes this thread to take over the retries and probes.
       journal_wake_.wait(lock, [&] {
-        return stopping_ || (!queue_.empty() && applying_.size() < apply_backlog_ops_max);
+        return stopping_ || journal_failing_ ||
+               (!queue_.empty() && applying_.size() < apply_backlog_ops_max);
       });
     }
     if (stopping_ && (queue_.empty() || journal_failing_)) break;
-    Batch batch;
-    while (!queue_.empty() && batch.size() < commit_batch_ops_max) {
-      batch.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-    }
+    const bool probe = queue_.empty();  // failing with nothing queued
     lock.unlock();
-    if (batch.empty()) {
-      // Failing with nothing queued: probe the disk so admissions resume by themselves.
-      const Status s = fault() ? Status(unavailable("injected write failure")) : oplog::probe(log_);
-      lock.lock();
-      if (s.ok()) journal_failing_ = false;
-      continue;
+    Acks acks;
+    {
+      std::lock_guard journal(journal_mu_);
+      if (probe) {
+        // Probe the disk so admissions resume by themselves.
+        const Status s = fault() ? Status(unavailable("injected write failure")) : oplog::probe(log_);
+        std::lock_guard relock(mu_);
+        if (s.ok()) journal_failing_ = false;
+      } else {
+        journal_next_batch(acks);
+      }
     }
-    process(Stage::journal, batch);
+    for (auto& done : acks) done(Status{});
     lock.lock();
-    while (!batch.empty()) {
-      queue_.push_front(std::move(batch.back()));
-      batch.pop_back();
-    }
   }
   // Stopping: what the journal could not take gets its answer now.
   journal_stopped_ = true;
@@ -189,7 +243,8 @@ void Writer::run_apply() {
       if (s.ok()) apply_failing_ = false;
       continue;
     }
-    process(Stage::apply, batch);
+    Acks unused;  // the applier answers its ops itself
+    process(Stage::apply, batch, unused);
     lock.lock();
     while (!batch.empty()) {
       if (!journaled(batch.back().op)) ++waiting_in_apply_;
@@ -266,7 +321,7 @@ Status Writer::commit_apply(Batch& batch, size_t& poisoned) {
   return finish(database_, s);
 }
 
-void Writer::process(Stage stage, Batch& batch) {
+void Writer::process(Stage stage, Batch& batch, Acks& acks) {
   for (;;) {
     size_t poisoned = 0;
     const Status s = stage == Stage::journal ? commit_journal(batch, poisoned) : commit_apply(batch, poisoned);
@@ -291,8 +346,7 @@ void Writer::process(Stage stage, Batch& batch) {
     return;
   }
   if (stage == Stage::journal) {
-    // Journaled ops are durable now: acknowledged here, applied later in this order.
-    std::vector<std::function<void(Status)>> acks;
+    // Journaled ops are durable now: acknowledged (by the caller), applied later in this order.
     int64_t written = 0;
     for (auto& q : batch) {
       if (!journaled(q.op)) continue;
@@ -322,7 +376,6 @@ void Writer::process(Stage stage, Batch& batch) {
     batch.clear();
     if (wake_applier) apply_wake_.notify_one();
     if (written > 0 && on_commit_) on_commit_(written);
-    for (auto& done : acks) done(Status{});
     return;
   }
   int64_t last_seq = 0;

@@ -1,10 +1,13 @@
 // The embedded store's writer: two threads, two connections, one order.
 //
-//  1. The journal thread ("cairva-store") takes everything queued (up to
-//     commit_batch_ops_max), appends the journaled ops' records to the oplog (oplog.h) in
-//     one small transaction, commits, and acknowledges them (`done`). That commit — one
-//     B-tree, ~40 µs — is all a request waits for. One fsync (sync=full) or WAL append
-//     (normal) per batch. Then it hands the whole batch, in order, to
+//  1. The journal takes everything queued (up to commit_batch_ops_max), appends the
+//     journaled ops' records to the oplog (oplog.h) in one small transaction, commits, and
+//     acknowledges them (`done`). That commit — one B-tree, ~40 µs — is all a request waits
+//     for. One fsync (sync=full) or WAL append (normal) per batch. An event-loop thread
+//     (base/run_soon.h) runs the journal itself, after its round of ready handlers, for
+//     what it queued and whatever else is waiting; other threads' ops wake the journal
+//     thread ("cairva-store"), which also retries while the disk fails. One journal
+//     commits at a time. Then it hands the whole batch, in order, to
 //  2. the applier thread ("cairva-apply"), which applies records and unjournaled ops to the
 //     tables in large transactions (apply_batch_ops_min to _max: it lingers for a batch
 //     unless a read or an admin write is waiting) and records the last applied record
@@ -75,10 +78,14 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
+  // Who runs the journal for a queued op. `soon`: this thread's event loop after its ready
+  // handlers, if it runs one (base/run_soon.h) — only for ops whose callback nobody awaits
+  // by blocking this thread; otherwise, and by default, the journal thread.
+  enum class Wake : uint8_t { journal_thread, soon };
   // Admission writes: false (nothing queued) when the queue is full or the writer is failing.
-  bool try_enqueue(WriteOp op);
+  bool try_enqueue(WriteOp op, Wake wake = Wake::journal_thread);
   // Durable and read ops are always queued.
-  void enqueue(WriteOp op);
+  void enqueue(WriteOp op, Wake wake = Wake::journal_thread);
   // Blocks until everything queued before the call has been attempted on the tables.
   void flush();
 
@@ -100,21 +107,33 @@ class Writer {
   using Batch = std::deque<Queued>;
   enum class Stage : uint8_t { journal, apply };
 
+  // After an op is queued: the calling loop's run_soon, or the journal thread.
+  void schedule_journal(Wake wake);
+  // An event loop's turn at the journal (skipped when another holds it: that one, or the
+  // journal thread woken here, takes what is queued).
+  void journal_on_this_thread();
+  using Acks = std::vector<std::function<void(Status)>>;
+  // REQUIRES: journal_mu_ held. Commits the next batch; leaves its acknowledgements in
+  // `acks`, to run once journal_mu_ is released. False when there was nothing to take.
+  bool journal_next_batch(Acks& acks);
   void run_journal();
   void run_apply();
   // One stage's attempt at `batch` until it commits or the disk fails; leaves in `batch`
   // what must be retried.
-  void process(Stage stage, Batch& batch);
+  void process(Stage stage, Batch& batch, Acks& acks);
   Status commit_journal(Batch& batch, size_t& poisoned);
   Status commit_apply(Batch& batch, size_t& poisoned);
   // The ops of a batch the disk refused: answered, or kept for the retry.
   void fail_batch(Stage stage, Batch& batch, const Status& why);
   bool fault() const;
 
-  Db database_;     // the applier thread's
-  Db log_;          // the journal thread's
-  int64_t next_seq_;  // journal thread only
-  int64_t trimmed_seq_ = 0;  // journal thread only
+  Db database_;  // the applier thread's
+  // Held by whichever thread runs the journal (the journal thread, or a loop's turn).
+  // Lock order: journal_mu_, then mu_.
+  std::mutex journal_mu_;
+  Db log_;                    // GUARDED_BY(journal_mu_)
+  int64_t next_seq_;          // GUARDED_BY(journal_mu_)
+  int64_t trimmed_seq_ = 0;   // GUARDED_BY(journal_mu_)
   const std::function<void(int64_t)> on_commit_;
   mutable std::mutex mu_;
   std::condition_variable journal_wake_;
