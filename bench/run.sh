@@ -32,7 +32,7 @@ targets="cairva stream_load"
 ninja -C build-release -j2 $targets >/dev/null
 # 10,000 streams hold 20,000 sockets in the gateway (client + provider side).
 ulimit -n "$(ulimit -Hn)"
-BIN=$PWD/build-release/cairva
+BIN=${CAIRVA_BENCH_BIN:-$PWD/build-release/cairva}  # another build to compare, e.g. an older commit's
 work=$(mktemp -d /tmp/cairva-bench.XXXXXX)
 mkdir -p "$work/tmp"
 pids=()

@@ -25,8 +25,11 @@ inline constexpr int64_t apply_linger_ms = 20;
 // Journaled ops not yet applied to the tables. At this depth the journal stops taking new
 // work until the applier catches up (requests wait; memory stays bounded).
 inline constexpr size_t apply_backlog_ops_max = 16384;
-// Applied records are deleted from the oplog once this many have accumulated.
+// Applied records are deleted from the oplog once this many have accumulated, and its WAL
+// is checkpointed at this many pages (SQLite's default), both by the journal thread: an
+// event loop's own commit never pays for either.
 inline constexpr int64_t oplog_trim_records_min = 4096;
+inline constexpr int oplog_checkpoint_pages = 1000;
 // While the disk fails, the writer retries (and probes) this often.
 inline constexpr int64_t writer_retry_ms = 50;
 // A settlement or admin write that cannot be made durable gets store_unavailable after

@@ -35,6 +35,7 @@ Writer::Writer(Db database, Db log, int64_t next_seq, std::function<void(int64_t
       trimmed_seq_(next_seq - 1),
       on_commit_(std::move(on_commit)),
       applied_seq_(next_seq - 1) {
+  log_.count_wal_pages(&wal_pages_);
   journal_thread_ = std::thread([this] {
     name_this_thread("cairva-store");
     run_journal();
@@ -104,9 +105,11 @@ void Writer::journal_on_this_thread() {
       }
     }
     journal_next_batch(acks);
+    const bool maintenance = maintenance_due();
     std::lock_guard lock(mu_);
-    // More than a batch, or a failure: the journal thread retries and probes the disk.
-    if (!queue_.empty() || journal_failing_) journal_wake_.notify_one();
+    if (maintenance) maintenance_asked_ = true;
+    // More than a batch, a failure (retries, probes) or maintenance: the journal thread's.
+    if (!queue_.empty() || journal_failing_ || maintenance) journal_wake_.notify_one();
   }
   for (auto& done : acks) done(Status{});
 }
@@ -179,12 +182,13 @@ void Writer::run_journal() {
     } else {
       // A loop's turn that failed wakes this thread to take over the retries and probes.
       journal_wake_.wait(lock, [&] {
-        return stopping_ || journal_failing_ ||
+        return stopping_ || journal_failing_ || maintenance_asked_ ||
                (!queue_.empty() && applying_.size() < apply_backlog_ops_max);
       });
     }
     if (stopping_ && (queue_.empty() || journal_failing_)) break;
-    const bool probe = queue_.empty();  // failing with nothing queued
+    const bool probe = journal_failing_ && queue_.empty();
+    maintenance_asked_ = false;
     lock.unlock();
     Acks acks;
     {
@@ -196,6 +200,7 @@ void Writer::run_journal() {
         if (s.ok()) journal_failing_ = false;
       } else {
         journal_next_batch(acks);
+        if (maintenance_due()) maintain_journal();
       }
     }
     for (auto& done : acks) done(Status{});
@@ -268,12 +273,6 @@ Status Writer::commit_journal(Batch& batch, size_t& poisoned) {
   if (std::none_of(batch.begin(), batch.end(), [](const Queued& q) { return journaled(q.op); })) {
     return {};  // reads and admin writes only: the applier's transaction is theirs
   }
-  int64_t trim_to;
-  {
-    std::lock_guard lock(mu_);
-    trim_to = applied_seq_;
-  }
-  const bool trim = trim_to - trimmed_seq_ >= oplog_trim_records_min;
   if (Status s = log_.exec("BEGIN IMMEDIATE"); !s.ok()) return s;
   int64_t seq = next_seq_;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -287,12 +286,36 @@ Status Writer::commit_journal(Batch& batch, size_t& poisoned) {
       q.last_seq = seq++;
     }
   }
-  Status s = trim ? oplog::trim(log_, trim_to) : Status{};
-  if (s.ok() && fault()) s = unavailable("injected write failure");
-  if (Status c = finish(log_, s); !c.ok()) return c;
+  if (Status c = finish(log_, fault() ? Status(unavailable("injected write failure")) : Status{}); !c.ok()) {
+    return c;
+  }
   next_seq_ = seq;
-  if (trim) trimmed_seq_ = trim_to;
   return {};
+}
+
+bool Writer::maintenance_due() {
+  int64_t applied;
+  {
+    std::lock_guard lock(mu_);
+    applied = applied_seq_;
+  }
+  return applied - trimmed_seq_ >= oplog_trim_records_min || wal_pages_ >= oplog_checkpoint_pages;
+}
+
+void Writer::maintain_journal() {
+  int64_t applied;
+  {
+    std::lock_guard lock(mu_);
+    applied = applied_seq_;
+  }
+  // A failure here costs nothing but space: both are tried again when next due.
+  if (applied > trimmed_seq_ && log_.exec("BEGIN IMMEDIATE").ok() &&
+      finish(log_, oplog::trim(log_, applied)).ok()) {
+    trimmed_seq_ = applied;
+  }
+  if (wal_pages_ >= oplog_checkpoint_pages && log_.exec("PRAGMA wal_checkpoint(TRUNCATE)").ok()) {
+    wal_pages_ = 0;
+  }
 }
 
 Status Writer::commit_apply(Batch& batch, size_t& poisoned) {

@@ -13,7 +13,7 @@
 //     unless a read or an admin write is waiting) and records the last applied record
 //     number in each; unjournaled ops get `done` after that commit. Reads therefore see
 //     every write queued before them.
-// The journal trims applied records while it appends.
+// The journal thread deletes applied records from the log and checkpoints its WAL.
 //
 // Failure (disk full, read-only file, I/O error) of either commit: the batch is rolled
 // back, then
@@ -116,6 +116,10 @@ class Writer {
   // REQUIRES: journal_mu_ held. Commits the next batch; leaves its acknowledgements in
   // `acks`, to run once journal_mu_ is released. False when there was nothing to take.
   bool journal_next_batch(Acks& acks);
+  // REQUIRES: journal_mu_ held. Applied records to delete or a WAL to checkpoint.
+  bool maintenance_due();
+  // REQUIRES: journal_mu_ held; the journal thread only (it writes and syncs many pages).
+  void maintain_journal();
   void run_journal();
   void run_apply();
   // One stage's attempt at `batch` until it commits or the disk fails; leaves in `batch`
@@ -134,6 +138,7 @@ class Writer {
   Db log_;                    // GUARDED_BY(journal_mu_)
   int64_t next_seq_;          // GUARDED_BY(journal_mu_)
   int64_t trimmed_seq_ = 0;   // GUARDED_BY(journal_mu_)
+  int wal_pages_ = 0;         // GUARDED_BY(journal_mu_): the log's WAL after its last commit
   const std::function<void(int64_t)> on_commit_;
   mutable std::mutex mu_;
   std::condition_variable journal_wake_;
@@ -148,6 +153,7 @@ class Writer {
   bool apply_failing_ = false;    // GUARDED_BY(mu_)
   bool fault_ = false;            // GUARDED_BY(mu_)
   bool paused_ = false;           // GUARDED_BY(mu_)
+  bool maintenance_asked_ = false;  // GUARDED_BY(mu_): a loop's turn found maintenance due
   WriterStats stats_;             // GUARDED_BY(mu_)
   std::thread journal_thread_;
   std::thread apply_thread_;
