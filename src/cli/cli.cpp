@@ -147,6 +147,11 @@ int not_built(const char* what) {
 int print_audit(const store::AuditReport& r) {
   std::cout << "audit: " << r.allocations << " allocations, " << r.requests << " requests, "
             << r.events << " usage events\n";
+  if (r.unapplied_writes > 0) {
+    std::cout << "note: " << r.unapplied_writes
+              << " acknowledged write(s) are still only in the operation log; the tables"
+                 " audited lack them and the next `cairva serve` applies them\n";
+  }
   if (r.violations.empty()) {
     std::cout << "ok: no violation of the ledger's invariants\n";
     return exit_ok;

@@ -269,6 +269,12 @@ TEST_F(CliTest, AuditExitsNonZeroOnViolations) {
   EXPECT_EQ(ok.code, 0);
   EXPECT_EQ(store_url, "sqlite:///tmp/x.db");
   EXPECT_NE(ok.out.find("2 allocations, 5 requests, 4 usage events"), std::string::npos);
+  EXPECT_EQ(ok.out.find("operation log"), std::string::npos);
+  report.unapplied_writes = 3;
+  Outcome behind = run_cli({"audit"});
+  EXPECT_EQ(behind.code, 0);
+  EXPECT_NE(behind.out.find("note: 3 acknowledged write(s) are still only in the operation log"),
+            std::string::npos);
   report.violations = {"allocation alloc_1: used 10 != sum of events 9"};
   Outcome bad = run_cli({"audit"});
   EXPECT_EQ(bad.code, 1);

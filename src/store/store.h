@@ -110,6 +110,10 @@ struct AuditReport {
   int64_t requests = 0;
   int64_t events = 0;
   std::vector<std::string> violations;  // empty when the ledger is sound
+  // Embedded store audited from its file: acknowledged writes still only in its operation
+  // log (the tables audited lack them; the next `cairva serve` applies them). Zero when none
+  // or unknown (a running gateway holds the log).
+  int64_t unapplied_writes = 0;
 };
 
 class Store {
