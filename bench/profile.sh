@@ -48,7 +48,7 @@ KEY=$(echo "$created" | sed -n 's/.*"secret":"\(cv_[A-Za-z0-9]*\)".*/\1/p')
 # Warm-up, so the profile shows the steady state (tables and WAL grown, pools full).
 CAIRVA_BENCH_KEY=$KEY wrk -t1 -c"$CONNS" -d2s -s bench/chat.lua http://127.0.0.1:$GW_PORT >/dev/null
 t0=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
-CAIRVA_BENCH_KEY=$KEY wrk -t1 -c"$CONNS" -d"${SECONDS_}s" -s bench/chat.lua http://127.0.0.1:$GW_PORT > "$OUT/wrk.txt" &
+CAIRVA_BENCH_KEY=$KEY wrk --latency -t1 -c"$CONNS" -d"${SECONDS_}s" -s bench/chat.lua http://127.0.0.1:$GW_PORT > "$OUT/wrk.txt" &
 WRK=$!
 sleep 1
 # The whole machine's CPU over the same window: is the load (wrk, mock, gateway) CPU-bound?
@@ -63,7 +63,7 @@ read -r busy1 idle1 irq1 < <(cpu_line)
 wait $WRK
 t1=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
 reqs=$(awk '/requests in/ {print $1}' "$OUT/wrk.txt")
-echo "requests/s: $(awk '/Requests\/sec/ {print $2}' "$OUT/wrk.txt")"
+echo "requests/s: $(awk '/Requests\/sec/ {print $2}' "$OUT/wrk.txt"), p50 $(awk '$1 == "50%" {print $2}' "$OUT/wrk.txt"), p99 $(awk '$1 == "99%" {print $2}' "$OUT/wrk.txt")"
 awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$reqs" 'BEGIN{printf "CPU per request: %.1f us (%d requests)\n", t/hz*1e6/n, n}'
 awk -v b=$((busy1 - busy0)) -v i=$((idle1 - idle0)) -v q=$((irq1 - irq0)) -v n="$(nproc)" \
   'BEGIN{printf "machine: %.0f%% of %d cores busy (%.0f%% in interrupts and softirqs)\n", 100*b/(b+i), n, 100*q/(b+i)}'

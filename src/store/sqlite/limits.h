@@ -25,11 +25,19 @@ inline constexpr int64_t apply_linger_ms = 20;
 // Journaled ops not yet applied to the tables. At this depth the journal stops taking new
 // work until the applier catches up (requests wait; memory stays bounded).
 inline constexpr size_t apply_backlog_ops_max = 16384;
+// Nothing waits for the applier but reads, so it runs at a lower priority than the event
+// loops (and the load they serve), on what the machine has left.
+inline constexpr int apply_thread_nice = 10;
 // Applied records are deleted from the oplog once this many have accumulated, and its WAL
-// is checkpointed at this many pages (SQLite's default), both by the journal thread: an
-// event loop's own commit never pays for either.
-inline constexpr int64_t oplog_trim_records_min = 4096;
+// is checkpointed at this many pages, both by the journal thread: an event loop's own
+// commit never pays for either, but every commit waits while they run (the log has one
+// connection). Both pauses grow with their size, so both are small and frequent: under
+// `bench/profile.sh` load a trim takes ~0.6 ms, a checkpoint ~2 ms (median; 12 ms with 4 KiB
+// pages and 4,096-record trims, which put the p99 at 17 ms; docs/benchmarks.md).
+inline constexpr int64_t oplog_trim_records_min = 512;
 inline constexpr int oplog_checkpoint_pages = 1000;
+// The log's page: a commit appends at least one page to its WAL, and its records are small.
+inline constexpr int oplog_page_bytes = 1024;
 // While the disk fails, the writer retries (and probes) this often.
 inline constexpr int64_t writer_retry_ms = 50;
 // A settlement or admin write that cannot be made durable gets store_unavailable after

@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "store/sqlite/limits.h"
+
 namespace cairva::store::sqlite::oplog {
 namespace {
 
@@ -29,6 +31,8 @@ Status prepare(Db& log, bool sync_full) {
   // exclusive mode SQLite takes its file locks once, not at every transaction, and keeps
   // the WAL index in heap memory (set before the first WAL access).
   if (Status s = log.exec("PRAGMA locking_mode=EXCLUSIVE"); !s.ok()) return s;
+  // Before the first table: a new log's page size (an existing one keeps its own).
+  if (Status s = log.exec("PRAGMA page_size=" + std::to_string(oplog_page_bytes)); !s.ok()) return s;
   if (Status s = log.exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
   if (Status s = log.exec(sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
       !s.ok()) {

@@ -42,6 +42,7 @@ Writer::Writer(Db database, Db log, int64_t next_seq, std::function<void(int64_t
   });
   apply_thread_ = std::thread([this] {
     name_this_thread("cairva-apply");
+    lower_this_threads_priority(apply_thread_nice);
     run_apply();
   });
 }
@@ -313,7 +314,9 @@ void Writer::maintain_journal() {
       finish(log_, oplog::trim(log_, applied)).ok()) {
     trimmed_seq_ = applied;
   }
-  if (wal_pages_ >= oplog_checkpoint_pages && log_.exec("PRAGMA wal_checkpoint(TRUNCATE)").ok()) {
+  // PASSIVE completes here (no other connection): the next commit starts the WAL over,
+  // reusing the file rather than truncating and growing it again.
+  if (wal_pages_ >= oplog_checkpoint_pages && log_.exec("PRAGMA wal_checkpoint(PASSIVE)").ok()) {
     wal_pages_ = 0;
   }
 }
