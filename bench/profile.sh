@@ -4,6 +4,7 @@
 #   bench/profile.sh                    # sync=normal, 32 connections, 8 s
 #   CAIRVA_PROFILE_CONNS=128 CAIRVA_PROFILE_SYNC=full bench/profile.sh
 #   CAIRVA_PROFILE_PERF=0 bench/profile.sh   # no perf: machine and per-thread CPU only
+#   CAIRVA_PROFILE_CALLGRAPH= bench/profile.sh   # perf without call graphs (-g is the default)
 # Uses the release build of bench/run.sh (build-release/).
 set -euo pipefail
 cd "$(dirname "$0")/.."

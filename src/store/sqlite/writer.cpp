@@ -98,8 +98,8 @@ void Writer::journal_on_this_thread() {
     }
     {
       std::lock_guard lock(mu_);
+      if (queue_.empty()) return;  // an earlier turn, or the journal thread, took it
       // Failing (retries), stopping or a full backlog: the journal thread's to handle.
-      if (queue_.empty()) return;
       if (journal_failing_ || stopping_ || applying_.size() >= apply_backlog_ops_max) {
         journal_wake_.notify_one();
         return;
@@ -115,7 +115,7 @@ void Writer::journal_on_this_thread() {
   for (auto& done : acks) done(Status{});
 }
 
-bool Writer::journal_next_batch(Acks& acks) {
+void Writer::journal_next_batch(Acks& acks) {
   Batch batch;
   {
     std::lock_guard lock(mu_);
@@ -124,14 +124,13 @@ bool Writer::journal_next_batch(Acks& acks) {
       queue_.pop_front();
     }
   }
-  if (batch.empty()) return false;
+  if (batch.empty()) return;
   process(Stage::journal, batch, acks);
   std::lock_guard lock(mu_);
   while (!batch.empty()) {
     queue_.push_front(std::move(batch.back()));
     batch.pop_back();
   }
-  return true;
 }
 
 void Writer::flush() {

@@ -113,9 +113,9 @@ class Writer {
   // journal thread woken here, takes what is queued).
   void journal_on_this_thread();
   using Acks = std::vector<std::function<void(Status)>>;
-  // REQUIRES: journal_mu_ held. Commits the next batch; leaves its acknowledgements in
-  // `acks`, to run once journal_mu_ is released. False when there was nothing to take.
-  bool journal_next_batch(Acks& acks);
+  // REQUIRES: journal_mu_ held. Commits the next batch, if any; leaves its
+  // acknowledgements in `acks`, to run once journal_mu_ is released.
+  void journal_next_batch(Acks& acks);
   // REQUIRES: journal_mu_ held. Applied records to delete or a WAL to checkpoint.
   bool maintenance_due();
   // REQUIRES: journal_mu_ held; the journal thread only (it writes and syncs many pages).
