@@ -88,6 +88,17 @@ class SqliteStoreTest : public ::testing::Test {
   Result<SettleResult> settle(const SettleCommand& c) {
     return await<SettleResult>([&](Callback<SettleResult> cb) { store_->settle(c, std::move(cb)); });
   }
+  // Leaves nothing in flight for TearDown's audit (its stale check).
+  void fail_in_flight(const CreatedAgreement& a) {
+    store::RequestFilter f;
+    f.state = core::RequestState::in_flight;
+    f.limit = list_rows_max;
+    auto open = store_->list_requests(f);
+    ASSERT_TRUE(open.ok());
+    for (const auto& row : *open) {
+      ASSERT_TRUE(settle({row.id, a.allocation.id, SettleKind::failed, "", {}}).ok());
+    }
+  }
 
   std::filesystem::path dir_;
   std::string path_;
@@ -132,14 +143,7 @@ TEST_F(SqliteStoreTest, GroupCommitBatchesConcurrentAdmissions) {
   std::printf("group commit: %lld rows in %lld commits, largest batch %lld\n",
               static_cast<long long>(rows), static_cast<long long>(commits),
               static_cast<long long>(after.max_batch));
-  // Leave nothing in flight for the audit's stale check.
-  store::RequestFilter f;
-  f.limit = 1000;
-  auto rows_left = store_->list_requests(f);
-  ASSERT_TRUE(rows_left.ok());
-  for (const auto& r : *rows_left) {
-    ASSERT_TRUE(settle({r.id, a.allocation.id, SettleKind::failed, "", {}}).ok());
-  }
+  fail_in_flight(a);
 }
 
 TEST_F(SqliteStoreTest, SecondOpenOfTheSameFileIsRefusedWithTheOwnersPid) {
@@ -327,13 +331,7 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   EXPECT_EQ(store_->get_request(first.request_id)->state, core::RequestState::booked);
   auto later_key = store_->create_key(a.allocation.id);
   ASSERT_TRUE(later_key.ok()) << later_key.error().message;
-  store::RequestFilter f;
-  f.state = core::RequestState::in_flight;
-  auto in_flight = store_->list_requests(f);
-  ASSERT_TRUE(in_flight.ok());
-  for (const auto& row : *in_flight) {
-    ASSERT_TRUE(settle({row.id, a.allocation.id, SettleKind::failed, "", {}}).ok());
-  }
+  fail_in_flight(a);
 }
 
 // On an event-loop thread (base/run_soon.h) the request path's writes are committed by that
@@ -383,13 +381,7 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
   }
   set_run_soon_for_this_thread(nullptr);
   EXPECT_TRUE(recovered) << "admissions never resumed after the disk recovered";
-  store::RequestFilter f;
-  f.state = core::RequestState::in_flight;
-  auto open = store_->list_requests(f);
-  ASSERT_TRUE(open.ok());
-  for (const auto& row : *open) {
-    ASSERT_TRUE(settle({row.id, a.allocation.id, SettleKind::failed, "", {}}).ok());
-  }
+  fail_in_flight(a);
 }
 
 TEST_F(SqliteStoreTest, SchemaIsVersionedAndReopenDoesNotMigrateAgain) {
