@@ -39,6 +39,7 @@ class Stmt {
   // Runs to completion (statements without rows).
   Status run();
 
+  int col_count() const { return sqlite3_column_count(s_); }
   std::string col_text(int i) const;
   int64_t col_i64(int i) const;
   bool col_null(int i) const;

@@ -324,23 +324,27 @@ Status Writer::commit_apply(Batch& batch, size_t& poisoned) {
   poisoned = batch.size();
   for (auto& q : batch) q.applied = false;
   if (Status s = database_.exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  auto fail = [&](Status s, size_t op) {
+    if (!is_transient(database_.last_code())) poisoned = op;
+    (void)database_.exec("ROLLBACK");
+    return s;
+  };
+  writes::Coalescer records;
   int64_t last_seq = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
     auto& q = batch[i];
-    Status s;
     for (const auto& r : q.op.records) {
-      s = writes::apply(database_, r);
-      if (!s.ok()) break;
+      if (Status s = records.add(database_, r, i); !s.ok()) return fail(s, records.failed_op());
     }
-    if (s.ok() && q.op.apply) s = q.op.apply(database_);
-    if (!s.ok()) {
-      if (!is_transient(database_.last_code())) poisoned = i;
-      (void)database_.exec("ROLLBACK");
-      return s;
+    if (q.op.apply) {
+      // A read or an admin write sees every record before it.
+      if (Status s = records.flush(database_); !s.ok()) return fail(s, records.failed_op());
+      if (Status s = q.op.apply(database_); !s.ok()) return fail(s, i);
     }
     q.applied = true;
     if (journaled(q.op)) last_seq = q.last_seq;
   }
+  if (Status s = records.flush(database_); !s.ok()) return fail(s, records.failed_op());
   Status s = last_seq > 0 ? oplog::set_applied(database_, last_seq) : Status{};
   if (s.ok() && fault()) s = unavailable("injected write failure");
   return finish(database_, s);

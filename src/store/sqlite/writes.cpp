@@ -70,7 +70,7 @@ Record book(const UsageEventRow& e) {
           {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
 }
 
-static Status apply_book(Db& db, const Record& r) {
+static Status apply_book_event(Db& db, const Record& r) {
   auto ev = db.cached(
       "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
       " input_tokens, output_tokens, source, finality, evidence, booked_at)"
@@ -78,12 +78,20 @@ static Status apply_book(Db& db, const Record& r) {
   if (!ev.ok()) return ev.error();
   ev->text(r.text[0]).text(r.text[1]).text(r.text[2]).text(r.text[3]);
   ev->i64(r.num[0]).i64(r.num[1]).text(r.text[4]).text(r.text[5]).text(r.text[6]).i64(r.num[2]);
-  if (Status s = ev->run(); !s.ok()) return s;
+  return ev->run();
+}
+
+static Status apply_book_request(Db& db, const Record& r) {
   auto rq = db.cached(
       "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
   if (!rq.ok()) return rq.error();
   rq->i64(r.num[2]).text(r.text[3]).text(r.text[2]);
-  if (Status s = rq->run(); !s.ok()) return s;
+  return rq->run();
+}
+
+static Status apply_book(Db& db, const Record& r) {
+  if (Status s = apply_book_event(db, r); !s.ok()) return s;
+  if (Status s = apply_book_request(db, r); !s.ok()) return s;
   auto al = db.cached(
       "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id = ?");
   if (!al.ok()) return al.error();
@@ -156,6 +164,97 @@ Status apply(Db& db, const Record& r) {
 bool known_kind(int64_t kind) {
   return kind >= static_cast<int64_t>(Record::Kind::insert_request) &&
          kind <= static_cast<int64_t>(Record::Kind::set_states);
+}
+
+// ---------------------------------------------------------------- coalesced application
+
+Coalescer::Start* Coalescer::held(const std::string& request_id) {
+  const auto it = start_of_.find(request_id);
+  if (it == start_of_.end()) return nullptr;
+  Start* s = &starts_[it->second];
+  start_of_.erase(it);  // its end is being applied: it is written now
+  return s;
+}
+
+Status Coalescer::write(Db& db, Start& s) {
+  s.written = true;
+  const Record& r = s.record;
+  auto st = db.cached(
+      "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
+      " hold_input, hold_output, finished_at, provider_request_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  if (!st.ok()) return st.error();
+  st->text(r.text[0]).text(r.text[1]).text(r.text[2]).text(s.state).i64(r.num[0]);
+  st->text(r.text[4]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).opt_i64(s.finished_at);
+  st->text(s.provider_request_id);
+  Status out = st->run();
+  if (!out.ok()) failed_op_ = s.op;
+  return out;
+}
+
+Status Coalescer::add(Db& db, const Record& r, size_t op) {
+  failed_op_ = op;
+  // Settlement records carry the request id and the provider's id at these positions.
+  auto end_held = [&](const std::string& request_id, const std::string& provider_request_id,
+                      std::string_view state, std::optional<int64_t> finished_at) -> std::optional<Status> {
+    Start* s = held(request_id);
+    if (s == nullptr) return std::nullopt;
+    s->state = std::string(state);
+    if (finished_at) s->finished_at = finished_at;
+    if (!provider_request_id.empty()) s->provider_request_id = provider_request_id;
+    return write(db, *s);
+  };
+  switch (r.kind) {
+    case Record::Kind::insert_request:
+      start_of_[r.text[0]] = starts_.size();
+      starts_.push_back({r, r.text[3], std::nullopt, "", op, false});
+      return {};
+    case Record::Kind::book: {
+      auto& u = used_[r.text[1]];
+      u.input += r.num[0];
+      u.output += r.num[1];
+      u.op = op;
+      if (auto s = end_held(r.text[2], r.text[3], "booked", r.num[2])) {
+        if (!s->ok()) return *s;
+        return apply_book_event(db, r);
+      }
+      if (Status s = apply_book_event(db, r); !s.ok()) return s;
+      return apply_book_request(db, r);
+    }
+    case Record::Kind::book_as_duplicate:
+      if (auto s = end_held(r.text[0], r.text[1], "booked", r.num[0])) return *s;
+      return apply(db, r);
+    case Record::Kind::fail_request:
+      if (auto s = end_held(r.text[0], r.text[1], "failed", r.num[0])) return *s;
+      return apply(db, r);
+    case Record::Kind::mark_usage_pending:
+      if (auto s = end_held(r.text[0], r.text[1], "usage_pending", std::nullopt)) return *s;
+      return apply(db, r);
+    case Record::Kind::insert_conflict:
+    case Record::Kind::set_states:
+      return apply(db, r);
+  }
+  return apply(db, r);  // unknown kinds fail there
+}
+
+Status Coalescer::flush(Db& db) {
+  for (auto& s : starts_) {
+    if (s.written) continue;
+    if (Status out = write(db, s); !out.ok()) return out;
+  }
+  starts_.clear();
+  start_of_.clear();
+  for (const auto& [allocation, u] : used_) {
+    auto al = db.cached(
+        "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id = ?");
+    if (!al.ok()) return al.error();
+    al->i64(u.input).i64(u.output).text(allocation);
+    if (Status out = al->run(); !out.ok()) {
+      failed_op_ = u.op;
+      return out;
+    }
+  }
+  used_.clear();
+  return {};
 }
 
 // ---------------------------------------------------------------- admin writes (not journaled)
