@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/unordered/unordered_flat_map.hpp>
-#include <vector>
 
 #include "base/digest.h"
 #include "core/admission.h"

@@ -27,9 +27,10 @@ static_assert(writes::Record::texts == 7 && writes::Record::nums == 5, "records 
 std::string path_for(const std::string& database_path) { return database_path + "-oplog"; }
 
 Status prepare(Db& log, bool sync_full) {
-  // Only the journal thread's connection ever opens the log while the store is open. In
-  // exclusive mode SQLite takes its file locks once, not at every transaction, and keeps
-  // the WAL index in heap memory (set before the first WAL access).
+  // While the store is open, its one connection to the log (used under the writer's
+  // journal lock) is the only one. In exclusive mode SQLite takes its file locks once, not
+  // at every transaction, and keeps the WAL index in heap memory (set before the first WAL
+  // access).
   if (Status s = log.exec("PRAGMA locking_mode=EXCLUSIVE"); !s.ok()) return s;
   // Before the first table: a new log's page size (an existing one keeps its own).
   if (Status s = log.exec("PRAGMA page_size=" + std::to_string(oplog_page_bytes)); !s.ok()) return s;
