@@ -8,8 +8,8 @@
 //     what it queued and whatever else is waiting; other threads' ops wake the journal
 //     thread ("cairva-store"), which also retries while the disk fails. One journal
 //     commits at a time. Then it hands the whole batch, in order, to
-//  2. the applier thread ("cairva-apply"), which applies records and unjournaled ops to the
-//     tables in large transactions (apply_batch_ops_min to _max: it lingers for a batch
+//  2. the applier thread ("cairva-apply"), which applies records (writes::Coalescer) and
+//     unjournaled ops to the tables in large transactions (apply_batch_ops_min to _max: it lingers for a batch
 //     unless a read or an admin write is waiting) and records the last applied record
 //     number in each; unjournaled ops get `done` after that commit. Reads therefore see
 //     every write queued before them.

@@ -89,14 +89,18 @@ static Status apply_book_request(Db& db, const Record& r) {
   return rq->run();
 }
 
-static Status apply_book(Db& db, const Record& r) {
-  if (Status s = apply_book_event(db, r); !s.ok()) return s;
-  if (Status s = apply_book_request(db, r); !s.ok()) return s;
+static Status raise_used(Db& db, const std::string& allocation_id, int64_t input, int64_t output) {
   auto al = db.cached(
       "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id = ?");
   if (!al.ok()) return al.error();
-  al->i64(r.num[0]).i64(r.num[1]).text(r.text[1]);
+  al->i64(input).i64(output).text(allocation_id);
   return al->run();
+}
+
+static Status apply_book(Db& db, const Record& r) {
+  if (Status s = apply_book_event(db, r); !s.ok()) return s;
+  if (Status s = apply_book_request(db, r); !s.ok()) return s;
+  return raise_used(db, r.text[1], r.num[0], r.num[1]);
 }
 
 Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
@@ -244,11 +248,7 @@ Status Coalescer::flush(Db& db) {
   starts_.clear();
   start_of_.clear();
   for (const auto& [allocation, u] : used_) {
-    auto al = db.cached(
-        "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id = ?");
-    if (!al.ok()) return al.error();
-    al->i64(u.input).i64(u.output).text(allocation);
-    if (Status out = al->run(); !out.ok()) {
+    if (Status out = raise_used(db, allocation, u.input, u.output); !out.ok()) {
       failed_op_ = u.op;
       return out;
     }
