@@ -28,11 +28,13 @@ Status finish(Db& db, Status s) {
 
 }  // namespace
 
-Writer::Writer(Db database, Db log, int64_t next_seq, std::function<void(int64_t)> on_commit)
+Writer::Writer(Db database, Db log, int64_t next_seq, bool log_fsyncs,
+               std::function<void(int64_t)> on_commit)
     : database_(std::move(database)),
       log_(std::move(log)),
       next_seq_(next_seq),
       trimmed_seq_(next_seq - 1),
+      log_fsyncs_(log_fsyncs),
       on_commit_(std::move(on_commit)),
       applied_seq_(next_seq - 1) {
   log_.count_wal_pages(&wal_pages_);
@@ -79,7 +81,7 @@ void Writer::enqueue(WriteOp op, Wake wake) {
 }
 
 void Writer::schedule_journal(Wake wake) {
-  const RunSoon* run_soon = wake == Wake::soon ? run_soon_for_this_thread() : nullptr;
+  const RunSoon* run_soon = wake == Wake::soon && !log_fsyncs_ ? run_soon_for_this_thread() : nullptr;
   if (run_soon != nullptr) {
     // The loop's later turns find the queue empty and return at once: one commit per round.
     (*run_soon)([this] { journal_on_this_thread(); });

@@ -3,9 +3,9 @@
 //  1. The journal takes everything queued (up to commit_batch_ops_max), appends the
 //     journaled ops' records to the oplog (oplog.h) in one small transaction, commits, and
 //     acknowledges them (`done`). That commit — one B-tree, ~40 µs — is all a request waits
-//     for. One fsync (sync=full) or WAL append (normal) per batch. An event-loop thread
-//     (base/run_soon.h) runs the journal itself, after its round of ready handlers, for
-//     what it queued and whatever else is waiting; other threads' ops wake the journal
+//     for. One fsync (sync=full) or WAL append (normal) per batch. With sync=normal an
+//     event-loop thread (base/run_soon.h) runs the journal itself, after its round of ready
+//     handlers, for what it queued and whatever else is waiting; other threads' ops wake the journal
 //     thread ("cairva-store"), which also retries while the disk fails. One journal
 //     commits at a time. Then it hands the whole batch, in order, to
 //  2. the applier thread ("cairva-apply"), which applies records (writes::Coalescer) and
@@ -71,9 +71,12 @@ struct WriteOp {
 class Writer {
  public:
   // `database`: the tables' connection; `log`: the oplog's, whose next record takes number
-  // `next_seq` (oplog::replay's). `on_commit`: called on the journal thread after each
-  // oplog commit with its number of journaled ops (must not block).
-  Writer(Db database, Db log, int64_t next_seq, std::function<void(int64_t)> on_commit = {});
+  // `next_seq` (oplog::replay's). `log_fsyncs`: its commits wait for the disk (sync=full),
+  // so event loops never run them (a loop would stall every connection it serves for the
+  // fsync): Wake::soon then wakes the journal thread. `on_commit`: called after each oplog
+  // commit with its number of journaled ops (must not block).
+  Writer(Db database, Db log, int64_t next_seq, bool log_fsyncs,
+         std::function<void(int64_t)> on_commit = {});
   ~Writer();  // drains what it can, then fails what is left; joins the threads
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -139,6 +142,7 @@ class Writer {
   int64_t next_seq_;          // GUARDED_BY(journal_mu_)
   int64_t trimmed_seq_ = 0;   // GUARDED_BY(journal_mu_)
   int wal_pages_ = 0;         // GUARDED_BY(journal_mu_): the log's WAL after its last commit
+  const bool log_fsyncs_;
   const std::function<void(int64_t)> on_commit_;
   mutable std::mutex mu_;
   std::condition_variable journal_wake_;
