@@ -73,16 +73,6 @@ Result<Db> Db::open(const std::string& path, bool read_only) {
   return Db(h);
 }
 
-void Db::count_wal_pages(int* pages) {
-  sqlite3_wal_hook(
-      h_,
-      [](void* out, sqlite3*, const char*, int n) {
-        *static_cast<int*>(out) = n;
-        return SQLITE_OK;
-      },
-      pages);
-}
-
 Db::~Db() {
   for (auto& [sql, s] : cache_) sqlite3_finalize(s);
   sqlite3_close(h_);

@@ -66,10 +66,6 @@ class Db {
   // literal (the cache is keyed by its address); one use at a time per statement.
   Result<Stmt> cached(const char* sql);
   Status exec(const std::string& sql);  // one or more statements, no binds
-  // After each commit in WAL mode, `*pages` becomes the WAL's size in pages; SQLite's own
-  // automatic checkpoints stop (the owner runs them, where a pause costs nothing).
-  // `pages` must outlive the connection or the next call.
-  void count_wal_pages(int* pages);
   // The (extended) result code of the last failure, to tell transient I/O from bugs.
   int last_code() const { return last_code_; }
   Error error(std::string_view what);  // records the current code, builds the Error

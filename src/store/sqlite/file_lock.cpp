@@ -32,6 +32,16 @@ Result<std::unique_ptr<FileLock>> FileLock::acquire(const std::string& db_path) 
   return std::unique_ptr<FileLock>(new FileLock(fd));
 }
 
+bool FileLock::in_use(const std::string& db_path) {
+  const std::string path = db_path + ".lock";
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // no lock file: nobody ever served this file here
+  // flock locks are per open file description: this one conflicts with a holder's.
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // releases the shared lock if it was taken
+  return held;
+}
+
 FileLock::~FileLock() {
   ::flock(fd_, LOCK_UN);
   ::close(fd_);

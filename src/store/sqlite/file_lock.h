@@ -14,6 +14,8 @@ class FileLock {
  public:
   // Fails with store_unavailable "store PATH is in use by another cairva process (pid N)".
   static Result<std::unique_ptr<FileLock>> acquire(const std::string& db_path);
+  // Does a process hold the lock now? (A read-only observer's question: it takes nothing.)
+  static bool in_use(const std::string& db_path);
   ~FileLock();
   FileLock(const FileLock&) = delete;
   FileLock& operator=(const FileLock&) = delete;

@@ -28,16 +28,13 @@ inline constexpr size_t apply_backlog_ops_max = 16384;
 // Nothing waits for the applier but reads, so it runs at a lower priority than the event
 // loops (and the load they serve), on what the machine has left.
 inline constexpr int apply_thread_nice = 10;
-// Applied records are deleted from the oplog once this many have accumulated, and its WAL
-// is checkpointed at this many pages, both by the journal thread: an event loop's own
-// commit never pays for either, but every commit waits while they run (the log has one
-// connection). Both pauses grow with their size, so both are small and frequent: under
-// `bench/profile.sh` load a trim takes ~0.6 ms, a checkpoint ~2 ms (median; 12 ms with 4 KiB
-// pages and 4,096-record trims, which put the p99 at 17 ms; docs/benchmarks.md).
-inline constexpr int64_t oplog_trim_records_min = 512;
-inline constexpr int oplog_checkpoint_pages = 1000;
-// The log's page: a commit appends at least one page to its WAL, and its records are small.
-inline constexpr int oplog_page_bytes = 1024;
+// The oplog starts a new segment file past this size; a segment is deleted (by the
+// journal thread) once every record in it is applied. Small enough that the log of a
+// stopped gateway replays in a moment, large enough that creating and deleting files is
+// rare (about one per 10,000 requests).
+inline constexpr uint64_t oplog_segment_bytes = 4 << 20;
+// What a probe of a failing disk writes past the log's last frame: a page, as a commit would.
+inline constexpr size_t oplog_probe_bytes = 4096;
 // While the disk fails, the writer retries (and probes) this often.
 inline constexpr int64_t writer_retry_ms = 50;
 // A settlement or admin write that cannot be made durable gets store_unavailable after

@@ -1,61 +1,182 @@
 #include "store/sqlite/oplog.h"
 
-#include <cstdio>
+#include <fcntl.h>
+#include <unistd.h>
 
-#include "store/sqlite/limits.h"
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <vector>
 
 namespace cairva::store::sqlite::oplog {
 namespace {
 
-constexpr const char* schema = R"sql(
-CREATE TABLE IF NOT EXISTS records (
-  seq INTEGER PRIMARY KEY,
-  kind INTEGER NOT NULL,
-  t0 TEXT NOT NULL, t1 TEXT NOT NULL, t2 TEXT NOT NULL, t3 TEXT NOT NULL, t4 TEXT NOT NULL,
-  t5 TEXT NOT NULL, t6 TEXT NOT NULL,
-  n0 INTEGER NOT NULL, n1 INTEGER NOT NULL, n2 INTEGER NOT NULL, n3 INTEGER NOT NULL,
-  n4 INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
-INSERT OR IGNORE INTO probe VALUES (1, 0);
-)sql";
+namespace fs = std::filesystem;
 
-static_assert(writes::Record::texts == 7 && writes::Record::nums == 5, "records table columns");
+constexpr std::string_view segment_infix = "-oplog.";
+constexpr size_t segment_number_digits = 20;  // zero-padded: names sort as numbers do
+
+Error log_error(const std::string& path, const std::string& what) {
+  return make_error(ErrorCode::store_unavailable, "oplog " + path + ": " + what);
+}
+
+Error errno_error(const std::string& path, const char* call) {
+  return log_error(path, std::string(call) + ": " + std::strerror(errno));
+}
+
+std::string segment_path(const std::string& database_path, int64_t first_seq) {
+  char number[segment_number_digits + 1];
+  std::snprintf(number, sizeof number, "%020" PRId64, first_seq);
+  return database_path + std::string(segment_infix) + number;
+}
+
+fs::path directory_of(const std::string& database_path) {
+  fs::path dir = fs::path(database_path).parent_path();
+  return dir.empty() ? fs::path(".") : dir;
+}
+
+struct Found {
+  int64_t first_seq;
+  std::string path;
+};
+
+// The log's segments, oldest first.
+Result<std::vector<Found>> list_segments(const std::string& database_path) {
+  const std::string prefix = fs::path(database_path).filename().string() + std::string(segment_infix);
+  std::vector<Found> out;
+  std::error_code ec;
+  for (fs::directory_iterator it(directory_of(database_path), ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix) || name.size() != prefix.size() + segment_number_digits) continue;
+    const std::string_view number = std::string_view(name).substr(prefix.size());
+    if (!std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    out.push_back({std::stoll(std::string(number)), it->path().string()});
+  }
+  if (ec) return log_error(database_path, "cannot list its directory: " + ec.message());
+  std::sort(out.begin(), out.end(), [](const Found& a, const Found& b) { return a.first_seq < b.first_seq; });
+  return out;
+}
 
 }  // namespace
 
-std::string path_for(const std::string& database_path) { return database_path + "-oplog"; }
+Status read_log(const std::string& database_path, const RecordFn& each) {
+  auto segments = list_segments(database_path);
+  if (!segments.ok()) return segments.error();
+  for (const auto& seg : *segments) {
+    std::ifstream in(seg.path, std::ios::binary);
+    if (!in) return errno_error(seg.path, "open");
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (bytes.size() < segment_magic.size()) continue;  // created, never written: a crash at rotation
+    if (!std::string_view(bytes).starts_with(segment_magic)) return log_error(seg.path, "not an oplog segment");
+    auto read = read_frames(std::string_view(bytes).substr(segment_magic.size()), each);
+    if (!read.ok()) return log_error(seg.path, read.error().message);
+  }
+  return {};
+}
 
-Status prepare(Db& log, bool sync_full) {
-  // While the store is open, its one connection to the log (used under the writer's
-  // journal lock) is the only one. In exclusive mode SQLite takes its file locks once, not
-  // at every transaction, and keeps the WAL index in heap memory (set before the first WAL
-  // access).
-  if (Status s = log.exec("PRAGMA locking_mode=EXCLUSIVE"); !s.ok()) return s;
-  // Before the first table: a new log's page size (an existing one keeps its own).
-  if (Status s = log.exec("PRAGMA page_size=" + std::to_string(oplog_page_bytes)); !s.ok()) return s;
-  if (Status s = log.exec("PRAGMA journal_mode=WAL"); !s.ok()) return s;
-  if (Status s = log.exec(sync_full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
-      !s.ok()) {
+namespace {
+
+Status write_all(int fd, std::string_view bytes, uint64_t at, const std::string& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::pwrite(fd, bytes.data(), bytes.size(), static_cast<off_t>(at));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno_error(path, "write");
+    bytes.remove_prefix(static_cast<size_t>(n));
+    at += static_cast<uint64_t>(n);
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Log>> Log::start(const std::string& database_path, int64_t next_seq, bool sync_full,
+                                        uint64_t segment_bytes) {
+  auto old = list_segments(database_path);
+  if (!old.ok()) return old.error();
+  for (const auto& seg : *old) {
+    if (::unlink(seg.path.c_str()) != 0 && errno != ENOENT) return errno_error(seg.path, "unlink");
+  }
+  std::unique_ptr<Log> log(new Log(database_path, sync_full, segment_bytes));
+  if (Status s = log->open_segment(next_seq); !s.ok()) return s.error();
+  return log;
+}
+
+Log::~Log() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status Log::sync(int fd) {
+  ++syncs_;
+  if (::fdatasync(fd) != 0) return errno_error(segments_.empty() ? database_path_ : segments_.back().path, "fdatasync");
+  return {};
+}
+
+Status Log::open_segment(int64_t first_seq) {
+  const std::string path = segment_path(database_path_, first_seq);
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno_error(path, "open");
+  Status s = write_all(fd, segment_magic, 0, path);
+  if (s.ok() && sync_full_) {
+    s = sync(fd);
+    // The new name must survive a crash as well as its bytes.
+    const int dir = ::open(directory_of(database_path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (s.ok() && (dir < 0 || ::fsync(dir) != 0)) s = errno_error(path, "fsync of its directory");
+    if (dir >= 0) ::close(dir);
+  }
+  if (!s.ok()) {
+    ::close(fd);
+    ::unlink(path.c_str());
     return s;
   }
-  return log.exec(schema);
+  if (fd_ >= 0) {
+    // Drops what a failed write left past the last frame (reading would stop there anyway).
+    (void)::ftruncate(fd_, static_cast<off_t>(size_));
+    ::close(fd_);
+  }
+  fd_ = fd;
+  size_ = segment_magic.size();
+  segments_.push_back({first_seq, path});
+  return {};
 }
 
-Status append(Db& log, int64_t seq, const writes::Record& r) {
-  auto s = log.cached("INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  if (!s.ok()) return s.error();
-  s->i64(seq).i64(static_cast<int64_t>(r.kind));
-  for (const auto& t : r.text) s->text(t);
-  for (const int64_t n : r.num) s->i64(n);
-  return s->run();
+void Log::add(int64_t seq, const writes::Record& r) {
+  if (frame_.empty()) frame_first_seq_ = seq;
+  frame_.add(seq, r);
 }
 
-Status trim(Db& log, int64_t seq) {
-  auto s = log.cached("DELETE FROM records WHERE seq <= ?");
-  if (!s.ok()) return s.error();
-  s->i64(seq);
-  return s->run();
+Status Log::commit() {
+  if (frame_.empty()) return {};
+  const std::string_view bytes = frame_.seal();
+  Status s = size_ >= segment_bytes_ ? open_segment(frame_first_seq_) : Status{};
+  if (s.ok()) s = write_all(fd_, bytes, size_, segments_.back().path);
+  if (s.ok() && sync_full_) s = sync(fd_);
+  if (s.ok()) size_ += bytes.size();
+  frame_.clear();
+  return s;
+}
+
+Status Log::probe() {
+  // Past the last frame, where the next commit writes anyway; not a frame (wrong magic).
+  const std::string filler(oplog_probe_bytes, '\xff');
+  Status s = write_all(fd_, filler, size_, segments_.back().path);
+  if (s.ok() && sync_full_) s = sync(fd_);
+  return s;
+}
+
+bool Log::trim_due(int64_t applied) const {
+  return segments_.size() >= 2 && segments_[1].first_seq - 1 <= applied;
+}
+
+void Log::trim(int64_t applied) {
+  while (trim_due(applied)) {
+    if (::unlink(segments_.front().path.c_str()) != 0 && errno != ENOENT) return;
+    segments_.pop_front();
+  }
 }
 
 Result<int64_t> applied(Db& database) {
@@ -74,70 +195,70 @@ Status set_applied(Db& database, int64_t seq) {
   return s->run();
 }
 
-Status probe(Db& log) {
-  if (Status s = log.exec("BEGIN IMMEDIATE"); !s.ok()) return s;
-  Status s = log.exec("UPDATE probe SET at = at + 1 WHERE id = 1");
-  if (s.ok()) s = log.exec("COMMIT");
-  if (!s.ok()) (void)log.exec("ROLLBACK");
-  return s;
+Status apply_replayed(Db& database, int64_t seq, const writes::Record& r, Replayed& out) {
+  Status s = writes::known_kind(static_cast<int64_t>(r.kind))
+                 ? writes::apply(database, r)
+                 : Status(make_error(ErrorCode::internal_error,
+                                     "unknown record kind " + std::to_string(static_cast<int>(r.kind))));
+  if (s.ok()) {
+    ++out.records;
+    return s;
+  }
+  if (is_transient(database.last_code())) return s;
+  // The same record failed when it was first applied (the applier skips it too):
+  // reported, never retried for ever.
+  std::fprintf(stderr, "cairva: oplog record %lld not applied: %s\n", static_cast<long long>(seq),
+               s.error().message.c_str());
+  ++out.skipped;
+  return {};
 }
 
-Result<Replayed> replay(Db& database, Db& log) {
+Result<Replayed> replay(Db& database, const std::string& database_path) {
   auto from = applied(database);
   if (!from.ok()) return from.error();
   Replayed out;
-  int64_t last = *from;
+  out.next_seq = *from + 1;
   if (Status s = database.exec("BEGIN IMMEDIATE"); !s.ok()) return s.error();
   auto fail = [&](Error e) -> Result<Replayed> {
     (void)database.exec("ROLLBACK");
     return e;
   };
-  {
-    auto rows = log.prepare("SELECT * FROM records WHERE seq > ? ORDER BY seq");
-    if (!rows.ok()) return fail(rows.error());
-    rows->i64(*from);
-    for (;;) {
-      auto more = rows->step();
-      if (!more.ok()) return fail(more.error());
-      if (!*more) break;
-      last = rows->col_i64(0);
-      const int64_t kind = rows->col_i64(1);
-      Status s = writes::known_kind(kind)
-                     ? Status{}
-                     : Status(make_error(ErrorCode::internal_error,
-                                         "unknown record kind " + std::to_string(kind)));
-      if (s.ok()) {
-        writes::Record r;
-        r.kind = static_cast<writes::Record::Kind>(kind);
-        for (size_t i = 0; i < r.text.size(); ++i) r.text[i] = rows->col_text(2 + static_cast<int>(i));
-        for (size_t i = 0; i < r.num.size(); ++i) r.num[i] = rows->col_i64(9 + static_cast<int>(i));
-        s = writes::apply(database, r);
-      }
-      if (!s.ok()) {
-        if (is_transient(database.last_code())) return fail(s.error());
-        // The same record failed when it was first applied (the applier skips it too):
-        // reported, never retried for ever.
-        std::fprintf(stderr, "cairva: oplog record %lld not applied: %s\n",
-                     static_cast<long long>(last), s.error().message.c_str());
-        ++out.skipped;
-        continue;
-      }
-      ++out.records;
+  if (Status s = replay_v1(database, database_path, out); !s.ok()) return fail(s.error());
+  int64_t last = out.next_seq - 1;  // the last record applied or skipped
+  Status read = read_log(database_path, [&](int64_t seq, writes::Record&& r) -> Status {
+    if (seq <= last) return {};  // applied before the process stopped
+    if (seq != last + 1) {
+      // Numbers are given out without gaps: acknowledged writes are missing (a damaged file).
+      std::fprintf(stderr, "cairva: oplog records %lld to %lld are missing: not replayed\n",
+                   static_cast<long long>(last + 1), static_cast<long long>(seq - 1));
     }
-  }
+    last = seq;
+    return apply_replayed(database, seq, r, out);
+  });
+  if (!read.ok()) return fail(read.error());
   if (Status s = set_applied(database, last); !s.ok()) return fail(s.error());
   if (Status s = database.exec("COMMIT"); !s.ok()) return fail(s.error());
-  if (Status s = log.exec("BEGIN IMMEDIATE"); !s.ok()) return s.error();
-  if (Status s = trim(log, last); !s.ok()) {
-    (void)log.exec("ROLLBACK");
-    return s.error();
-  }
-  if (Status s = log.exec("COMMIT"); !s.ok()) {
-    (void)log.exec("ROLLBACK");
-    return s.error();
-  }
+  remove_v1(database_path);
   out.next_seq = last + 1;
   return out;
+}
+
+Result<int64_t> count_unapplied(Db& database, const std::string& database_path) {
+  auto from = applied(database);
+  if (!from.ok()) return from.error();
+  auto v1 = count_unapplied_v1(database_path, *from);
+  if (!v1.ok()) return v1.error();
+  int64_t count = *v1;
+  int64_t last = *from;
+  Status read = read_log(database_path, [&](int64_t seq, writes::Record&&) -> Status {
+    if (seq > last) {
+      ++count;
+      last = seq;
+    }
+    return {};
+  });
+  if (!read.ok()) return read.error();
+  return count;
 }
 
 }  // namespace cairva::store::sqlite::oplog

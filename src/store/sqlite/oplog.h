@@ -1,49 +1,113 @@
-// The operation log: a second SQLite file beside the database (`<path>-oplog`) holding the
-// request path's writes (writes::Record), one row each, in order.
+// The operation log: append-only segment files beside the database
+// (`<path>-oplog.<first record number>`) holding the request path's writes
+// (writes::Record) in order, one frame per commit (oplog_frame.h).
 //
-// Why: a commit that touches the store's ten-odd B-trees costs ~250 µs, one that appends to
-// a single B-tree ~40 µs (docs/benchmarks.md). A request waits for its record to be
-// appended here; the Writer's applier copies records into the tables in large batches on
-// its own thread and connection, and records the last applied sequence number in the SAME
+// Why: a commit that touches the store's ten-odd B-trees costs ~250 µs; appending one
+// frame is one write() (docs/benchmarks.md). A request waits for its record to be in the
+// log; the Writer's applier copies records into the tables in large batches on its own
+// thread and connection, and records the last applied record number in the SAME
 // transaction (table oplog_applied of the database). So every record is applied exactly
 // once: after a crash, open() replays the records past that number before anything reads
-// the tables. Records at or below it are deleted (trimmed) as the applier advances.
+// the tables. A segment whose records are all applied is deleted.
 //
-// The database file commits with synchronous=FULL whatever `store.sync` says, so a record
-// is trimmed only once its application is on disk; `store.sync` is the oplog's, the commit
-// a request waits for.
+// The database commits with synchronous=FULL whatever `store.sync` says, so a segment is
+// deleted only once its application is on disk; `store.sync` is the log's: "full"
+// fdatasyncs every frame (and the directory for a new segment), "normal" leaves them to
+// the kernel (they survive the process, not the machine).
+//
+// The log of an earlier build (one SQLite file, `<path>-oplog`) is replayed once and
+// removed at open (oplog_v1.cpp).
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <memory>
 #include <string>
 
 #include "store/sqlite/db.h"
+#include "store/sqlite/limits.h"
+#include "store/sqlite/oplog_frame.h"
 #include "store/sqlite/writes.h"
 
 namespace cairva::store::sqlite::oplog {
 
-std::string path_for(const std::string& database_path);
+// The log being written. Not thread-safe: the Writer holds its journal lock around it.
+class Log {
+ public:
+  // Deletes the segments already there (open() replayed them: every record is applied)
+  // and starts one whose first record is numbered `next_seq`.
+  static Result<std::unique_ptr<Log>> start(const std::string& database_path, int64_t next_seq,
+                                            bool sync_full, uint64_t segment_bytes = oplog_segment_bytes);
+  ~Log();
+  Log(const Log&) = delete;
+  Log& operator=(const Log&) = delete;
 
-// WAL, `store.sync`, and the log's table (created if missing).
-Status prepare(Db& log, bool sync_full);
+  // Adds a record to the frame being built.
+  void add(int64_t seq, const writes::Record& r);
+  // Writes that frame after the last intact one (a new segment first when the current one
+  // is full) and, with sync_full, waits for the disk. Either way the frame is emptied; on a
+  // failure nothing of it counts: the next commit writes over it.
+  Status commit();
+  // Does the disk take a write again (while failing, with nothing to commit)?
+  Status probe();
+  // Segments (never the one being written) whose every record is numbered `applied` or less.
+  bool trim_due(int64_t applied) const;
+  // Deletes them; one that cannot be deleted is tried again next time.
+  void trim(int64_t applied);
 
-// Appends `r` as number `seq` (inside the caller's transaction).
-Status append(Db& log, int64_t seq, const writes::Record& r);
-// Deletes every record numbered `seq` or less (inside the caller's transaction).
-Status trim(Db& log, int64_t seq);
-// The database's last applied record number, and setting it (inside the caller's transaction).
-Result<int64_t> applied(Db& database);
-Status set_applied(Db& database, int64_t seq);
-// The log's liveness probe while its disk is failing.
-Status probe(Db& log);
+  size_t segments() const { return segments_.size(); }
+  int64_t syncs() const { return syncs_; }  // fdatasync calls, for tests
+
+ private:
+  struct Segment {
+    int64_t first_seq;
+    std::string path;
+  };
+  Log(std::string database_path, bool sync_full, uint64_t segment_bytes)
+      : database_path_(std::move(database_path)), sync_full_(sync_full), segment_bytes_(segment_bytes) {}
+  Status open_segment(int64_t first_seq);
+  Status sync(int fd);
+
+  const std::string database_path_;
+  const bool sync_full_;
+  const uint64_t segment_bytes_;
+  std::deque<Segment> segments_;  // oldest first; back() is being written
+  int fd_ = -1;                   // back()'s
+  uint64_t size_ = 0;             // back()'s bytes up to its last intact frame
+  FrameBuilder frame_;
+  int64_t frame_first_seq_ = 0;
+  int64_t syncs_ = 0;
+};
 
 struct Replayed {
   int64_t records = 0;   // applied now
   int64_t skipped = 0;   // records that could not be applied (reported on stderr)
   int64_t next_seq = 1;  // the number the next appended record takes
 };
-// Applies to `database`, in one transaction, every record of `log` numbered after the
-// database's applied number, then trims the log. Run at open, before the tables are read.
-Result<Replayed> replay(Db& database, Db& log);
+// Applies to `database`, in one transaction, every record of the log numbered after the
+// database's applied number. Run at open, before the tables are read; then Log::start.
+Result<Replayed> replay(Db& database, const std::string& database_path);
+
+// Every record in the log's segments, in order, applied or not (a torn tail ends its
+// segment).
+Status read_log(const std::string& database_path, const RecordFn& each);
+
+// Records in the log numbered after the database's applied number (`cairva audit`).
+Result<int64_t> count_unapplied(Db& database, const std::string& database_path);
+
+// The database's last applied record number, and setting it (inside the caller's transaction).
+Result<int64_t> applied(Db& database);
+Status set_applied(Db& database, int64_t seq);
+
+// Applies one replayed record, or reports it on stderr and counts it skipped when the
+// tables refuse it for a reason other than a busy or failing disk (returned).
+Status apply_replayed(Db& database, int64_t seq, const writes::Record& r, Replayed& out);
+
+// The earlier build's SQLite log (oplog_v1.cpp), if there is one: replays its records past
+// out.next_seq - 1 into `database` (inside the caller's transaction), advancing `out`; once
+// that transaction is committed, remove_v1 deletes its files.
+Status replay_v1(Db& database, const std::string& database_path, Replayed& out);
+void remove_v1(const std::string& database_path);
+Result<int64_t> count_unapplied_v1(const std::string& database_path, int64_t applied);
 
 }  // namespace cairva::store::sqlite::oplog

@@ -23,22 +23,16 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   if (!lock.ok()) return lock.error();
   auto wdb = Db::open(path, false);
   if (!wdb.ok()) return wdb.error();
-  // The tables commit with FULL whatever store.sync says: the oplog trims a record only
+  // The tables commit with FULL whatever store.sync says: the oplog deletes a segment only
   // once its application is on disk (oplog.h).
   if (Status s = prepare_database(*wdb, /*sync_full=*/true); !s.ok()) {
     return make_error(ErrorCode::store_unavailable, "store " + path + ": " + s.error().message);
   }
-  const std::string log_path = oplog::path_for(path);
-  auto log = Db::open(log_path, false);
-  if (!log.ok()) return log.error();
-  if (Status s = oplog::prepare(*log, options.sync_full); !s.ok()) {
-    return make_error(ErrorCode::store_unavailable, "oplog " + log_path + ": " + s.error().message);
-  }
   // Writes the previous process acknowledged but had not yet applied to the tables.
-  auto replayed = oplog::replay(*wdb, *log);
-  if (!replayed.ok()) {
-    return make_error(ErrorCode::store_unavailable, "oplog " + log_path + ": " + replayed.error().message);
-  }
+  auto replayed = oplog::replay(*wdb, path);
+  if (!replayed.ok()) return make_error(ErrorCode::store_unavailable, replayed.error().message);
+  auto log = oplog::Log::start(path, replayed->next_seq, options.sync_full);
+  if (!log.ok()) return log.error();
   auto rdb = Db::open(path, true);
   if (!rdb.ok()) return rdb.error();
   // Requests the previous process left in flight may or may not have reached the provider:
@@ -47,7 +41,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
       !s.ok()) {
     return s.error();
   }
-  auto writer = std::make_unique<Writer>(std::move(wdb).value(), std::move(log).value(),
+  auto writer = std::make_unique<Writer>(std::move(wdb).value(), std::move(*log),
                                          replayed->next_seq, options.sync_full, options.on_commit_batch);
   std::unique_ptr<SqliteStore> store(new SqliteStore(options, std::move(clock), std::move(lock).value(),
                                                      std::move(rdb).value(), std::move(writer)));

@@ -215,6 +215,16 @@ int64_t query_i64(const std::string& path, const char* sql) {
   return v;
 }
 
+// Records in the oplog's segment files, applied or not.
+int64_t log_records(const std::string& database_path) {
+  int64_t n = 0;
+  EXPECT_TRUE(oplog::read_log(database_path, [&n](int64_t, writes::Record&&) {
+                ++n;
+                return Status{};
+              }).ok());
+  return n;
+}
+
 // A request waits only for its record in the oplog; what the process acknowledged but had
 // not yet copied into the tables when it stopped is applied, once, at the next open.
 TEST_F(SqliteStoreTest, AcknowledgedWritesStillOnlyInTheOplogAreAppliedAtOpen) {
@@ -230,9 +240,8 @@ TEST_F(SqliteStoreTest, AcknowledgedWritesStillOnlyInTheOplogAreAppliedAtOpen) {
   EXPECT_EQ(b->book, core::BookResult::booked);
   ASSERT_TRUE(settle({failed.request_id, a.allocation.id, SettleKind::failed, "", {}}).ok());
   store_.reset();  // the applier never ran: as if the process died here
-  const std::string log = path_ + "-oplog";
   EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM requests"), 0);
-  EXPECT_EQ(query_i64(log, "SELECT COUNT(*) FROM records"), 5);  // 3 starts, 1 booking, 1 failure
+  EXPECT_EQ(log_records(path_), 5);  // 3 starts, 1 booking, 1 failure
   // `cairva audit` on the stopped gateway's file says its tables are behind.
   auto behind = SqliteStore::audit_file(path_, options_, clock_);
   ASSERT_TRUE(behind.ok()) << behind.error().message;
@@ -261,36 +270,51 @@ TEST_F(SqliteStoreTest, AcknowledgedWritesStillOnlyInTheOplogAreAppliedAtOpen) {
   EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM usage_events"), 1);
   EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM requests"), 4);
   EXPECT_EQ(query_i64(path_, "SELECT seq FROM oplog_applied"), 7);
-  // The replayed records were trimmed at that open; the two since wait for the next trim.
-  EXPECT_EQ(query_i64(log, "SELECT COUNT(*) FROM records WHERE seq <= 5"), 0);
-  EXPECT_EQ(query_i64(log, "SELECT COUNT(*) FROM records WHERE seq > 7"), 0);
+  // The replayed segment was deleted at that open; the two records since are in the new one.
+  EXPECT_EQ(log_records(path_), 2);
   store_ = open_store_at();
   ASSERT_NE(store_, nullptr);
   EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked, (core::Tokens{3, 4}));
 }
 
-// The oplog holds what the tables lack, not the store's history: applied records go.
-TEST_F(SqliteStoreTest, OplogIsTrimmedAsTheApplierAdvances) {
+// The oplog holds what the tables lack, not the store's history: applied segments go.
+TEST_F(SqliteStoreTest, OplogSegmentsAreDeletedAsTheApplierAdvances) {
   auto a = create({1000000, 100000000, 100000}, {100000000, 100000000});
-  constexpr int requests = 2500;  // 5,000 records: past one trim (oplog_trim_records_min)
-  for (int i = 0; i < requests; ++i) {
-    auto c = cmd(a);
-    ASSERT_TRUE(admit(c)->decision.admitted());
-    ASSERT_TRUE(settle({c.request_id, a.allocation.id, SettleKind::usage, "p" + std::to_string(i), {1, 1}}).ok());
+  const auto segments = [this] {
+    std::vector<std::string> names;
+    for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+      const std::string name = e.path().filename().string();
+      if (name.starts_with("cairva.db-oplog.")) names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  const auto first = segments();
+  ASSERT_EQ(first.size(), 1u);
+  // Until the log has moved past its first segment and that one is applied and deleted;
+  // bounded: ~14,000 requests fill a segment (two records each).
+  constexpr int requests_max = 60'000;
+  int requests = 0;
+  size_t most = 0;
+  for (auto now = segments(); requests < requests_max && now.front() == first.front(); now = segments()) {
+    most = std::max(most, now.size());
+    for (int i = 0; i < 500; ++i, ++requests) {
+      auto c = cmd(a);
+      ASSERT_TRUE(admit(c)->decision.admitted());
+      ASSERT_TRUE(settle({c.request_id, a.allocation.id, SettleKind::usage, "p" + std::to_string(requests), {1, 1}}).ok());
+    }
+    store_->flush();                  // applied...
+    ASSERT_TRUE(admit(cmd(a)).ok());  // ...so the journal thread deletes applied segments after this commit
+    ++requests;
+    // A minute per round keeps TearDown's audit of the request rate (a join over each
+    // minute's starts) from comparing every request with every other.
+    clock_->advance_seconds(61);
   }
-  store_->flush();                         // everything applied...
-  ASSERT_TRUE(admit(cmd(a)).ok());         // ...so the journal thread trims it after its commit
-  // Its WAL is checkpointed too (by the journal thread: SQLite's automatic checkpoints are
-  // off for the log); 5,001 commits of at least a page each would be 5,001 frames without.
-  constexpr uint64_t frame_bytes = oplog_page_bytes + 24;  // SQLite's WAL frame header
-  const auto wal_bytes = std::filesystem::file_size(path_ + "-oplog-wal");
-  EXPECT_LT(wal_bytes, 2u * oplog_checkpoint_pages * frame_bytes) << "the oplog's WAL was never checkpointed";
-  store_.reset();  // the log is the open store's alone (exclusive locking)
-  EXPECT_EQ(query_i64(path_ + "-oplog", "PRAGMA page_size"), oplog_page_bytes);
-  const int64_t left = query_i64(path_ + "-oplog", "SELECT COUNT(*) FROM records");
-  EXPECT_LT(left, 2 * requests - 4000) << "applied records were not trimmed";
-  EXPECT_EQ(query_i64(path_, "SELECT seq FROM oplog_applied"), 2 * requests + 1);
+  EXPECT_NE(segments().front(), first.front()) << "the applied first segment is still there after " << requests << " requests";
+  EXPECT_LE(most, 2u) << "applied segments piled up";
+  store_.reset();
   store_ = open_store_at();
+  EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked.input, requests - requests / 501);
 }
 
 TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
@@ -429,17 +453,20 @@ TEST_F(SqliteStoreTest, SchemaIsVersionedAndReopenDoesNotMigrateAgain) {
   store_ = open_store_at();
 }
 
-// `store.sync = "full"` reaches the connection a request waits for, the oplog's:
-// synchronous=FULL makes SQLite fsync the WAL at every commit (one per batch); "normal" only
-// at checkpoints. The tables' connection is always FULL (oplog.h says why).
-TEST_F(SqliteStoreTest, SyncSettingIsTheOplogsConnections) {
+// `store.sync = "full"` reaches the write a request waits for, the oplog's: one fdatasync
+// per commit; "normal" none (the tables always sync: oplog.h says why).
+TEST_F(SqliteStoreTest, SyncSettingIsTheOplogs) {
   for (const bool full : {false, true}) {
-    auto db = Db::open((dir_ / "sync.db-oplog").string(), false);
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(oplog::prepare(*db, full).ok());
-    auto s = db->prepare("PRAGMA synchronous");
-    ASSERT_TRUE(s.ok() && s->step().ok());
-    EXPECT_EQ(s->col_i64(0), full ? 2 : 1);  // SQLite's codes: NORMAL = 1, FULL = 2
+    const std::string db = (dir_ / (full ? "full.db" : "normal.db")).string();
+    auto log = oplog::Log::start(db, 1, full);
+    ASSERT_TRUE(log.ok()) << log.error().message;
+    const int64_t at_start = (*log)->syncs();  // a new segment's own, with full
+    writes::Record r;
+    for (int64_t seq = 1; seq <= 3; ++seq) {
+      (*log)->add(seq, r);
+      ASSERT_TRUE((*log)->commit().ok());
+    }
+    EXPECT_EQ((*log)->syncs() - at_start, full ? 3 : 0);
   }
 }
 

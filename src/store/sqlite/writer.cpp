@@ -28,16 +28,14 @@ Status finish(Db& db, Status s) {
 
 }  // namespace
 
-Writer::Writer(Db database, Db log, int64_t next_seq, bool log_fsyncs,
+Writer::Writer(Db database, std::unique_ptr<oplog::Log> log, int64_t next_seq, bool log_fsyncs,
                std::function<void(int64_t)> on_commit)
     : database_(std::move(database)),
       log_(std::move(log)),
       next_seq_(next_seq),
-      trimmed_seq_(next_seq - 1),
       log_fsyncs_(log_fsyncs),
       on_commit_(std::move(on_commit)),
       applied_seq_(next_seq - 1) {
-  log_.count_wal_pages(&wal_pages_);
   journal_thread_ = std::thread([this] {
     name_this_thread("cairva-store");
     run_journal();
@@ -197,7 +195,7 @@ void Writer::run_journal() {
       std::lock_guard journal(journal_mu_);
       if (probe) {
         // Probe the disk so admissions resume by themselves.
-        const Status s = fault() ? Status(unavailable("injected write failure")) : oplog::probe(log_);
+        const Status s = fault() ? Status(unavailable("injected write failure")) : log_->probe();
         std::lock_guard relock(mu_);
         if (s.ok()) journal_failing_ = false;
       } else {
@@ -275,24 +273,19 @@ Status Writer::commit_journal(Batch& batch, size_t& poisoned) {
   if (std::none_of(batch.begin(), batch.end(), [](const Queued& q) { return journaled(q.op); })) {
     return {};  // reads and admin writes only: the applier's transaction is theirs
   }
-  if (Status s = log_.exec("BEGIN IMMEDIATE"); !s.ok()) return s;
+  // Nothing here depends on one op more than another: a failure is the disk's, so the
+  // whole batch is retried (with the same numbers, written over what failed).
   int64_t seq = next_seq_;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    auto& q = batch[i];
+  for (auto& q : batch) {
     for (const auto& r : q.op.records) {
-      if (Status s = oplog::append(log_, seq, r); !s.ok()) {
-        if (!is_transient(log_.last_code())) poisoned = i;
-        (void)log_.exec("ROLLBACK");
-        return s;
-      }
+      log_->add(seq, r);
       q.last_seq = seq++;
     }
   }
-  if (Status c = finish(log_, fault() ? Status(unavailable("injected write failure")) : Status{}); !c.ok()) {
-    return c;
-  }
-  next_seq_ = seq;
-  return {};
+  Status s = log_->commit();
+  if (s.ok() && fault()) s = unavailable("injected write failure");
+  if (s.ok()) next_seq_ = seq;
+  return s;
 }
 
 bool Writer::maintenance_due() {
@@ -301,7 +294,7 @@ bool Writer::maintenance_due() {
     std::lock_guard lock(mu_);
     applied = applied_seq_;
   }
-  return applied - trimmed_seq_ >= oplog_trim_records_min || wal_pages_ >= oplog_checkpoint_pages;
+  return log_->trim_due(applied);
 }
 
 void Writer::maintain_journal() {
@@ -310,16 +303,7 @@ void Writer::maintain_journal() {
     std::lock_guard lock(mu_);
     applied = applied_seq_;
   }
-  // A failure here costs nothing but space: both are tried again when next due.
-  if (applied > trimmed_seq_ && log_.exec("BEGIN IMMEDIATE").ok() &&
-      finish(log_, oplog::trim(log_, applied)).ok()) {
-    trimmed_seq_ = applied;
-  }
-  // PASSIVE completes here (no other connection): the next commit starts the WAL over,
-  // reusing the file rather than truncating and growing it again.
-  if (wal_pages_ >= oplog_checkpoint_pages && log_.exec("PRAGMA wal_checkpoint(PASSIVE)").ok()) {
-    wal_pages_ = 0;
-  }
+  log_->trim(applied);  // a failure costs nothing but space: tried again when next due
 }
 
 Status Writer::commit_apply(Batch& batch, size_t& poisoned) {

@@ -1,9 +1,9 @@
 // The embedded store's writer: two threads, two connections, one order.
 //
 //  1. The journal takes everything queued (up to commit_batch_ops_max), appends the
-//     journaled ops' records to the oplog (oplog.h) in one small transaction, commits, and
-//     acknowledges them (`done`). That commit — one B-tree, ~40 µs — is all a request waits
-//     for. One fsync (sync=full) or WAL append (normal) per batch. With sync=normal an
+//     journaled ops' records to the oplog (oplog.h) as one frame, and acknowledges them
+//     (`done`). That write is all a request waits for: one write() per batch, plus one
+//     fdatasync with sync=full. With sync=normal an
 //     event-loop thread (base/run_soon.h) runs the journal itself, after its round of ready
 //     handlers, for what it queued and whatever else is waiting; other threads' ops wake the journal
 //     thread ("cairva-store"), which also retries while the disk fails. One journal
@@ -13,7 +13,7 @@
 //     unless a read or an admin write is waiting) and records the last applied record
 //     number in each; unjournaled ops get `done` after that commit. Reads therefore see
 //     every write queued before them.
-// The journal thread deletes applied records from the log and checkpoints its WAL.
+// The journal thread deletes the log's segments once they are applied.
 //
 // Failure (disk full, read-only file, I/O error) of either commit: the batch is rolled
 // back, then
@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "store/sqlite/db.h"
+#include "store/sqlite/oplog.h"
 #include "store/sqlite/writes.h"
 
 namespace cairva::store::sqlite {
@@ -70,12 +71,12 @@ struct WriteOp {
 
 class Writer {
  public:
-  // `database`: the tables' connection; `log`: the oplog's, whose next record takes number
+  // `database`: the tables' connection; `log`: the oplog, whose next record takes number
   // `next_seq` (oplog::replay's). `log_fsyncs`: its commits wait for the disk (sync=full),
   // so event loops never run them (a loop would stall every connection it serves for the
   // fsync): Wake::soon then wakes the journal thread. `on_commit`: called after each oplog
   // commit with its number of journaled ops (must not block).
-  Writer(Db database, Db log, int64_t next_seq, bool log_fsyncs,
+  Writer(Db database, std::unique_ptr<oplog::Log> log, int64_t next_seq, bool log_fsyncs,
          std::function<void(int64_t)> on_commit = {});
   ~Writer();  // drains what it can, then fails what is left; joins the threads
   Writer(const Writer&) = delete;
@@ -119,9 +120,9 @@ class Writer {
   // REQUIRES: journal_mu_ held. Commits the next batch, if any; leaves its
   // acknowledgements in `acks`, to run once journal_mu_ is released.
   void journal_next_batch(Acks& acks);
-  // REQUIRES: journal_mu_ held. Applied records to delete or a WAL to checkpoint.
+  // REQUIRES: journal_mu_ held. Applied segments of the log to delete.
   bool maintenance_due();
-  // REQUIRES: journal_mu_ held; the journal thread only (it writes and syncs many pages).
+  // REQUIRES: journal_mu_ held; the journal thread only (an unlink frees megabytes).
   void maintain_journal();
   void run_journal();
   void run_apply();
@@ -138,10 +139,8 @@ class Writer {
   // Held by whichever thread runs the journal (the journal thread, or a loop's turn).
   // Lock order: journal_mu_, then mu_.
   std::mutex journal_mu_;
-  Db log_;                    // GUARDED_BY(journal_mu_)
-  int64_t next_seq_;          // GUARDED_BY(journal_mu_)
-  int64_t trimmed_seq_ = 0;   // GUARDED_BY(journal_mu_)
-  int wal_pages_ = 0;         // GUARDED_BY(journal_mu_): the log's WAL after its last commit
+  std::unique_ptr<oplog::Log> log_;  // GUARDED_BY(journal_mu_)
+  int64_t next_seq_;                 // GUARDED_BY(journal_mu_)
   const bool log_fsyncs_;
   const std::function<void(int64_t)> on_commit_;
   mutable std::mutex mu_;

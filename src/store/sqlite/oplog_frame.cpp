@@ -1,0 +1,105 @@
+#include "store/sqlite/oplog_frame.h"
+
+#include <cstring>
+
+#include <boost/crc.hpp>
+
+namespace cairva::store::sqlite::oplog {
+namespace {
+
+template <class T>
+void put(std::string& out, T v) {
+  char raw[sizeof(T)];
+  std::memcpy(raw, &v, sizeof(T));
+  out.append(raw, sizeof(T));
+}
+
+template <class T>
+T get_at(std::string_view in, size_t at) {
+  T v;
+  std::memcpy(&v, in.data() + at, sizeof(T));
+  return v;
+}
+
+// The CRC covers the length too: a torn length cannot pass as a shorter intact frame.
+uint32_t checksum(const char* length, std::string_view payload) {
+  boost::crc_32_type crc;
+  crc.process_bytes(length, sizeof(uint32_t));
+  crc.process_bytes(payload.data(), payload.size());
+  return crc.checksum();
+}
+
+// Reads one frame's payload; false when it does not parse.
+bool read_payload(std::string_view p, const RecordFn& each, Status& failed) {
+  size_t at = 0;
+  auto have = [&](size_t n) { return p.size() - at >= n; };
+  while (at < p.size()) {
+    if (!have(sizeof(int64_t) + 1)) return false;
+    const auto seq = get_at<int64_t>(p, at);
+    at += sizeof(int64_t);
+    writes::Record r;
+    r.kind = static_cast<writes::Record::Kind>(static_cast<uint8_t>(p[at++]));
+    for (auto& t : r.text) {
+      if (!have(sizeof(uint32_t))) return false;
+      const auto n = get_at<uint32_t>(p, at);
+      at += sizeof(uint32_t);
+      if (!have(n)) return false;
+      t.assign(p.data() + at, n);
+      at += n;
+    }
+    for (auto& n : r.num) {
+      if (!have(sizeof(int64_t))) return false;
+      n = get_at<int64_t>(p, at);
+      at += sizeof(int64_t);
+    }
+    if (Status s = each(seq, std::move(r)); !s.ok()) {
+      failed = s;
+      return true;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+void FrameBuilder::clear() { bytes_.assign(frame_header_bytes, '\0'); }
+
+void FrameBuilder::add(int64_t seq, const writes::Record& r) {
+  put(bytes_, seq);
+  bytes_.push_back(static_cast<char>(r.kind));
+  for (const auto& t : r.text) {
+    put(bytes_, static_cast<uint32_t>(t.size()));
+    bytes_.append(t);
+  }
+  for (const int64_t n : r.num) put(bytes_, n);
+}
+
+std::string_view FrameBuilder::seal() {
+  const auto payload = static_cast<uint32_t>(bytes_.size() - frame_header_bytes);
+  std::memcpy(bytes_.data(), &frame_magic, sizeof frame_magic);
+  std::memcpy(bytes_.data() + 4, &payload, sizeof payload);
+  const uint32_t sum = checksum(bytes_.data() + 4, std::string_view(bytes_).substr(frame_header_bytes));
+  std::memcpy(bytes_.data() + 8, &sum, sizeof sum);
+  return bytes_;
+}
+
+Result<size_t> read_frames(std::string_view frames, const RecordFn& each) {
+  size_t at = 0;
+  while (frames.size() - at >= frame_header_bytes) {
+    if (get_at<uint32_t>(frames, at) != frame_magic) break;
+    const auto payload = get_at<uint32_t>(frames, at + 4);
+    if (frames.size() - at - frame_header_bytes < payload) break;
+    const std::string_view body = frames.substr(at + frame_header_bytes, payload);
+    if (checksum(frames.data() + at + 4, body) != get_at<uint32_t>(frames, at + 8)) break;
+    Status failed;
+    if (!read_payload(body, each, failed)) {
+      return make_error(ErrorCode::internal_error,
+                        "oplog: a frame at byte " + std::to_string(at) + " has an intact checksum but unreadable records");
+    }
+    if (!failed.ok()) return failed.error();
+    at += frame_header_bytes + payload;
+  }
+  return at;
+}
+
+}  // namespace cairva::store::sqlite::oplog

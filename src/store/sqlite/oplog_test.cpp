@@ -1,0 +1,232 @@
+// The operation log's files: frames read back as written, torn tails, segments and their
+// deletion.
+#include "store/sqlite/oplog.h"
+
+#include <gtest/gtest.h>
+#include <boost/crc.hpp>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <vector>
+
+namespace cairva::store::sqlite::oplog {
+namespace {
+
+namespace fs = std::filesystem;
+
+writes::Record record(std::mt19937_64& rng) {
+  writes::Record r;
+  r.kind = static_cast<writes::Record::Kind>(1 + rng() % 7);
+  for (auto& t : r.text) {
+    t.resize(rng() % 40);
+    for (auto& c : t) c = static_cast<char>(rng());  // any byte, NUL included
+  }
+  for (auto& n : r.num) n = static_cast<int64_t>(rng());  // negative too
+  return r;
+}
+
+struct Seen {
+  int64_t seq;
+  writes::Record r;
+};
+
+std::vector<Seen> read_all(const std::string& db) {
+  std::vector<Seen> out;
+  const Status s = read_log(db, [&](int64_t seq, writes::Record&& r) {
+    out.push_back({seq, std::move(r)});
+    return Status{};
+  });
+  EXPECT_TRUE(s.ok()) << s.error().message;
+  return out;
+}
+
+std::vector<fs::path> segment_files(const fs::path& dir) {
+  std::vector<fs::path> out;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    if (e.path().filename().string().starts_with("log.db-oplog.")) out.push_back(e.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::string file_bytes(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+class OplogTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("cairva-oplog-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "log.db").string();
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Commits `frames` frames of 1 to 3 random records from `seq` on; returns what it wrote.
+  std::vector<Seen> write(Log& log, int frames, int64_t& seq, std::mt19937_64& rng) {
+    std::vector<Seen> wrote;
+    for (int f = 0; f < frames; ++f) {
+      const int n = 1 + static_cast<int>(rng() % 3);
+      for (int i = 0; i < n; ++i) {
+        wrote.push_back({seq, record(rng)});
+        log.add(seq++, wrote.back().r);
+      }
+      const Status s = log.commit();
+      EXPECT_TRUE(s.ok()) << s.error().message;
+    }
+    return wrote;
+  }
+
+  fs::path dir_;
+  std::string db_;
+};
+
+void expect_same(const std::vector<Seen>& got, const std::vector<Seen>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].seq, want[i].seq);
+    EXPECT_TRUE(got[i].r == want[i].r) << "record " << want[i].seq;
+  }
+}
+
+TEST_F(OplogTest, RecordsComeBackAsWrittenInOrderAcrossSegments) {
+  std::mt19937_64 rng(7);
+  auto log = Log::start(db_, 1, false, /*segment_bytes=*/2048);
+  ASSERT_TRUE(log.ok());
+  int64_t seq = 1;
+  const auto wrote = write(**log, 200, seq, rng);
+  EXPECT_GT((*log)->segments(), 10u);
+  EXPECT_EQ(segment_files(dir_).size(), (*log)->segments());
+  expect_same(read_all(db_), wrote);
+}
+
+// A write the process did not finish (a crash, a full disk) leaves a torn last frame: the
+// frames before it are read, it is not, and the next commit writes over it.
+TEST_F(OplogTest, ATornTailIsNotReadAndIsWrittenOver) {
+  std::mt19937_64 rng(11);
+  auto log = Log::start(db_, 1, false);
+  ASSERT_TRUE(log.ok());
+  int64_t seq = 1;
+  auto wrote = write(**log, 3, seq, rng);
+  const fs::path file = segment_files(dir_).at(0);
+  const std::string whole = file_bytes(file);
+  const auto put = [&file](const std::string& bytes) {
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << bytes;
+  };
+
+  // Cut into the last frame: its records are gone, the others stay.
+  put(whole.substr(0, whole.size() - 3));
+  const auto before_last = read_all(db_);
+  ASSERT_LT(before_last.size(), wrote.size());
+  ASSERT_FALSE(before_last.empty());
+  expect_same(before_last, std::vector<Seen>(wrote.begin(), wrote.begin() + static_cast<std::ptrdiff_t>(before_last.size())));
+  // One changed byte in the last frame instead: its checksum fails, so it is not read either.
+  std::string changed = whole;
+  changed[changed.size() - 2] ^= 1;
+  put(changed);
+  expect_same(read_all(db_), before_last);
+  put(whole);
+  expect_same(read_all(db_), wrote);
+
+  // A probe (what the writer does while the disk fails) also leaves bytes past the last
+  // intact frame; the log's next commit lands after that frame, over the rest.
+  ASSERT_TRUE((*log)->probe().ok());
+  EXPECT_GT(fs::file_size(file), whole.size());
+  const auto more = write(**log, 2, seq, rng);
+  wrote.insert(wrote.end(), more.begin(), more.end());
+  expect_same(read_all(db_), wrote);
+}
+
+TEST_F(OplogTest, TrimDeletesOnlySegmentsWhoseRecordsAreAllApplied) {
+  std::mt19937_64 rng(3);
+  auto log = Log::start(db_, 1, false, /*segment_bytes=*/1024);
+  ASSERT_TRUE(log.ok());
+  int64_t seq = 1;
+  const auto wrote = write(**log, 60, seq, rng);
+  const size_t segments = (*log)->segments();
+  ASSERT_GT(segments, 4u);
+  const int64_t applied = wrote[wrote.size() / 2].seq;
+  EXPECT_TRUE((*log)->trim_due(applied));
+  (*log)->trim(applied);
+  EXPECT_FALSE((*log)->trim_due(applied));
+  EXPECT_LT((*log)->segments(), segments);
+  EXPECT_EQ(segment_files(dir_).size(), (*log)->segments());
+  // Nothing past `applied` went, and what is left starts within one segment of it.
+  const auto left = read_all(db_);
+  ASSERT_FALSE(left.empty());
+  EXPECT_LE(left.front().seq, applied + 1);
+  EXPECT_EQ(left.back().seq, wrote.back().seq);
+  for (size_t i = 1; i < left.size(); ++i) EXPECT_EQ(left[i].seq, left[i - 1].seq + 1);
+  // Everything applied: all but the segment being written.
+  (*log)->trim(wrote.back().seq);
+  EXPECT_EQ((*log)->segments(), 1u);
+  EXPECT_EQ(segment_files(dir_).size(), 1u);
+}
+
+TEST_F(OplogTest, StartDeletesTheReplayedSegments) {
+  std::mt19937_64 rng(5);
+  int64_t seq = 1;
+  {
+    auto log = Log::start(db_, 1, false, /*segment_bytes=*/1024);
+    ASSERT_TRUE(log.ok());
+    write(**log, 30, seq, rng);
+    ASSERT_GT(segment_files(dir_).size(), 1u);
+  }
+  auto log = Log::start(db_, seq, false);
+  ASSERT_TRUE(log.ok());
+  EXPECT_EQ(segment_files(dir_).size(), 1u);
+  EXPECT_TRUE(read_all(db_).empty());
+  auto more = write(**log, 1, seq, rng);
+  expect_same(read_all(db_), more);
+}
+
+// A frame whose checksum holds was written whole: if its records do not parse, the file
+// is not this format's, and reading says so rather than skip acknowledged writes.
+TEST(OplogFrame, AnIntactFrameWithUnreadableRecordsIsAnError) {
+  FrameBuilder frame;
+  writes::Record r;
+  r.text[0] = "abc";
+  frame.add(1, r);
+  const std::string good(frame.seal());
+  int calls = 0;
+  auto count = [&calls](int64_t, writes::Record&&) {
+    ++calls;
+    return Status{};
+  };
+  auto read = read_frames(good, count);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read, good.size());
+  EXPECT_EQ(calls, 1);
+
+  // The same records one byte short, in a frame whose length and checksum say so.
+  const std::string payload = good.substr(frame_header_bytes, good.size() - frame_header_bytes - 1);
+  const auto length = static_cast<uint32_t>(payload.size());
+  boost::crc_32_type crc;
+  crc.process_bytes(&length, sizeof length);
+  crc.process_bytes(payload.data(), payload.size());
+  const uint32_t sum = crc.checksum();
+  std::string bad(frame_header_bytes, '\0');
+  std::memcpy(bad.data(), &frame_magic, 4);
+  std::memcpy(bad.data() + 4, &length, 4);
+  std::memcpy(bad.data() + 8, &sum, 4);
+  bad += payload;
+  calls = 0;
+  read = read_frames(bad, count);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.error().message.find("unreadable records"), std::string::npos) << read.error().message;
+  EXPECT_EQ(calls, 0);
+  // Torn instead (the checksum fails): the end of what is readable, not an error.
+  bad[bad.size() - 1] ^= 1;
+  read = read_frames(bad, count);
+  ASSERT_TRUE(read.ok());
+  EXPECT_EQ(*read, 0u);
+}
+
+}  // namespace
+}  // namespace cairva::store::sqlite::oplog
