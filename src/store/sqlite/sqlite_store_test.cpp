@@ -277,6 +277,65 @@ TEST_F(SqliteStoreTest, AcknowledgedWritesStillOnlyInTheOplogAreAppliedAtOpen) {
   EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked, (core::Tokens{3, 4}));
 }
 
+// A log written by the build before segment files (one SQLite file, `<db>-oplog`) is
+// applied once at open, then removed: an upgrade loses no acknowledged write.
+TEST_F(SqliteStoreTest, AnEarlierBuildsSqliteLogIsAppliedOnceAndRemoved) {
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  store_->flush();
+  store_->pause_applier_for_testing(true);
+  auto booked = cmd(a);
+  ASSERT_TRUE(admit(booked)->decision.admitted());
+  ASSERT_TRUE(settle({booked.request_id, a.allocation.id, SettleKind::usage, "prov-v1", {5, 6}}).ok());
+  store_.reset();
+  // Move the two unapplied records into a log of the earlier format, as that build wrote it.
+  std::vector<std::pair<int64_t, writes::Record>> records;
+  ASSERT_TRUE(oplog::read_log(path_, [&](int64_t seq, writes::Record&& r) {
+                records.emplace_back(seq, std::move(r));
+                return Status{};
+              }).ok());
+  ASSERT_EQ(records.size(), 2u);
+  const std::string v1 = path_ + "-oplog";
+  {
+    auto db = Db::open(v1, false);
+    ASSERT_TRUE(db.ok());
+    ASSERT_TRUE(db->exec("PRAGMA journal_mode=WAL; CREATE TABLE records (seq INTEGER PRIMARY KEY,"
+                         " kind INTEGER NOT NULL, t0 TEXT NOT NULL, t1 TEXT NOT NULL, t2 TEXT NOT NULL,"
+                         " t3 TEXT NOT NULL, t4 TEXT NOT NULL, t5 TEXT NOT NULL, t6 TEXT NOT NULL,"
+                         " n0 INTEGER NOT NULL, n1 INTEGER NOT NULL, n2 INTEGER NOT NULL,"
+                         " n3 INTEGER NOT NULL, n4 INTEGER NOT NULL)").ok());
+    for (const auto& [seq, r] : records) {
+      auto st = db->prepare("INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      ASSERT_TRUE(st.ok());
+      st->i64(seq).i64(static_cast<int64_t>(r.kind));
+      for (const auto& t : r.text) st->text(t);
+      for (const int64_t n : r.num) st->i64(n);
+      ASSERT_TRUE(st->run().ok());
+    }
+  }
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    if (e.path().filename().string().starts_with("cairva.db-oplog.")) std::filesystem::remove(e.path());
+  }
+  auto behind = SqliteStore::audit_file(path_, options_, clock_);
+  ASSERT_TRUE(behind.ok()) << behind.error().message;
+  EXPECT_EQ(behind->unapplied_writes, 2);
+
+  store_ = open_store_at();
+  ASSERT_NE(store_, nullptr);
+  EXPECT_FALSE(std::filesystem::exists(v1));
+  EXPECT_FALSE(std::filesystem::exists(v1 + "-wal"));
+  EXPECT_EQ(store_->get_request(booked.request_id)->state, core::RequestState::booked);
+  EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked, (core::Tokens{5, 6}));
+  // New records continue the numbering after the old log's.
+  auto again = cmd(a);
+  ASSERT_TRUE(admit(again)->decision.admitted());
+  EXPECT_EQ(settle({again.request_id, a.allocation.id, SettleKind::usage, "prov-v1", {5, 6}})->book,
+            core::BookResult::duplicate);
+  store_.reset();
+  EXPECT_EQ(query_i64(path_, "SELECT seq FROM oplog_applied"), records.back().first + 2);
+  EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM usage_events"), 1);
+  store_ = open_store_at();
+}
+
 // The oplog holds what the tables lack, not the store's history: applied segments go.
 TEST_F(SqliteStoreTest, OplogSegmentsAreDeletedAsTheApplierAdvances) {
   auto a = create({1000000, 100000000, 100000}, {100000000, 100000000});
