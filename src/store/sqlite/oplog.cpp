@@ -134,8 +134,7 @@ Status Log::open_segment(int64_t first_seq) {
     return s;
   }
   if (fd_ >= 0) {
-    // Drops what a failed write left past the last frame (reading would stop there anyway).
-    (void)::ftruncate(fd_, static_cast<off_t>(size_));
+    drop_tail();
     ::close(fd_);
   }
   fd_ = fd;
@@ -155,9 +154,19 @@ Status Log::commit() {
   Status s = size_ >= segment_bytes_ ? open_segment(frame_first_seq_) : Status{};
   if (s.ok()) s = write_all(fd_, bytes, size_, segments_.back().path);
   if (s.ok() && sync_full_) s = sync(fd_);
-  if (s.ok()) size_ += bytes.size();
+  if (s.ok()) {
+    size_ += bytes.size();
+  } else {
+    drop_tail();
+  }
   frame_.clear();
   return s;
+}
+
+void Log::drop_tail() {
+  // Best effort: should the truncation fail too, the next frame is written over the bytes
+  // anyway, and reading stops at what is left past it.
+  if (fd_ >= 0) (void)::ftruncate(fd_, static_cast<off_t>(size_));
 }
 
 Status Log::probe() {
@@ -165,6 +174,7 @@ Status Log::probe() {
   const std::string filler(oplog_probe_bytes, '\xff');
   Status s = write_all(fd_, filler, size_, segments_.back().path);
   if (s.ok() && sync_full_) s = sync(fd_);
+  drop_tail();
   return s;
 }
 

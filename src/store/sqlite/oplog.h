@@ -66,6 +66,9 @@ class Log {
   Log(std::string database_path, bool sync_full, uint64_t segment_bytes)
       : database_path_(std::move(database_path)), sync_full_(sync_full), segment_bytes_(segment_bytes) {}
   Status open_segment(int64_t first_seq);
+  // Cuts the segment being written back to its last intact frame: what a failed write or a
+  // probe left past it goes (a record's text, a client's bytes, must never be read as a frame).
+  void drop_tail();
   Status sync(int fd);
 
   const std::string database_path_;

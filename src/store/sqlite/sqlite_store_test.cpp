@@ -373,6 +373,32 @@ TEST_F(SqliteStoreTest, OplogSegmentsAreDeletedAsTheApplierAdvances) {
   EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked.input, requests - requests / 501);
 }
 
+// An admission refused because the disk failed left nothing in the log: a restart (which
+// replays the log) does not bring it back.
+TEST_F(SqliteStoreTest, AnAdmissionRefusedByAFailingDiskIsNotReplayed) {
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  store_->flush();
+  store_->pause_applier_for_testing(true);  // whatever is acknowledged stays in the log only
+  store_->set_write_fault_for_testing(true);
+  auto refused = cmd(a);
+  ASSERT_FALSE(admit(refused).ok());
+  store_->set_write_fault_for_testing(false);
+  // The writer probes the disk every writer_retry_ms and admits again once it works.
+  auto later = cmd(a);
+  bool admitted = false;
+  for (int i = 0; i < 200 && !admitted; ++i) {
+    auto r = admit(later);
+    admitted = r.ok() && r->decision.admitted();
+    if (!admitted) std::this_thread::sleep_for(std::chrono::milliseconds(writer_retry_ms));
+  }
+  ASSERT_TRUE(admitted);
+  store_.reset();
+  store_ = open_store_at();
+  ASSERT_NE(store_, nullptr);
+  EXPECT_FALSE(store_->get_request(refused.request_id).ok()) << "a refused admission came back at replay";
+  EXPECT_EQ(store_->get_request(later.request_id)->state, core::RequestState::usage_pending);
+}
+
 TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   auto a = create({100, 100000, 10}, {1000, 1000});
   auto first = cmd(a);

@@ -273,6 +273,8 @@ Status Writer::commit_journal(Batch& batch, size_t& poisoned) {
   if (std::none_of(batch.begin(), batch.end(), [](const Queued& q) { return journaled(q.op); })) {
     return {};  // reads and admin writes only: the applier's transaction is theirs
   }
+  // Before anything is written: a frame in the log is a commit that happened.
+  if (fault()) return unavailable("injected write failure");
   // Nothing here depends on one op more than another: a failure is the disk's, so the
   // whole batch is retried (with the same numbers, written over what failed).
   int64_t seq = next_seq_;
@@ -283,7 +285,6 @@ Status Writer::commit_journal(Batch& batch, size_t& poisoned) {
     }
   }
   Status s = log_->commit();
-  if (s.ok() && fault()) s = unavailable("injected write failure");
   if (s.ok()) next_seq_ = seq;
   return s;
 }
