@@ -7,7 +7,8 @@ import { join, resolve } from 'node:path';
 import net from 'node:net';
 import { before, after } from 'node:test';
 
-export const BIN = process.env.CAIRVA_BIN ?? resolve(import.meta.dirname, '../../build/cairva');
+// Absolute: the gateways run in their own working directories.
+export const BIN = process.env.CAIRVA_BIN ? resolve(process.env.CAIRVA_BIN) : resolve(import.meta.dirname, '../../build/cairva');
 export const ADMIN_TOKEN = 'test-admin-token-' + Math.random().toString(36).slice(2);
 export const PROVIDER_KEY = 'sk-supplier-secret-' + Math.random().toString(36).slice(2);
 

@@ -33,6 +33,11 @@ inline constexpr int apply_thread_nice = 10;
 // stopped gateway replays in a moment, large enough that creating and deleting files is
 // rare (about one per 10,000 requests).
 inline constexpr uint64_t oplog_segment_bytes = 4 << 20;
+// Each segment's disk space is reserved when it is created (fallocate), this much beyond
+// oplog_segment_bytes: when the disk is full and no new segment can be created, admissions
+// are refused, but the settlements of requests already admitted still have room (about
+// 2,500 requests' worth) and are booked rather than left waiting for the disk.
+inline constexpr uint64_t oplog_reserve_bytes = 1 << 20;
 // What a probe of a failing disk writes past the log's last frame: a page, as a commit would.
 inline constexpr size_t oplog_probe_bytes = 4096;
 // While the disk fails, the writer retries (and probes) this often.

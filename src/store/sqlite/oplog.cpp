@@ -52,6 +52,8 @@ Result<std::vector<Found>> list_segments(const std::string& database_path) {
   std::error_code ec;
   for (fs::directory_iterator it(directory_of(database_path), ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
+    std::error_code type_ec;
+    if (!it->is_regular_file(type_ec)) continue;
     if (!name.starts_with(prefix) || name.size() != prefix.size() + segment_number_digits) continue;
     const std::string_view number = std::string_view(name).substr(prefix.size());
     if (!std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
@@ -120,7 +122,14 @@ Status Log::open_segment(int64_t first_seq) {
   const std::string path = segment_path(database_path_, first_seq);
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno_error(path, "open");
-  Status s = write_all(fd, segment_magic, 0, path);
+  // The whole segment's space now, so that no commit into it meets a full disk. A file
+  // system without fallocate gets plain appends.
+  const uint64_t reserve = segment_bytes_ + oplog_reserve_bytes;
+  Status s;
+  if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(reserve)) != 0 && errno != EOPNOTSUPP) {
+    s = errno_error(path, "fallocate");
+  }
+  if (s.ok()) s = write_all(fd, segment_magic, 0, path);
   if (s.ok() && sync_full_) {
     s = sync(fd);
     // The new name must survive a crash as well as its bytes.
@@ -139,6 +148,7 @@ Status Log::open_segment(int64_t first_seq) {
   }
   fd_ = fd;
   size_ = segment_magic.size();
+  reserved_ = reserve;
   segments_.push_back({first_seq, path});
   return {};
 }
@@ -148,10 +158,11 @@ void Log::add(int64_t seq, const writes::Record& r) {
   frame_.add(seq, r);
 }
 
-Status Log::commit() {
+Status Log::commit(bool may_use_reserve) {
   if (frame_.empty()) return {};
   const std::string_view bytes = frame_.seal();
   Status s = size_ >= segment_bytes_ ? open_segment(frame_first_seq_) : Status{};
+  if (!s.ok() && may_use_reserve && size_ + bytes.size() <= reserved_) s = Status{};
   if (s.ok()) s = write_all(fd_, bytes, size_, segments_.back().path);
   if (s.ok() && sync_full_) s = sync(fd_);
   if (s.ok()) {
@@ -169,7 +180,9 @@ void Log::drop_tail() {
   if (fd_ >= 0) (void)::ftruncate(fd_, static_cast<off_t>(size_));
 }
 
-Status Log::probe() {
+Status Log::probe(int64_t next_seq) {
+  // A full segment: what an admission's commit would do first.
+  if (size_ >= segment_bytes_) return open_segment(next_seq);
   // Past the last frame, where the next commit writes anyway; not a frame (wrong magic).
   const std::string filler(oplog_probe_bytes, '\xff');
   Status s = write_all(fd_, filler, size_, segments_.back().path);

@@ -46,10 +46,14 @@ class Log {
   void add(int64_t seq, const writes::Record& r);
   // Writes that frame after the last intact one (a new segment first when the current one
   // is full) and, with sync_full, waits for the disk. Either way the frame is emptied; on a
-  // failure nothing of it counts: the next commit writes over it.
-  Status commit();
-  // Does the disk take a write again (while failing, with nothing to commit)?
-  Status probe();
+  // failure nothing of it counts: the next commit writes over it. `may_use_reserve`: when
+  // no new segment can be created, the frame may go into the current one's reserve
+  // (oplog_reserve_bytes) — for commits that only finish what was admitted.
+  Status commit(bool may_use_reserve = false);
+  // Would a commit that may not use the reserve succeed now (while failing, with nothing
+  // to commit)? Creates the next segment (its first record numbered `next_seq`) if the
+  // current one is full.
+  Status probe(int64_t next_seq);
   // Segments (never the one being written) whose every record is numbered `applied` or less.
   bool trim_due(int64_t applied) const;
   // Deletes them; one that cannot be deleted is tried again next time.
@@ -74,6 +78,7 @@ class Log {
   const std::string database_path_;
   const bool sync_full_;
   const uint64_t segment_bytes_;
+  uint64_t reserved_ = 0;  // back()'s bytes allocated on disk at its creation
   std::deque<Segment> segments_;  // oldest first; back() is being written
   int fd_ = -1;                   // back()'s
   uint64_t size_ = 0;             // back()'s bytes up to its last intact frame

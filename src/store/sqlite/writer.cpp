@@ -195,7 +195,7 @@ void Writer::run_journal() {
       std::lock_guard journal(journal_mu_);
       if (probe) {
         // Probe the disk so admissions resume by themselves.
-        const Status s = fault() ? Status(unavailable("injected write failure")) : log_->probe();
+        const Status s = fault() ? Status(unavailable("injected write failure")) : log_->probe(next_seq_);
         std::lock_guard relock(mu_);
         if (s.ok()) journal_failing_ = false;
       } else {
@@ -284,7 +284,12 @@ Status Writer::commit_journal(Batch& batch, size_t& poisoned) {
       q.last_seq = seq++;
     }
   }
-  Status s = log_->commit();
+  // Settlements and state changes only finish what was admitted: when the disk is full
+  // they may use the log's reserve, admissions may not (they are refused instead).
+  const bool may_use_reserve = std::none_of(batch.begin(), batch.end(), [](const Queued& q) {
+    return q.op.kind == WriteOp::Kind::admission;
+  });
+  Status s = log_->commit(may_use_reserve);
   if (s.ok()) next_seq_ = seq;
   return s;
 }
