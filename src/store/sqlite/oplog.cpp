@@ -124,10 +124,14 @@ Status Log::open_segment(int64_t first_seq) {
   if (fd < 0) return errno_error(path, "open");
   // The whole segment's space now, so that no commit into it meets a full disk. A file
   // system without fallocate gets plain appends.
-  const uint64_t reserve = segment_bytes_ + oplog_reserve_bytes;
+  uint64_t reserve = segment_bytes_ + oplog_reserve_bytes;
   Status s;
-  if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(reserve)) != 0 && errno != EOPNOTSUPP) {
-    s = errno_error(path, "fallocate");
+  if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(reserve)) != 0) {
+    if (errno == EOPNOTSUPP) {
+      reserve = 0;
+    } else {
+      s = errno_error(path, "fallocate");
+    }
   }
   if (s.ok()) s = write_all(fd, segment_magic, 0, path);
   if (s.ok() && sync_full_) {
@@ -143,6 +147,7 @@ Status Log::open_segment(int64_t first_seq) {
     return s;
   }
   if (fd_ >= 0) {
+    reserved_ = 0;  // the old segment keeps no reserve
     drop_tail();
     ::close(fd_);
   }
@@ -177,7 +182,11 @@ Status Log::commit(bool may_use_reserve) {
 void Log::drop_tail() {
   // Best effort: should the truncation fail too, the next frame is written over the bytes
   // anyway, and reading stops at what is left past it.
-  if (fd_ >= 0) (void)::ftruncate(fd_, static_cast<off_t>(size_));
+  if (fd_ < 0) return;
+  (void)::ftruncate(fd_, static_cast<off_t>(size_));
+  // Truncating also gave back the space reserved past the end: take it again (the blocks
+  // just freed, so this succeeds even on a full disk unless another writer took them).
+  if (reserved_ > size_) (void)::fallocate(fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(reserved_));
 }
 
 Status Log::probe(int64_t next_seq) {

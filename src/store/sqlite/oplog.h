@@ -78,7 +78,7 @@ class Log {
   const std::string database_path_;
   const bool sync_full_;
   const uint64_t segment_bytes_;
-  uint64_t reserved_ = 0;  // back()'s bytes allocated on disk at its creation
+  uint64_t reserved_ = 0;  // back()'s bytes allocated on disk at its creation (0: no fallocate)
   std::deque<Segment> segments_;  // oldest first; back() is being written
   int fd_ = -1;                   // back()'s
   uint64_t size_ = 0;             // back()'s bytes up to its last intact frame
