@@ -85,6 +85,13 @@ class OplogTest : public ::testing::Test {
     return wrote;
   }
 
+  // A log whose first record is number 1, with `sync = "normal"`.
+  std::unique_ptr<Log> start(uint64_t segment_bytes = oplog_segment_bytes) {
+    auto log = Log::start(db_, 1, false, segment_bytes);
+    EXPECT_TRUE(log.ok()) << log.error().message;
+    return log.ok() ? std::move(*log) : nullptr;
+  }
+
   fs::path dir_;
   std::string db_;
 };
@@ -99,12 +106,12 @@ void expect_same(const std::vector<Seen>& got, const std::vector<Seen>& want) {
 
 TEST_F(OplogTest, RecordsComeBackAsWrittenInOrderAcrossSegments) {
   std::mt19937_64 rng(7);
-  auto log = Log::start(db_, 1, false, /*segment_bytes=*/2048);
-  ASSERT_TRUE(log.ok());
+  auto log = start(/*segment_bytes=*/2048);
+  ASSERT_NE(log, nullptr);
   int64_t seq = 1;
-  const auto wrote = write(**log, 200, seq, rng);
-  EXPECT_GT((*log)->segments(), 10u);
-  EXPECT_EQ(segment_files(dir_).size(), (*log)->segments());
+  const auto wrote = write(*log, 200, seq, rng);
+  EXPECT_GT(log->segments(), 10u);
+  EXPECT_EQ(segment_files(dir_).size(), log->segments());
   expect_same(read_all(db_), wrote);
 }
 
@@ -112,10 +119,10 @@ TEST_F(OplogTest, RecordsComeBackAsWrittenInOrderAcrossSegments) {
 // frames before it are read, it is not, and the next commit writes over it.
 TEST_F(OplogTest, ATornTailIsNotReadAndIsWrittenOver) {
   std::mt19937_64 rng(11);
-  auto log = Log::start(db_, 1, false);
-  ASSERT_TRUE(log.ok());
+  auto log = start();
+  ASSERT_NE(log, nullptr);
   int64_t seq = 1;
-  auto wrote = write(**log, 3, seq, rng);
+  auto wrote = write(*log, 3, seq, rng);
   const fs::path file = segment_files(dir_).at(0);
   const std::string whole = file_bytes(file);
   // The space the segment reserved at its creation outlives a probe, which writes past the
@@ -126,7 +133,7 @@ TEST_F(OplogTest, ATornTailIsNotReadAndIsWrittenOver) {
     return static_cast<uint64_t>(st.st_blocks) * 512;
   };
   const uint64_t reserved = allocated();
-  ASSERT_TRUE((*log)->probe(seq).ok());
+  ASSERT_TRUE(log->probe(seq).ok());
   EXPECT_EQ(fs::file_size(file), whole.size());
   if (reserved >= oplog_segment_bytes + oplog_reserve_bytes) {
     EXPECT_GE(allocated(), reserved);
@@ -154,30 +161,30 @@ TEST_F(OplogTest, ATornTailIsNotReadAndIsWrittenOver) {
 
   // A probe (what the writer does while the disk fails) writes past the last intact frame
   // and takes it back.
-  ASSERT_TRUE((*log)->probe(seq).ok());
+  ASSERT_TRUE(log->probe(seq).ok());
   EXPECT_EQ(fs::file_size(file), whole.size());
   // Bytes a failed write left there (had cutting them failed too) are written over: the
   // log's next commit lands right after its last intact frame.
   put(whole + std::string(3 * frame_header_bytes, '\xab'));
-  const auto more = write(**log, 2, seq, rng);
+  const auto more = write(*log, 2, seq, rng);
   wrote.insert(wrote.end(), more.begin(), more.end());
   expect_same(read_all(db_), wrote);
 }
 
 TEST_F(OplogTest, TrimDeletesOnlySegmentsWhoseRecordsAreAllApplied) {
   std::mt19937_64 rng(3);
-  auto log = Log::start(db_, 1, false, /*segment_bytes=*/1024);
-  ASSERT_TRUE(log.ok());
+  auto log = start(/*segment_bytes=*/1024);
+  ASSERT_NE(log, nullptr);
   int64_t seq = 1;
-  const auto wrote = write(**log, 60, seq, rng);
-  const size_t segments = (*log)->segments();
+  const auto wrote = write(*log, 60, seq, rng);
+  const size_t segments = log->segments();
   ASSERT_GT(segments, 4u);
   const int64_t applied = wrote[wrote.size() / 2].seq;
-  EXPECT_TRUE((*log)->trim_due(applied));
-  (*log)->trim(applied);
-  EXPECT_FALSE((*log)->trim_due(applied));
-  EXPECT_LT((*log)->segments(), segments);
-  EXPECT_EQ(segment_files(dir_).size(), (*log)->segments());
+  EXPECT_TRUE(log->trim_due(applied));
+  log->trim(applied);
+  EXPECT_FALSE(log->trim_due(applied));
+  EXPECT_LT(log->segments(), segments);
+  EXPECT_EQ(segment_files(dir_).size(), log->segments());
   // Nothing past `applied` went, and what is left starts within one segment of it.
   const auto left = read_all(db_);
   ASSERT_FALSE(left.empty());
@@ -185,8 +192,8 @@ TEST_F(OplogTest, TrimDeletesOnlySegmentsWhoseRecordsAreAllApplied) {
   EXPECT_EQ(left.back().seq, wrote.back().seq);
   for (size_t i = 1; i < left.size(); ++i) EXPECT_EQ(left[i].seq, left[i - 1].seq + 1);
   // Everything applied: all but the segment being written.
-  (*log)->trim(wrote.back().seq);
-  EXPECT_EQ((*log)->segments(), 1u);
+  log->trim(wrote.back().seq);
+  EXPECT_EQ(log->segments(), 1u);
   EXPECT_EQ(segment_files(dir_).size(), 1u);
 }
 
@@ -195,8 +202,8 @@ TEST_F(OplogTest, TrimDeletesOnlySegmentsWhoseRecordsAreAllApplied) {
 // probe creates the next segment.
 TEST_F(OplogTest, WithoutANewSegmentOnlyCommitsAllowedTheReserveLand) {
   std::mt19937_64 rng(13);
-  auto log = Log::start(db_, 1, false, /*segment_bytes=*/1024);
-  ASSERT_TRUE(log.ok());
+  auto log = start(/*segment_bytes=*/1024);
+  ASSERT_NE(log, nullptr);
   std::vector<fs::path> blocked;
   for (int64_t seq = 2; seq < 400; ++seq) {
     char name[64];
@@ -209,8 +216,8 @@ TEST_F(OplogTest, WithoutANewSegmentOnlyCommitsAllowedTheReserveLand) {
   Status refused;
   for (int i = 0; i < 100 && refused.ok(); ++i) {
     const writes::Record r = record(rng);
-    (*log)->add(seq, r);
-    refused = (*log)->commit(/*may_use_reserve=*/false);
+    log->add(seq, r);
+    refused = log->commit(/*may_use_reserve=*/false);
     if (refused.ok()) wrote.push_back({seq++, r});
   }
   ASSERT_FALSE(refused.ok()) << "the segment never filled";
@@ -218,18 +225,18 @@ TEST_F(OplogTest, WithoutANewSegmentOnlyCommitsAllowedTheReserveLand) {
   // The same record, as a settlement would send it: into the reserve.
   for (int i = 0; i < 5; ++i) {
     const writes::Record r = record(rng);
-    (*log)->add(seq, r);
-    ASSERT_TRUE((*log)->commit(/*may_use_reserve=*/true).ok());
+    log->add(seq, r);
+    ASSERT_TRUE(log->commit(/*may_use_reserve=*/true).ok());
     wrote.push_back({seq++, r});
   }
-  EXPECT_EQ((*log)->segments(), 1u);
-  EXPECT_FALSE((*log)->probe(seq).ok());
+  EXPECT_EQ(log->segments(), 1u);
+  EXPECT_FALSE(log->probe(seq).ok());
   for (const auto& d : blocked) fs::remove(d);
-  ASSERT_TRUE((*log)->probe(seq).ok());  // creates the next segment
-  EXPECT_EQ((*log)->segments(), 2u);
+  ASSERT_TRUE(log->probe(seq).ok());  // creates the next segment
+  EXPECT_EQ(log->segments(), 2u);
   const writes::Record r = record(rng);
-  (*log)->add(seq, r);
-  ASSERT_TRUE((*log)->commit(/*may_use_reserve=*/false).ok());
+  log->add(seq, r);
+  ASSERT_TRUE(log->commit(/*may_use_reserve=*/false).ok());
   wrote.push_back({seq++, r});
   expect_same(read_all(db_), wrote);
 }
@@ -238,9 +245,9 @@ TEST_F(OplogTest, StartDeletesTheReplayedSegments) {
   std::mt19937_64 rng(5);
   int64_t seq = 1;
   {
-    auto log = Log::start(db_, 1, false, /*segment_bytes=*/1024);
-    ASSERT_TRUE(log.ok());
-    write(**log, 30, seq, rng);
+    auto log = start(/*segment_bytes=*/1024);
+    ASSERT_NE(log, nullptr);
+    write(*log, 30, seq, rng);
     ASSERT_GT(segment_files(dir_).size(), 1u);
   }
   auto log = Log::start(db_, seq, false);
