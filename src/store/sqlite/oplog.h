@@ -59,6 +59,7 @@ class Log {
   // Deletes them; one that cannot be deleted is tried again next time.
   void trim(int64_t applied);
 
+  bool sync_full() const { return sync_full_; }
   size_t segments() const { return segments_.size(); }
   int64_t syncs() const { return syncs_; }  // fdatasync calls, for tests
 

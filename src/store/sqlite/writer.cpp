@@ -28,12 +28,12 @@ Status finish(Db& db, Status s) {
 
 }  // namespace
 
-Writer::Writer(Db database, std::unique_ptr<oplog::Log> log, int64_t next_seq, bool log_fsyncs,
+Writer::Writer(Db database, std::unique_ptr<oplog::Log> log, int64_t next_seq,
                std::function<void(int64_t)> on_commit)
     : database_(std::move(database)),
       log_(std::move(log)),
       next_seq_(next_seq),
-      log_fsyncs_(log_fsyncs),
+      log_fsyncs_(log_->sync_full()),
       on_commit_(std::move(on_commit)),
       applied_seq_(next_seq - 1) {
   journal_thread_ = std::thread([this] {

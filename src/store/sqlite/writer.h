@@ -72,11 +72,11 @@ struct WriteOp {
 class Writer {
  public:
   // `database`: the tables' connection; `log`: the oplog, whose next record takes number
-  // `next_seq` (oplog::replay's). `log_fsyncs`: its commits wait for the disk (sync=full),
-  // so event loops never run them (a loop would stall every connection it serves for the
-  // fsync): Wake::soon then wakes the journal thread. `on_commit`: called after each oplog
-  // commit with its number of journaled ops (must not block).
-  Writer(Db database, std::unique_ptr<oplog::Log> log, int64_t next_seq, bool log_fsyncs,
+  // `next_seq` (oplog::replay's). When its commits wait for the disk (sync=full), event
+  // loops never run them (a loop would stall every connection it serves for the fsync):
+  // Wake::soon then wakes the journal thread. `on_commit`: called after each oplog commit
+  // with its number of journaled ops (must not block).
+  Writer(Db database, std::unique_ptr<oplog::Log> log, int64_t next_seq,
          std::function<void(int64_t)> on_commit = {});
   ~Writer();  // drains what it can, then fails what is left; joins the threads
   Writer(const Writer&) = delete;
@@ -141,7 +141,7 @@ class Writer {
   std::mutex journal_mu_;
   std::unique_ptr<oplog::Log> log_;  // GUARDED_BY(journal_mu_)
   int64_t next_seq_;                 // GUARDED_BY(journal_mu_)
-  const bool log_fsyncs_;
+  const bool log_fsyncs_;  // the log's sync_full(), read once: log_ is journal_mu_'s
   const std::function<void(int64_t)> on_commit_;
   mutable std::mutex mu_;
   std::condition_variable journal_wake_;
