@@ -20,11 +20,11 @@ std::array<unsigned char, 32> sha256(std::string_view text) {
   return md;
 }
 
-Digest128 digest128(std::string_view text) {
+Digest96 digest96(std::string_view text) {
   const auto md = sha256(text);
-  Digest128 d;
-  std::memcpy(&d.high, md.data(), sizeof d.high);
-  std::memcpy(&d.low, md.data() + sizeof d.high, sizeof d.low);
+  Digest96 d;
+  static_assert(sizeof d.words <= sizeof md);
+  std::memcpy(d.words.data(), md.data(), sizeof d.words);
   return d;
 }
 

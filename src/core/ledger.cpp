@@ -50,7 +50,7 @@ void AllocationLedger::restore_booking(UnixMicros booked_at, int64_t tokens) {
 
 void AllocationLedger::restore_booked_provider_id(const std::string& provider_request_id,
                                                   const Tokens& counts) {
-  booked_provider_ids_.insert_or_assign(digest128(provider_request_id), counts);
+  booked_provider_ids_.assign(provider_request_id, counts);
 }
 
 void AllocationLedger::restore_open_request(const std::string& request_id,
@@ -186,13 +186,13 @@ BookOutcome AllocationLedger::book(const std::string& request_id,
   BookOutcome out;
   const auto it = open_.find(request_id);
   if (it == open_.end()) return out;  // unknown_request
-  // One lookup both tests the booking key and claims it (the map is the ledger's largest).
-  const auto [key, claimed] = booked_provider_ids_.try_emplace(digest128(provider_request_id), usage);
+  // One lookup both tests the booking key and claims it.
+  const BookedIds::Claim claim = booked_provider_ids_.claim(provider_request_id, usage);
   close(it);
-  if (!claimed) {
+  if (!claim.claimed) {
     // The same provider response again: the request is done, nothing more is booked.
-    out.result = key->second == usage ? BookResult::duplicate : BookResult::conflict;
-    out.booked_event = key->second;
+    out.result = claim.booked == usage ? BookResult::duplicate : BookResult::conflict;
+    out.booked_event = claim.booked;
     check_invariants();
     return out;
   }
@@ -231,13 +231,12 @@ ReconcileOutcome AllocationLedger::reconcile(const std::string& request_id,
     out.result = ReconcileResult::not_pending;
     return out;
   }
-  const Digest128 key = digest128(provider_request_id);
-  if (booked_provider_ids_.contains(key)) {
+  // Claimed before the request closes: a taken id leaves the request pending.
+  if (!booked_provider_ids_.claim(provider_request_id, usage).claimed) {
     out.result = ReconcileResult::provider_id_taken;
     return out;
   }
   close(it);
-  booked_provider_ids_.emplace(key, usage);
   out.result = ReconcileResult::booked;
   out.became_depleted = apply_booking(usage, now);
   check_invariants();

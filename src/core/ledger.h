@@ -14,10 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include <boost/unordered/unordered_flat_map.hpp>
-
-#include "base/digest.h"
 #include "core/admission.h"
+#include "core/booked_ids.h"
 #include "core/types.h"
 
 namespace cairva::core {
@@ -145,11 +143,9 @@ class AllocationLedger {
   // sweep and its no-op case are O(1) per request. Size == in_flight_.
   std::list<std::pair<UnixMicros, const std::string*>> in_flight_order_;
   // One entry per usage event: the booking key's uniqueness (SPEC §5). Kept for the
-  // allocation's life (the embedded store has no other copy since schema 3), so keyed by
-  // the id's 128-bit digest: half the store's memory per booking (docs/benchmarks.md),
-  // with a chance of two ids sharing a digest of ~n^2 / 2^129. An open-addressing map (32
-  // bytes a slot, no node per entry) holds each for about half a node-based map's memory.
-  boost::unordered_flat_map<Digest128, Tokens, Digest128Hash> booked_provider_ids_;
+  // allocation's life (the embedded store has no other copy since schema 3), so compact:
+  // 20 bytes a slot (core/booked_ids.h).
+  BookedIds booked_provider_ids_;
 };
 
 }  // namespace cairva::core

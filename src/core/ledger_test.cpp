@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <limits>
 #include <string>
 
 #include "core/limits.h"
@@ -12,6 +14,9 @@ namespace {
 constexpr UnixMicros kSecond = micros_per_second;
 constexpr UnixMicros kStart = 1'800'000'000LL * kSecond;
 constexpr UnixMicros kNow = kStart + 10 * kSecond;
+// The largest count a compact booking slot holds is one below this; counts from it up
+// are legal and must come back exactly.
+constexpr int64_t kU32Max = std::numeric_limits<uint32_t>::max();
 
 Terms terms(Limits limits = {.requests_per_minute = 100, .tokens_per_minute = 1'000'000,
                              .max_concurrency = 10},
@@ -222,6 +227,40 @@ TEST(Ledger, SameProviderRequestIdWithOtherCountsIsAConflictNotABooking) {
   EXPECT_EQ(l.held(), (Tokens{0, 0}));
 }
 
+// Terms under which nothing refuses or depletes however large the bookings.
+Terms roomy_terms() {
+  constexpr int64_t kHuge = int64_t{1} << 50;
+  return terms({.requests_per_minute = 100, .tokens_per_minute = kHuge, .max_concurrency = 100},
+               {kHuge, kHuge});
+}
+
+TEST(Ledger, DuplicateAndConflictReturnTheEarlierCountsExactlyAtAndAboveUint32Max) {
+  AllocationLedger l(roomy_terms());
+  const int64_t counts[] = {kU32Max - 1, kU32Max, kU32Max + 1, int64_t{5'000'000'000}};
+  int request = 0;
+  auto admitted = [&] {
+    const std::string id = "r" + std::to_string(request++);
+    EXPECT_TRUE(l.admit(id, facts(), kNow).admitted());
+    return id;
+  };
+  Tokens booked;
+  for (const int64_t c : counts) {
+    const std::string pid = "chatcmpl-" + std::to_string(c);
+    const Tokens usage{c, c + 1};
+    ASSERT_EQ(l.book(admitted(), pid, usage, kNow).result, BookResult::booked);
+    booked = {booked.input + usage.input, booked.output + usage.output};
+    const BookOutcome dup = l.book(admitted(), pid, usage, kNow);
+    EXPECT_EQ(dup.result, BookResult::duplicate) << c;
+    EXPECT_EQ(dup.booked_event, usage) << c;
+    // Counts that differ only past the 32nd bit (or by one) are still other counts.
+    const BookOutcome other = l.book(admitted(), pid, {c, c + 1 + (int64_t{1} << 32)}, kNow);
+    EXPECT_EQ(other.result, BookResult::conflict) << c;
+    EXPECT_EQ(other.booked_event, usage) << c;
+    EXPECT_EQ(l.book(admitted(), pid, {c + 1, c + 1}, kNow).booked_event, usage) << c;
+  }
+  EXPECT_EQ(l.booked(), booked);
+}
+
 TEST(Ledger, SettlingAForgottenRequestChangesNothing) {
   AllocationLedger l(terms());
   ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
@@ -330,6 +369,22 @@ TEST(Ledger, ProviderReportAfterReconciliationBooksNothing) {
   ASSERT_EQ(l.reconcile("a", "a", {12, 34}, kNow).result, ReconcileResult::booked);
   EXPECT_NE(l.book("a", "chatcmpl-late", {12, 34}, kNow).result, BookResult::booked);
   EXPECT_EQ(l.booked(), (Tokens{12, 34}));
+}
+
+TEST(Ledger, ReconcileRefusesAProviderRequestIdBookedWithCountsAboveUint32Max) {
+  AllocationLedger l(roomy_terms());
+  for (const char* id : {"a", "b", "c"}) ASSERT_TRUE(l.admit(id, facts(), kNow).admitted());
+  const Tokens big{kU32Max + 1, 0};
+  ASSERT_EQ(l.book("a", "p-1", big, kNow).result, BookResult::booked);
+  ASSERT_TRUE(l.mark_usage_pending("b"));
+  EXPECT_EQ(l.reconcile("b", "p-1", big, kNow).result, ReconcileResult::provider_id_taken);
+  EXPECT_EQ(l.find_open("b")->state, RequestState::usage_pending);
+  const Tokens bigger{kU32Max, kU32Max + 9};
+  ASSERT_EQ(l.reconcile("b", "p-2", bigger, kNow).result, ReconcileResult::booked);
+  const BookOutcome o = l.book("c", "p-2", bigger, kNow);
+  EXPECT_EQ(o.result, BookResult::duplicate);
+  EXPECT_EQ(o.booked_event, bigger);
+  EXPECT_EQ(l.booked(), (Tokens{big.input + bigger.input, bigger.output}));
 }
 
 // ---------------------------------------------------------------- depletion
@@ -443,6 +498,27 @@ TEST(Ledger, RestoreRebuildsWindowsHoldsAndBookingKeys) {
   EXPECT_EQ(l.book("y", "p-old", {200, 300}, kNow).result, BookResult::duplicate);
   EXPECT_EQ(l.reconcile("x", "x", {9, 9}, kNow).result, ReconcileResult::booked);
   EXPECT_EQ(l.booked(), (Tokens{509, 609}));
+}
+
+TEST(Ledger, RestoredBookingKeysKeepCountsAtAndAboveUint32MaxExactly) {
+  AllocationLedger l(roomy_terms());
+  l.restore_booked_provider_id("p-edge", {kU32Max - 1, kU32Max});
+  l.restore_booked_provider_id("p-big", {kU32Max + 2, 7});
+  l.restore_booked_provider_id("p-again", {kU32Max + 2, 7});
+  l.restore_booked_provider_id("p-again", {3, 4});  // a repeated row: the later one stands
+  for (const char* id : {"a", "b", "c", "d"}) ASSERT_TRUE(l.admit(id, facts(), kNow).admitted());
+  const BookOutcome edge = l.book("a", "p-edge", {kU32Max - 1, kU32Max}, kNow);
+  EXPECT_EQ(edge.result, BookResult::duplicate);
+  EXPECT_EQ(edge.booked_event, (Tokens{kU32Max - 1, kU32Max}));
+  const BookOutcome big = l.book("b", "p-big", {kU32Max + 2, 8}, kNow);
+  EXPECT_EQ(big.result, BookResult::conflict);
+  EXPECT_EQ(big.booked_event, (Tokens{kU32Max + 2, 7}));
+  const BookOutcome again = l.book("c", "p-again", {kU32Max + 2, 7}, kNow);
+  EXPECT_EQ(again.result, BookResult::conflict);
+  EXPECT_EQ(again.booked_event, (Tokens{3, 4}));
+  ASSERT_TRUE(l.mark_usage_pending("d"));
+  EXPECT_EQ(l.reconcile("d", "p-big", {1, 1}, kNow).result, ReconcileResult::provider_id_taken);
+  EXPECT_EQ(l.booked(), (Tokens{0, 0}));
 }
 
 }  // namespace
