@@ -8,12 +8,12 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/beast/http/span_body.hpp>
 
 #include "admin/metrics.h"
 #include "core/estimate.h"
 #include "gateway/store_await.h"
 #include "http/limits.h"
+#include "http/message_head.h"
 #include "wire/chat_request.h"
 #include "wire/completion.h"
 #include "wire/errors.h"
@@ -23,6 +23,8 @@ namespace cairva::gateway {
 namespace {
 
 namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
 using upstream::UpstreamConnection;
 using upstream::ProviderEndpoint;
 constexpr auto nothrow = net::as_tuple(net::use_awaitable);
@@ -71,15 +73,16 @@ struct Flow {
     co_return co_await settle(kind, std::move(provider_request_id), counts);
   }
 
-  // `provider` is the header of the parser reading the response now: `head` is moved
-  // into the body parser, and its own fields are empty after that.
-  void stamp(bhttp::fields& h, const bhttp::fields& provider) const {
-    ex.stamp(h);
-    if (lowered_to) h.set("x-cairva-max-tokens-lowered", std::to_string(*lowered_to));
+  // The client's response head. `provider` is the header of the parser reading the
+  // response now: `head` is moved into the body parser, and its own fields are empty after that.
+  http::MessageHead client_head(unsigned status, const bhttp::fields& provider) const {
+    auto h = ex.head(static_cast<int>(status));
+    if (lowered_to) h.add("x-cairva-max-tokens-lowered", *lowered_to);
     for (auto name : forwarded_provider_headers) {
       auto it = provider.find(name);
-      if (it != provider.end()) h.set(name, it->value());
+      if (it != provider.end()) h.add(name, it->value());
     }
+    return h;
   }
 
   std::chrono::steady_clock::duration until_deadline() const {
@@ -94,19 +97,18 @@ struct Flow {
       auto acquired = co_await pool.acquire(*provider);
       if (!acquired) co_return acquired.error();
       conn = std::move(*acquired);
+      auto req = http::MessageHead::request("POST", provider->chat_path);
+      req.add("Host", provider->host_header);
+      req.add("Content-Type", "application/json");
+      req.add("Accept", "application/json, text/event-stream");
+      if (!provider->authorization.empty()) req.add("Authorization", provider->authorization);
+      req.add("x-cairva-request-id", ex.request_id);
+      const std::string& head_text = req.finish(body.size(), true);
       // The body is referenced, not copied: it outlives the exchange and a retry reuses it.
-      bhttp::request<bhttp::span_body<const char>> req{bhttp::verb::post, provider->chat_path, 11};
-      req.set(bhttp::field::host, provider->host);
-      req.set(bhttp::field::content_type, "application/json");
-      req.set(bhttp::field::accept, "application/json, text/event-stream");
-      if (!provider->authorization.empty()) req.set(bhttp::field::authorization, provider->authorization);
-      req.set("x-cairva-request-id", ex.request_id);
-      req.keep_alive(true);
-      req.body() = boost::span<const char>(body.data(), body.size());
-      req.prepare_payload();
+      const std::array<net::const_buffer, 2> bytes{net::buffer(head_text), net::buffer(body)};
       conn->expires_after(std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(provider->timeout_s),
                                                                         until_deadline()));
-      auto ec = co_await conn->write(req);
+      auto ec = co_await conn->write(bytes);
       if (!ec) {
         head.emplace();
         head->header_limit(static_cast<std::uint32_t>(http::provider_header_bytes_max));
@@ -143,9 +145,7 @@ struct Flow {
     (void)settled;  // a failed settlement releases nothing durable-critical; the sweep covers it
     maybe_release(!ec && p.keep_alive());
     if (ec) co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider error response was cut off");
-    bhttp::fields extra;
-    stamp(extra, p.get().base());
-    co_return co_await ex.send_json(static_cast<int>(p.get().result_int()), std::move(p.get().body()), &extra);
+    co_return co_await ex.send_json(client_head(p.get().result_int(), p.get().base()), std::move(p.get().body()));
   }
 
   net::awaitable<bool> plain() {
@@ -171,10 +171,8 @@ struct Flow {
     if (provider_id.empty()) provider_id = ex.request_id;
     auto settled = co_await settle_reported(info->usage, std::move(provider_id));
     if (!settled) co_return co_await ex.send_error(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message);
-    bhttp::fields extra;
-    stamp(extra, p.get().base());
-    co_return co_await ex.send_json(static_cast<int>(p.get().result_int()),
-                                    wire::with_usage_source(body, !info->usage.has_value()), &extra);
+    co_return co_await ex.send_json(client_head(p.get().result_int(), p.get().base()),
+                                    wire::with_usage_source(body, *info, !info->usage.has_value()));
   }
 
   // Writes one chunk to the client unless it has gone; a client that goes away does not
@@ -187,16 +185,12 @@ struct Flow {
   }
 
   net::awaitable<bool> streamed(bool client_wants_usage) {
-    bhttp::response<bhttp::empty_body> res{static_cast<bhttp::status>(head->get().result_int()), ex.version};
-    res.set(bhttp::field::content_type, "text/event-stream");
-    res.set(bhttp::field::cache_control, "no-cache");
-    stamp(res.base(), head->get().base());
-    res.chunked(true);
-    res.keep_alive(ex.keep_alive);
-    bhttp::response_serializer<bhttp::empty_body> sr{res};
-    ex.status_sent = static_cast<int>(res.result_int());
+    auto res = client_head(head->get().result_int(), head->get().base());
+    res.add("Content-Type", "text/event-stream");
+    res.add("Cache-Control", "no-cache");
+    ex.status_sent = static_cast<int>(res.status());
     ex.deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
-    auto [hec, hn] = co_await bhttp::async_write_header(ex.stream, sr, nothrow);
+    auto [hec, hn] = co_await net::async_write(ex.stream, net::buffer(res.finish_chunked(ex.keep_alive)), nothrow);
     bool client_ok = !hec;
 
     bhttp::response_parser<bhttp::buffer_body> p(std::move(*head));

@@ -10,24 +10,21 @@
 #include <boost/asio/awaitable.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
 
 #include "base/error_code.h"
 #include "core/admission.h"
 #include "http/deadline.h"
+#include "http/message_head.h"
 #include "store/rows.h"
 
 namespace cairva::gateway {
-
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
 
 struct ClientExchange {
   boost::asio::ip::tcp::socket& stream;
   http::Deadline& deadline;  // the connection's one timer
   unsigned version = 11;
   bool keep_alive = true;
+  bool head_only = false;  // a HEAD request: the response's body is not sent
   std::string request_id;                        // x-cairva-request-id
   std::optional<core::AllocationSnapshot> rate;  // for x-ratelimit-* headers
   int status_sent = 0;                           // for logs and metrics
@@ -39,11 +36,12 @@ struct ClientExchange {
   // One line per request: id, allocation, status, outcome, tokens, latency. Never a secret.
   void log_access(int64_t latency_us) const;
 
-  // Sets x-cairva-request-id and, when known, the x-ratelimit-* headers.
-  void stamp(bhttp::fields& headers) const;
-  // Writes a complete JSON response. Returns false when the connection is lost.
-  boost::asio::awaitable<bool> send_json(int status, std::string body,
-                                         const bhttp::fields* extra = nullptr);
+  // A response head with x-cairva-request-id and, when known, the x-ratelimit-* headers.
+  http::MessageHead head(int status) const;
+  // Writes `head` (from head()) and a JSON body. Returns false when the connection is lost
+  // or must close.
+  boost::asio::awaitable<bool> send_json(http::MessageHead head, std::string body);
+  boost::asio::awaitable<bool> send_json(int status, std::string body) { return send_json(head(status), std::move(body)); }
   // Writes an OpenAI-shaped error; `retry_after_s` > 0 adds Retry-After.
   boost::asio::awaitable<bool> send_error(ErrorCode code, std::string_view message,
                                           std::string_view limit = {}, int retry_after_s = 0);

@@ -18,6 +18,8 @@ namespace cairva::gateway {
 namespace {
 
 namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = beast::http;
 constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 constexpr std::string_view bearer_prefix = "Bearer ";
 
@@ -123,6 +125,7 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
   }
   auto& req = hp.get();
   ex.version = req.version();
+  ex.head_only = req.method() == bhttp::verb::head;
   ex.keep_alive = req.keep_alive() && !has_body(hp);  // reset below once the body is read
   ex.request_id = new_time_ordered_id("req");
   bool method_ok = false;

@@ -15,6 +15,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -49,13 +50,13 @@ class UpstreamConnection {
   // True once this connection has carried a complete exchange (it came from the pool).
   bool reused = false;
 
-  template <class Message>
-  net::awaitable<error_code> write(Message& msg) {
+  template <class ConstBufferSequence>
+  net::awaitable<error_code> write(const ConstBufferSequence& bytes) {
     error_code ec;
     if (stream_.index() == 0) {
-      std::tie(ec, std::ignore) = co_await http::async_write(std::get<0>(stream_), msg, nothrow);
+      std::tie(ec, std::ignore) = co_await net::async_write(std::get<0>(stream_), bytes, nothrow);
     } else {
-      std::tie(ec, std::ignore) = co_await http::async_write(*std::get<1>(stream_), msg, nothrow);
+      std::tie(ec, std::ignore) = co_await net::async_write(*std::get<1>(stream_), bytes, nothrow);
     }
     co_return ec;
   }

@@ -19,7 +19,11 @@ Result<ProviderEndpoint> make_endpoint(const config::Provider& provider) {
   }
   ep.tls = scheme == "https";
   ep.host = std::string(url.host());
-  ep.port = url.has_port() ? std::string(url.port()) : (ep.tls ? "443" : "80");
+  const std::string default_port = ep.tls ? "443" : "80";
+  ep.port = url.has_port() ? std::string(url.port()) : default_port;
+  // RFC 9110 §7.2: the port goes in Host unless it is the scheme's default.
+  ep.host_header = std::string(url.encoded_host_and_port());
+  if (ep.port == default_port) ep.host_header = std::string(url.encoded_host());
   std::string base_path(url.encoded_path());
   while (!base_path.empty() && base_path.back() == '/') base_path.pop_back();
   ep.chat_path = base_path + "/chat/completions";

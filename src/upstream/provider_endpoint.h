@@ -13,6 +13,7 @@ struct ProviderEndpoint {
   std::string name;
   std::string host;
   std::string port;
+  std::string host_header;    // the Host field: host, with ":port" when not the scheme's default
   std::string chat_path;      // base_url's path + "/chat/completions", e.g. "/v1/chat/completions"
   bool tls = false;
   std::string authorization;  // "Bearer <supplier key>", empty when none; never logged

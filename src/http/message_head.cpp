@@ -1,0 +1,83 @@
+#include "http/message_head.h"
+
+#include <charconv>
+#include <cstring>
+
+#include <boost/beast/http/status.hpp>
+
+#include "base/assert.h"
+
+namespace cairva::http {
+namespace {
+
+// Room for a status line and the gateway's usual fields in one allocation.
+constexpr size_t head_reserve_bytes = 512;
+
+// Two memchr scans: string_view::find_first_of calls memchr once per character.
+bool is_safe_value(std::string_view v) {
+  return std::memchr(v.data(), '\r', v.size()) == nullptr && std::memchr(v.data(), '\n', v.size()) == nullptr;
+}
+
+}  // namespace
+
+MessageHead::MessageHead(unsigned version, size_t reserve) : version_(version) { text_.reserve(reserve); }
+
+MessageHead MessageHead::response(unsigned status, unsigned version) {
+  CAIRVA_ASSERT(version == 10 || version == 11);
+  CAIRVA_ASSERT(status >= 100 && status <= 999);
+  MessageHead h(version, head_reserve_bytes);
+  h.status_ = status;
+  h.text_ += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  char code[4];
+  std::to_chars(code, code + 3, status);
+  h.text_.append(code, 3);
+  h.text_ += ' ';
+  const auto reason = boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(status));
+  h.text_.append(reason.data(), reason.size());
+  h.text_ += "\r\n";
+  return h;
+}
+
+MessageHead MessageHead::request(std::string_view method, std::string_view target) {
+  MessageHead h(11, head_reserve_bytes + target.size());
+  h.text_.append(method);
+  h.text_ += ' ';
+  h.text_.append(target);
+  h.text_ += " HTTP/1.1\r\n";
+  return h;
+}
+
+void MessageHead::add(std::string_view name, std::string_view value) {
+  if (!is_safe_value(value)) return;
+  text_.append(name);
+  text_ += ": ";
+  text_.append(value);
+  text_ += "\r\n";
+}
+
+void MessageHead::add(std::string_view name, int64_t value) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  add(name, std::string_view(buf, static_cast<size_t>(end - buf)));
+}
+
+void MessageHead::finish_connection(bool keep_alive) {
+  if (version_ == 11 && !keep_alive) text_ += "Connection: close\r\n";
+  if (version_ == 10 && keep_alive) text_ += "Connection: keep-alive\r\n";
+}
+
+const std::string& MessageHead::finish(size_t content_length, bool keep_alive) {
+  add("Content-Length", static_cast<int64_t>(content_length));
+  finish_connection(keep_alive);
+  text_ += "\r\n";
+  return text_;
+}
+
+const std::string& MessageHead::finish_chunked(bool keep_alive) {
+  text_ += "Transfer-Encoding: chunked\r\n";
+  finish_connection(keep_alive);
+  text_ += "\r\n";
+  return text_;
+}
+
+}  // namespace cairva::http

@@ -1,0 +1,45 @@
+// MessageHead: the head (start line and header fields) of a message the gateway writes,
+// built as one string. The gateway's own messages have a handful of known fields, so one
+// string and one gathered write with the body replace Beast's allocation per field and
+// its serializer (docs/benchmarks.md, session 6). Parsing what others send stays Beast's.
+//
+// Thread safety: none; a value type.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace cairva::http {
+
+class MessageHead {
+ public:
+  // "HTTP/1.x <status> <reason>"; `version` is 10 or 11, as Beast numbers it.
+  static MessageHead response(unsigned status, unsigned version);
+  // "<method> <target> HTTP/1.1".
+  static MessageHead request(std::string_view method, std::string_view target);
+
+  // `name` is a field name (a token: the gateway's own constants). A field whose value would
+  // break the head (CR, LF) is left out: values may come from a provider's response.
+  void add(std::string_view name, std::string_view value);
+  void add(std::string_view name, int64_t value);
+
+  // Ends the head for a body of `content_length` bytes, or a chunked one. Connection is
+  // written only where HTTP/1.x's default differs from `keep_alive` (as Beast does).
+  const std::string& finish(size_t content_length, bool keep_alive);
+  const std::string& finish_chunked(bool keep_alive);
+
+  unsigned version() const { return version_; }
+  unsigned status() const { return status_; }  // 0 for a request
+
+ private:
+  MessageHead(unsigned version, size_t reserve);
+  void finish_connection(bool keep_alive);
+
+  std::string text_;
+  unsigned version_ = 11;
+  unsigned status_ = 0;
+};
+
+}  // namespace cairva::http
