@@ -10,12 +10,22 @@
 
 #include "base/result.h"
 #include "core/types.h"
+#include "wire/chat_request.h"  // ByteSpan
 
 namespace cairva::wire {
+
+// Where read_completion found what with_usage_source edits: reading the body once serves both.
+struct CompletionLayout {
+  size_t close = 0;  // offset of the closing '}'
+  bool has_members = false;
+  std::optional<ByteSpan> usage_value;
+  std::optional<ByteSpan> usage_source_value;
+};
 
 struct CompletionInfo {
   std::string id;                     // the body's "id" string; empty when absent or not a string
   std::optional<core::Tokens> usage;  // prompt_tokens -> input, completion_tokens -> output
+  CompletionLayout layout;            // of the body it was read from
 };
 
 // Reads a provider's completion body. `usage` is set only when "usage" is an object whose
@@ -29,5 +39,7 @@ Result<CompletionInfo> read_completion(std::string_view body);
 // `"usage_source":"pending"`. An existing usage_source value is replaced. Every other byte
 // is unchanged. A body read_completion refused is returned unchanged.
 std::string with_usage_source(std::string_view body, bool pending);
+// The same for a body already read: `read` is read_completion(body)'s value.
+std::string with_usage_source(std::string_view body, const CompletionInfo& read, bool pending);
 
 }  // namespace cairva::wire

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include <boost/crc.hpp>
+#include <zlib.h>
 
 namespace cairva::store::sqlite::oplog {
 namespace {
@@ -22,11 +22,13 @@ T get_at(std::string_view in, size_t at) {
 }
 
 // The CRC covers the length too: a torn length cannot pass as a shorter intact frame.
+// zlib's CRC-32 (the same as Boost's crc_32_type, which wrote earlier logs) runs
+// several bytes a step; Boost's, one.
 uint32_t checksum(const char* length, std::string_view payload) {
-  boost::crc_32_type crc;
-  crc.process_bytes(length, sizeof(uint32_t));
-  crc.process_bytes(payload.data(), payload.size());
-  return crc.checksum();
+  uLong crc = crc32(0L, nullptr, 0);
+  crc = crc32(crc, reinterpret_cast<const Bytef*>(length), sizeof(uint32_t));
+  crc = crc32_z(crc, reinterpret_cast<const Bytef*>(payload.data()), payload.size());
+  return static_cast<uint32_t>(crc);
 }
 
 // Reads one frame's payload; false when it does not parse.

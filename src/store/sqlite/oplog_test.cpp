@@ -258,6 +258,22 @@ TEST_F(OplogTest, StartDeletesTheReplayedSegments) {
   expect_same(read_all(db_), more);
 }
 
+// The format says CRC-32: logs written by earlier builds (Boost's crc_32_type) still read.
+TEST(OplogFrame, TheChecksumIsTheStandardCrc32) {
+  FrameBuilder frame;
+  writes::Record r;
+  r.text[0] = "req_1";
+  r.num[0] = 42;
+  frame.add(7, r);
+  const std::string bytes(frame.seal());
+  boost::crc_32_type reference;
+  reference.process_bytes(bytes.data() + 4, 4);  // the length field
+  reference.process_bytes(bytes.data() + frame_header_bytes, bytes.size() - frame_header_bytes);
+  uint32_t stored = 0;
+  std::memcpy(&stored, bytes.data() + 8, 4);
+  EXPECT_EQ(stored, reference.checksum());
+}
+
 // A frame whose checksum holds was written whole: if its records do not parse, the file
 // is not this format's, and reading says so rather than skip acknowledged writes.
 TEST(OplogFrame, AnIntactFrameWithUnreadableRecordsIsAnError) {
