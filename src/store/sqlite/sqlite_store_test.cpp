@@ -535,6 +535,45 @@ TEST_F(SqliteStoreTest, SchemaIsVersionedAndReopenDoesNotMigrateAgain) {
   store_ = open_store_at();
 }
 
+// Every request writes a requests row: its statements must not build a temporary table
+// (SQLite builds one per execution for `IN` over more than two values, migration 5) and
+// the state check must still hold.
+TEST_F(SqliteStoreTest, RequestWritesBuildNoTemporaryTableAndStillCheckTheState) {
+  store_.reset();
+  store_ = open_store_at();
+  ASSERT_NE(store_, nullptr);
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA foreign_keys=ON", nullptr, nullptr, nullptr), SQLITE_OK);
+  const char* insert =
+      "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
+      " hold_input, hold_output, finished_at, provider_request_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
+  const char* update = "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?";
+  for (const char* sql : {insert, update}) {
+    sqlite3_stmt* s = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, (std::string("EXPLAIN ") + sql).c_str(), -1, &s, nullptr), SQLITE_OK);
+    int ops = 0;
+    while (sqlite3_step(s) == SQLITE_ROW) {
+      ++ops;
+      EXPECT_STRNE(reinterpret_cast<const char*>(sqlite3_column_text(s, 1)), "OpenEphemeral") << sql;
+    }
+    EXPECT_GT(ops, 0);
+    sqlite3_finalize(s);
+  }
+  const std::string bad_state =
+      "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream, hold_input,"
+      " hold_output) SELECT 'req_bad', id, 'k', 'bogus', 1, 'm', 0, 0, 0 FROM allocations LIMIT 1";
+  EXPECT_EQ(sqlite3_exec(db, "BEGIN; INSERT INTO agreements VALUES ('agr_x','s','b','p',0,10,1,1,1,1,1,'in_force',0);"
+                             "INSERT INTO allocations (id, agreement_id, state) VALUES ('alloc_x','agr_x','ready')",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, bad_state.c_str(), nullptr, nullptr, nullptr), SQLITE_CONSTRAINT);
+  EXPECT_EQ(sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);  // the audit at TearDown sees none of it
+  sqlite3_close(db);
+  store_ = open_store_at();
+}
+
 // `store.sync = "full"` reaches the write a request waits for, the oplog's: one fdatasync
 // per commit; "normal" none (the tables always sync: oplog.h says why).
 TEST_F(SqliteStoreTest, SyncSettingIsTheOplogs) {
@@ -630,7 +669,7 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFileKeepingEveryRow) {
   sqlite3_stmt* s = nullptr;
   ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN"
                                    " ('requests_state', 'usage_events_booked_at', 'usage_events_v2',"
-                                   " 'usage_events_v3', 'sqlite_autoindex_usage_events_3'))"
+                                   " 'usage_events_v3', 'sqlite_autoindex_usage_events_3', 'requests_v5'))"
                                    " + (SELECT COUNT(*) FROM pragma_table_info('requests')"
                                    " WHERE name = 'booked_event_id')",
                                -1, &s, nullptr),
