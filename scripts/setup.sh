@@ -11,11 +11,11 @@ PACKAGES=(
   libboost-system1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libboost-context1.81-dev libboost-coroutine1.81-dev
   libssl-dev openssl
-  libsimdjson-dev libmimalloc-dev libsqlite3-dev sqlite3 libpq-dev libpq5
+  libsimdjson-dev libmimalloc-dev zlib1g-dev libsqlite3-dev sqlite3 libpq-dev libpq5
   libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
   libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
   postgresql-15 postgresql-client-15
-  wrk nginx-light gnuplot-nox hyperfine linux-perf
+  wrk nginx-light gnuplot-nox hyperfine linux-perf valgrind
   clang-14 libfuzzer-14-dev libclang-rt-14-dev
 )
 
