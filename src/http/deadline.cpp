@@ -53,6 +53,11 @@ void Deadline::expires_after(clock::duration d) {
   }
 }
 
+void Deadline::clear() {
+  state_->expired = false;
+  state_->deadline = clock::time_point::max();  // a pending wait re-arms for never on waking
+}
+
 bool Deadline::expired() const { return state_->expired; }
 
 }  // namespace cairva::http

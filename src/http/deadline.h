@@ -26,6 +26,8 @@ class Deadline {
 
   // Operations on the socket after now + d are cancelled; clears a previous expiry.
   void expires_after(clock::duration d);
+  // No deadline until the next expires_after (an idle pooled connection).
+  void clear();
   // True once the deadline passed and the socket's operations were cancelled.
   bool expired() const;
 

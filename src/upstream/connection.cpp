@@ -69,18 +69,23 @@ net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::connec
     co_return make_error(ErrorCode::provider_unavailable, "cannot connect to provider " + ep.name + ": " + ec.message());
   }
   stream.socket().set_option(tcp::no_delay(true), ec);
-  if (!ep.tls) co_return std::make_unique<UpstreamConnection>(std::move(stream));
+  if (!ep.tls) co_return std::make_unique<UpstreamConnection>(stream.release_socket());
 
   auto tls_ctx = tls_for(ep);
   if (!tls_ctx) co_return tls_ctx.error();
-  auto tls = std::make_unique<UpstreamConnection::Tls>(std::move(stream), **tls_ctx);
-  if (!SSL_set_tlsext_host_name(tls->native_handle(), ep.host.c_str())) {
+  auto conn = std::make_unique<UpstreamConnection>(stream.release_socket(), **tls_ctx);
+  if (!SSL_set_tlsext_host_name(conn->tls()->native_handle(), ep.host.c_str())) {
     co_return make_error(ErrorCode::provider_unavailable, "TLS: cannot set SNI for " + ep.host);
   }
-  tls->set_verify_callback(net::ssl::host_name_verification(ep.host));
-  auto [hec] = co_await tls->async_handshake(net::ssl::stream_base::client, nothrow);
-  if (hec) co_return make_error(ErrorCode::provider_unavailable, "TLS handshake with provider " + ep.name + " failed: " + hec.message());
-  co_return std::make_unique<UpstreamConnection>(std::move(tls));
+  conn->tls()->set_verify_callback(net::ssl::host_name_verification(ep.host));
+  conn->expires_after(std::chrono::seconds(ep.timeout_s));
+  if (auto hec = co_await conn->handshake()) {
+    if (hec == beast::error::timeout) {
+      co_return make_error(ErrorCode::provider_timeout, "TLS handshake with provider " + ep.name + " timed out");
+    }
+    co_return make_error(ErrorCode::provider_unavailable, "TLS handshake with provider " + ep.name + " failed: " + hec.message());
+  }
+  co_return std::move(conn);
 }
 
 }  // namespace cairva::upstream

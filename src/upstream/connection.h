@@ -22,6 +22,8 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 
 #include "base/result.h"
+#include "http/buffered_parse.h"
+#include "http/deadline.h"
 #include "upstream/provider_endpoint.h"
 
 namespace cairva::upstream {
@@ -35,21 +37,31 @@ inline constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 class UpstreamConnection {
  public:
-  using Plain = beast::tcp_stream;
-  using Tls = beast::ssl_stream<beast::tcp_stream>;
+  using Tls = beast::ssl_stream<tcp::socket>;
 
-  explicit UpstreamConnection(Plain s) : stream_(std::move(s)) {}
-  explicit UpstreamConnection(std::unique_ptr<Tls> s) : stream_(std::move(s)) {}
+  // A connected socket; with `tls`, TLS on it once handshake() succeeds.
+  explicit UpstreamConnection(tcp::socket s) : stream_(std::move(s)), deadline_(std::get<0>(stream_)) {}
+  UpstreamConnection(tcp::socket s, net::ssl::context& tls)
+      : stream_(std::make_unique<Tls>(std::move(s), tls)), deadline_(beast::get_lowest_layer(*std::get<1>(stream_))) {}
+  // The deadline watches the socket by address: the connection stays where it was made.
+  UpstreamConnection(const UpstreamConnection&) = delete;
+  UpstreamConnection& operator=(const UpstreamConnection&) = delete;
 
-  beast::tcp_stream& tcp() {
-    return stream_.index() == 0 ? std::get<0>(stream_) : beast::get_lowest_layer(*std::get<1>(stream_));
-  }
-  void expires_after(std::chrono::steady_clock::duration d) { tcp().expires_after(d); }
-  void expires_never() { tcp().expires_never(); }
+  // Every operation after now + d fails with beast::error::timeout. A deadline that moves
+  // later costs no timer operation (http::Deadline), unlike beast::tcp_stream's timer per
+  // operation (docs/benchmarks.md, session 6).
+  void expires_after(std::chrono::steady_clock::duration d) { deadline_.expires_after(d); }
+  void expires_never() { deadline_.clear(); }
   beast::flat_buffer& buffer() { return buffer_; }
   // True once this connection has carried a complete exchange (it came from the pool).
   bool reused = false;
 
+  Tls* tls() { return stream_.index() == 1 ? std::get<1>(stream_).get() : nullptr; }
+
+  net::awaitable<error_code> handshake() {
+    auto [ec] = co_await tls()->async_handshake(net::ssl::stream_base::client, nothrow);
+    co_return timed_out(ec);
+  }
   template <class ConstBufferSequence>
   net::awaitable<error_code> write(const ConstBufferSequence& bytes) {
     error_code ec;
@@ -58,7 +70,7 @@ class UpstreamConnection {
     } else {
       std::tie(ec, std::ignore) = co_await net::async_write(*std::get<1>(stream_), bytes, nothrow);
     }
-    co_return ec;
+    co_return timed_out(ec);
   }
   template <class Parser>
   net::awaitable<error_code> read_header(Parser& p) {
@@ -68,17 +80,18 @@ class UpstreamConnection {
     } else {
       std::tie(ec, std::ignore) = co_await http::async_read_header(*std::get<1>(stream_), buffer_, p, nothrow);
     }
-    co_return ec;
+    co_return timed_out(ec);
   }
   template <class Parser>
   net::awaitable<error_code> read(Parser& p) {
     error_code ec;
+    if (cairva::http::parse_buffered(p, buffer_, false, ec)) co_return ec;
     if (stream_.index() == 0) {
       std::tie(ec, std::ignore) = co_await http::async_read(std::get<0>(stream_), buffer_, p, nothrow);
     } else {
       std::tie(ec, std::ignore) = co_await http::async_read(*std::get<1>(stream_), buffer_, p, nothrow);
     }
-    co_return ec;
+    co_return timed_out(ec);
   }
   template <class Parser>
   net::awaitable<error_code> read_some(Parser& p) {
@@ -88,11 +101,15 @@ class UpstreamConnection {
     } else {
       std::tie(ec, std::ignore) = co_await http::async_read_some(*std::get<1>(stream_), buffer_, p, nothrow);
     }
-    co_return ec;
+    co_return timed_out(ec);
   }
 
  private:
-  std::variant<Plain, std::unique_ptr<Tls>> stream_;
+  // An operation the deadline cancelled reports a timeout, as beast::tcp_stream's did.
+  error_code timed_out(error_code ec) const { return ec && deadline_.expired() ? error_code(beast::error::timeout) : ec; }
+
+  std::variant<tcp::socket, std::unique_ptr<Tls>> stream_;
+  cairva::http::Deadline deadline_;
   beast::flat_buffer buffer_;
 };
 

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
+import http from 'node:http';
 import {
   startMock, startGateway, createAgreement, chat, adminCall, ADMIN_TOKEN, PROVIDER_KEY,
 } from './harness.mjs';
@@ -68,4 +69,43 @@ test('no secret appears in the database files or the gateway output after traffi
     assert.ok(stored.includes(createHash('sha256').update(s).digest('hex')), 'the dump holds each key\'s hash');
   }
   gw.cleanup();
+});
+
+// The gateway reuses a key's hash while a connection keeps sending the same key: on one
+// keep-alive connection, another key is still its own allocation's and a revoked key is
+// refused at once.
+test('on one keep-alive connection, each request is authenticated by its own key', async () => {
+  const mock = await startMock();
+  const gw = await startGateway(mock);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const send = (secret) => new Promise((resolve, reject) => {
+    const req = http.request(gw.url + '/v1/chat/completions', {
+      method: 'POST', agent,
+      headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/json' },
+    }, (res) => {
+      res.resume();
+      res.on('end', () => resolve({ status: res.statusCode, limit: res.headers['x-ratelimit-limit-requests'], reused: req.reusedSocket }));
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify({ model: 'mock', messages: [{ role: 'user', content: 'hi' }] }));
+  });
+  try {
+    const a = await createAgreement(gw, { requests_per_minute: 1111 });
+    const b = await createAgreement(gw, { requests_per_minute: 2222 });
+    const ka = await gw.admin('POST', `/admin/v1/allocations/${a.allocation.id}/keys`);
+    assert.equal(ka.status, 201);
+    const first = await send(ka.body.api_key.secret);
+    assert.deepEqual([first.status, first.limit], [200, '1111']);
+    const other = await send(b.secret);
+    assert.deepEqual([other.status, other.limit, other.reused], [200, '2222', true]);
+    const again = await send(ka.body.api_key.secret);
+    assert.deepEqual([again.status, again.limit, again.reused], [200, '1111', true]);
+    assert.equal((await gw.admin('DELETE', `/admin/v1/keys/${ka.body.api_key.id}`)).status, 200);
+    const refused = await send(ka.body.api_key.secret);
+    assert.deepEqual([refused.status, refused.reused], [401, true]);
+  } finally {
+    agent.destroy();
+    await gw.stop();
+    mock.child.kill();
+  }
 });

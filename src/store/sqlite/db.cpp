@@ -20,6 +20,10 @@ Stmt& Stmt::text(std::string_view v) {
   sqlite3_bind_text(s_, next_++, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   return *this;
 }
+Stmt& Stmt::text_ref(std::string_view v) {
+  sqlite3_bind_text(s_, next_++, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  return *this;
+}
 Stmt& Stmt::i64(int64_t v) {
   sqlite3_bind_int64(s_, next_++, v);
   return *this;

@@ -29,6 +29,9 @@ class Stmt {
   ~Stmt();
 
   Stmt& text(std::string_view v);
+  // Binds without copying (the applier's hot path: SQLite copies every text otherwise).
+  // REQUIRES: `v`'s bytes stay valid until this Stmt is gone (it resets the statement).
+  Stmt& text_ref(std::string_view v);
   Stmt& i64(int64_t v);
   Stmt& opt_text(const std::optional<std::string>& v);
   Stmt& opt_i64(std::optional<int64_t> v);

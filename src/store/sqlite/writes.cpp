@@ -22,8 +22,8 @@ static Status apply_insert_request(Db& db, const Record& r) {
       "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
       " hold_input, hold_output) VALUES (?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return s.error();
-  s->text(r.text[0]).text(r.text[1]).text(r.text[2]).text(r.text[3]).i64(r.num[0]);
-  s->text(r.text[4]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]);
+  s->text_ref(r.text[0]).text_ref(r.text[1]).text_ref(r.text[2]).text_ref(r.text[3]).i64(r.num[0]);
+  s->text_ref(r.text[4]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]);
   return s->run();
 }
 
@@ -38,11 +38,11 @@ Record set_states(const std::string& allocation_id, const std::string& agreement
 static Status apply_set_states(Db& db, const Record& r) {
   auto a = db.cached("UPDATE allocations SET state = ? WHERE id = ?");
   if (!a.ok()) return a.error();
-  a->text(r.text[2]).text(r.text[0]);
+  a->text_ref(r.text[2]).text_ref(r.text[0]);
   if (Status s = a->run(); !s.ok()) return s;
   auto g = db.cached("UPDATE agreements SET state = ? WHERE id = ?");
   if (!g.ok()) return g.error();
-  g->text(r.text[3]).text(r.text[1]);
+  g->text_ref(r.text[3]).text_ref(r.text[1]);
   return g->run();
 }
 
@@ -57,7 +57,7 @@ static Status apply_mark_usage_pending(Db& db, const Record& r) {
       " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END"
       " WHERE id = ? AND state = 'in_flight'");
   if (!s.ok()) return s.error();
-  s->text(r.text[1]).text(r.text[1]).text(r.text[0]);
+  s->text_ref(r.text[1]).text_ref(r.text[1]).text_ref(r.text[0]);
   return s->run();
 }
 
@@ -76,8 +76,8 @@ static Status apply_book_event(Db& db, const Record& r) {
       " input_tokens, output_tokens, source, finality, evidence, booked_at)"
       " VALUES (?,?,?,?,?,?,?,?,?,?)");
   if (!ev.ok()) return ev.error();
-  ev->text(r.text[0]).text(r.text[1]).text(r.text[2]).text(r.text[3]);
-  ev->i64(r.num[0]).i64(r.num[1]).text(r.text[4]).text(r.text[5]).text(r.text[6]).i64(r.num[2]);
+  ev->text_ref(r.text[0]).text_ref(r.text[1]).text_ref(r.text[2]).text_ref(r.text[3]);
+  ev->i64(r.num[0]).i64(r.num[1]).text_ref(r.text[4]).text_ref(r.text[5]).text_ref(r.text[6]).i64(r.num[2]);
   return ev->run();
 }
 
@@ -85,7 +85,7 @@ static Status apply_book_request(Db& db, const Record& r) {
   auto rq = db.cached(
       "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
   if (!rq.ok()) return rq.error();
-  rq->i64(r.num[2]).text(r.text[3]).text(r.text[2]);
+  rq->i64(r.num[2]).text_ref(r.text[3]).text_ref(r.text[2]);
   return rq->run();
 }
 
@@ -93,7 +93,7 @@ static Status raise_used(Db& db, const std::string& allocation_id, int64_t input
   auto al = db.cached(
       "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id = ?");
   if (!al.ok()) return al.error();
-  al->i64(input).i64(output).text(allocation_id);
+  al->i64(input).i64(output).text_ref(allocation_id);
   return al->run();
 }
 
@@ -113,7 +113,7 @@ Record book_as_duplicate(const std::string& request_id, const std::string& provi
 static Status apply_book_as_duplicate(Db& db, const Record& r) {
   auto s = db.cached("UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
   if (!s.ok()) return s.error();
-  s->i64(r.num[0]).text(r.text[1]).text(r.text[0]);
+  s->i64(r.num[0]).text_ref(r.text[1]).text_ref(r.text[0]);
   return s->run();
 }
 
@@ -129,7 +129,7 @@ static Status apply_fail_request(Db& db, const Record& r) {
       "UPDATE requests SET state = 'failed', finished_at = ?,"
       " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END WHERE id = ?");
   if (!s.ok()) return s.error();
-  s->i64(r.num[0]).text(r.text[1]).text(r.text[1]).text(r.text[0]);
+  s->i64(r.num[0]).text_ref(r.text[1]).text_ref(r.text[1]).text_ref(r.text[0]);
   return s->run();
 }
 
@@ -146,7 +146,7 @@ static Status apply_insert_conflict(Db& db, const Record& r) {
       "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
       " reported_output, booked_input, booked_output, recorded_at) VALUES (?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return s.error();
-  s->text(r.text[0]).text(r.text[1]).text(r.text[2]).text(r.text[3]);
+  s->text_ref(r.text[0]).text_ref(r.text[1]).text_ref(r.text[2]).text_ref(r.text[3]);
   s->i64(r.num[0]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).i64(r.num[4]);
   return s->run();
 }
@@ -187,9 +187,9 @@ Status Coalescer::write(Db& db, Start& s) {
       "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
       " hold_input, hold_output, finished_at, provider_request_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   if (!st.ok()) return st.error();
-  st->text(r.text[0]).text(r.text[1]).text(r.text[2]).text(s.state).i64(r.num[0]);
-  st->text(r.text[4]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).opt_i64(s.finished_at);
-  st->text(s.provider_request_id);
+  st->text_ref(r.text[0]).text_ref(r.text[1]).text_ref(r.text[2]).text_ref(s.state).i64(r.num[0]);
+  st->text_ref(r.text[4]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).opt_i64(s.finished_at);
+  st->text_ref(s.provider_request_id);
   Status out = st->run();
   if (!out.ok()) failed_op_ = s.op;
   return out;
