@@ -159,8 +159,8 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
       answer_now = std::move(out);
     } else {
       const core::Tokens hold = std::get<core::Admitted>(out.decision.outcome).hold;
-      RequestRow row{cmd.request_id, cmd.allocation_id, core::RequestState::in_flight, now,
-                     std::nullopt,   cmd.model,         cmd.stream,                    hold, ""};
+      RequestRow row{cmd.request_id, std::move(cmd.allocation_id), core::RequestState::in_flight, now,
+                     std::nullopt,   std::move(cmd.model),         cmd.stream,                    hold, ""};
       // The callback runs once the start is durable; a failed write undoes the admission
       // (hold released, in-flight decremented) so nothing is forwarded without its start.
       auto on_written = [this, alloc, id = cmd.request_id, out, done](Status s) mutable {
@@ -174,7 +174,8 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
         }
         done(unavailable(s.error().message));
       };
-      WriteOp op{WriteOp::Kind::admission, {writes::insert_request(row, cmd.key_id)}, {}, on_written};
+      WriteOp op{WriteOp::Kind::admission, {writes::insert_request(std::move(row), std::move(cmd.key_id))}, {},
+                 std::move(on_written)};
       if (!writer_->try_enqueue(std::move(op), Writer::Wake::soon)) {
         alloc->ledger.fail(cmd.request_id);
         answer_now = Result<AdmitResult>(unavailable("store unavailable: write queue full or failing"));
@@ -209,8 +210,8 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
       out.book = b.result;
       out.request_state = core::RequestState::booked;
       if (b.result == core::BookResult::booked) {
-        rows.push_back(writes::book(UsageEventRow{new_time_ordered_id("evt"), alloc->id, cmd.request_id,
-                                                  cmd.provider_request_id, cmd.usage,
+        rows.push_back(writes::book(UsageEventRow{new_time_ordered_id("evt"), alloc->id, std::move(cmd.request_id),
+                                                  std::move(cmd.provider_request_id), cmd.usage,
                                                   core::EventSource::provider,
                                                   core::Finality::reported, "", now}));
       } else {

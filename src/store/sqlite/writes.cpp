@@ -10,10 +10,10 @@ std::string str(auto v) { return std::string(core::to_string(v)); }
 // ---------------------------------------------------------------- journaled records
 // Each builder names the positions its statements read; keep the two side by side.
 
-Record insert_request(const RequestRow& r, const std::string& key_id) {
+Record insert_request(RequestRow r, std::string key_id) {
   // text: id, allocation_id, key_id, state, model; num: started_at, stream, hold in/out
   return {Record::Kind::insert_request,
-          {r.id, r.allocation_id, key_id, str(r.state), r.model, {}, {}},
+          {std::move(r.id), std::move(r.allocation_id), std::move(key_id), str(r.state), std::move(r.model), {}, {}},
           {r.started_at, r.stream ? 1 : 0, r.hold.input, r.hold.output, 0}};
 }
 
@@ -61,12 +61,12 @@ static Status apply_mark_usage_pending(Db& db, const Record& r) {
   return s->run();
 }
 
-Record book(const UsageEventRow& e) {
+Record book(UsageEventRow e) {
   // text: id, allocation_id, request_id, provider_request_id, source, finality, evidence;
   // num: input, output, booked_at
   return {Record::Kind::book,
-          {e.id, e.allocation_id, e.request_id, e.provider_request_id, str(e.source),
-           str(e.finality), e.evidence},
+          {std::move(e.id), std::move(e.allocation_id), std::move(e.request_id), std::move(e.provider_request_id),
+           str(e.source), str(e.finality), std::move(e.evidence)},
           {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
 }
 

@@ -85,12 +85,13 @@ class Coalescer {
 // A record's kind read back from the oplog; false for a number this build does not know.
 bool known_kind(int64_t kind);
 
-Record insert_request(const RequestRow& r, const std::string& key_id);
+// The request path passes its rows by value: their strings move into the record.
+Record insert_request(RequestRow r, std::string key_id);
 Record set_states(const std::string& allocation_id, const std::string& agreement_id,
                   core::AllocationState state, core::AgreementState agreement_state);
 Record mark_usage_pending(const std::string& request_id, const std::string& provider_request_id);
 // A new usage event: the request booked, the allocation's used totals raised.
-Record book(const UsageEventRow& e);
+Record book(UsageEventRow e);
 // Booked without an event of its own (duplicate/conflict): its provider_request_id names
 // the allocation's event it repeated.
 Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
