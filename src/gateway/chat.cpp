@@ -76,6 +76,8 @@ struct Flow {
   // The client's response head. `provider` is the header of the parser reading the
   // response now: `head` is moved into the body parser, and its own fields are empty after that.
   http::MessageHead client_head(unsigned status, const bhttp::fields& provider) const {
+    // A provider status no client could read as a final answer is passed on as a 502.
+    if (status < 200 || status > 599) status = 502;
     auto h = ex.head(static_cast<int>(status));
     if (lowered_to) h.add("x-cairva-max-tokens-lowered", *lowered_to);
     for (auto name : forwarded_provider_headers) {

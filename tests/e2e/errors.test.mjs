@@ -84,6 +84,23 @@ test('pipelined requests on one connection are answered in order', async () => {
   assert.deepEqual(statuses, ['200', '200', '404']);
 });
 
+test('HEAD is answered without a body; pipelined bodies are read from the buffer in order', async () => {
+  const head = await rawHttp(gw.port,
+    'HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+  assert.deepEqual([...head.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]), ['200', '200']);
+  assert.equal(head.split('{"status":"ok"}').length - 1, 1, 'only the GET carries the body');
+  // Two completions in one write: the second request's header and body are already
+  // buffered when the first is answered.
+  const post = (content, close) => {
+    const body = JSON.stringify({ model: 'm', messages: [{ role: 'user', content }] });
+    return `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${alloc.secret}\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${close ? 'Connection: close\r\n' : ''}\r\n${body}`;
+  };
+  const two = await rawHttp(gw.port, post('first', false) + post('second', true));
+  assert.deepEqual([...two.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => m[1]), ['200', '200']);
+  assert.equal(two.split('"usage_source":"provider"').length - 1, 2, 'both booked from the provider\'s usage');
+});
+
 test('provider unreachable: 502 provider_unavailable, hold released', async () => {
   const down = await startGateway({ url: 'http://127.0.0.1:1' });
   try {
