@@ -58,7 +58,10 @@ void MessageHead::add(std::string_view name, std::string_view value) {
 void MessageHead::add(std::string_view name, int64_t value) {
   char buf[24];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  add(name, std::string_view(buf, static_cast<size_t>(end - buf)));
+  text_.append(name);
+  text_ += ": ";
+  text_.append(buf, static_cast<size_t>(end - buf));  // digits: nothing to check
+  text_ += "\r\n";
 }
 
 void MessageHead::finish_connection(bool keep_alive) {

@@ -463,6 +463,7 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
   admit_here();
   admit_here();  // two in one round: one commit
   EXPECT_FALSE(answer.has_value()) << "committed before the loop's round ended";
+  EXPECT_EQ(soon.size(), 1u) << "each write queued its own journal run";
   const int64_t commits = store_->writer_stats().commits;
   run_ready();
   ASSERT_TRUE(answer.has_value()) << "the loop's own turn did not commit";

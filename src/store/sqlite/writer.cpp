@@ -47,7 +47,15 @@ Writer::Writer(Db database, std::unique_ptr<oplog::Log> log, int64_t next_seq,
   });
 }
 
+namespace {
+// The Writer whose journal run this thread's event loop has queued and not yet started:
+// the writes of a round of handlers share that one run (one commit per round) instead of
+// each queueing a run that would find the queue empty.
+thread_local const Writer* journal_run_queued_for = nullptr;
+}  // namespace
+
 Writer::~Writer() {
+  if (journal_run_queued_for == this) journal_run_queued_for = nullptr;  // the address may be reused
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -81,7 +89,8 @@ void Writer::enqueue(WriteOp op, Wake wake) {
 void Writer::schedule_journal(Wake wake) {
   const RunSoon* run_soon = wake == Wake::soon && !log_fsyncs_ ? run_soon_for_this_thread() : nullptr;
   if (run_soon != nullptr) {
-    // The loop's later turns find the queue empty and return at once: one commit per round.
+    if (journal_run_queued_for == this) return;
+    journal_run_queued_for = this;
     (*run_soon)([this] { journal_on_this_thread(); });
   } else {
     journal_wake_.notify_one();
@@ -89,6 +98,7 @@ void Writer::schedule_journal(Wake wake) {
 }
 
 void Writer::journal_on_this_thread() {
+  if (journal_run_queued_for == this) journal_run_queued_for = nullptr;  // later writes queue a new run
   Acks acks;
   {
     std::unique_lock journal(journal_mu_, std::try_to_lock);
