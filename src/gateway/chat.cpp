@@ -27,7 +27,8 @@ namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using upstream::UpstreamConnection;
 using upstream::ProviderEndpoint;
-constexpr auto nothrow = net::as_tuple(net::use_awaitable);
+using http::Task;
+using http::task_nothrow;
 
 // Response headers of the provider passed on to the client.
 constexpr std::array<std::string_view, 2> forwarded_provider_headers = {"x-request-id", "openai-processing-ms"};
@@ -45,7 +46,7 @@ struct Flow {
   std::unique_ptr<UpstreamConnection> conn;
   std::optional<bhttp::response_parser<bhttp::empty_body>> head;
 
-  net::awaitable<Result<store::SettleResult>> settle(store::SettleKind kind, std::string provider_request_id = {},
+  Task<Result<store::SettleResult>> settle(store::SettleKind kind, std::string provider_request_id = {},
                                                      core::Tokens usage = {}) {
     store::SettleCommand cmd{ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage};
     auto start = [this, &cmd](store::Callback<store::SettleResult> cb) { gw.store.settle(std::move(cmd), std::move(cb)); };
@@ -65,7 +66,7 @@ struct Flow {
 
   // Books `usage` when the provider reported it, else leaves the request usage_pending.
   // One co_await on one call: GCC 12 destroys the result of a co_await inside ?: twice.
-  net::awaitable<Result<store::SettleResult>> settle_reported(const std::optional<core::Tokens>& usage,
+  Task<Result<store::SettleResult>> settle_reported(const std::optional<core::Tokens>& usage,
                                                               std::string provider_request_id) {
     // The provider's id is kept for usage_missing too: reconciliation books under it.
     const auto kind = usage ? store::SettleKind::usage : store::SettleKind::usage_missing;
@@ -94,7 +95,7 @@ struct Flow {
   // Sends the request and reads the provider's response headers into `head`. A pooled
   // connection that the provider closed while idle fails before any response byte: that
   // one attempt is retried on a fresh connection.
-  net::awaitable<Status> send_upstream(std::string& body) {
+  Task<Status> send_upstream(std::string& body) {
     for (int attempt = 0;; ++attempt) {
       auto acquired = co_await pool.acquire(*provider);
       if (!acquired) co_return acquired.error();
@@ -142,7 +143,7 @@ struct Flow {
   }
 
   // A provider error status: release the hold, pass the provider's status and body on.
-  net::awaitable<bool> relay_provider_error(bhttp::response_parser<bhttp::string_body>& p, boost::system::error_code ec) {
+  Task<bool> relay_provider_error(bhttp::response_parser<bhttp::string_body>& p, boost::system::error_code ec) {
     auto settled = co_await settle(store::SettleKind::failed);
     (void)settled;  // a failed settlement releases nothing durable-critical; the sweep covers it
     maybe_release(!ec && p.keep_alive());
@@ -150,7 +151,7 @@ struct Flow {
     co_return co_await ex.send_json(client_head(p.get().result_int(), p.get().base()), std::move(p.get().body()));
   }
 
-  net::awaitable<bool> plain() {
+  Task<bool> plain() {
     bhttp::response_parser<bhttp::string_body> p(std::move(*head));
     p.body_limit(http::provider_body_bytes_max);
     conn->expires_after(until_deadline());
@@ -179,20 +180,20 @@ struct Flow {
 
   // Writes one chunk to the client unless it has gone; a client that goes away does not
   // stop the relay: the provider's stream is still read so that the usage is booked.
-  net::awaitable<void> to_client(std::string_view bytes, bool& client_ok) {
+  Task<void> to_client(std::string_view bytes, bool& client_ok) {
     if (!client_ok || bytes.empty()) co_return;
     ex.deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
-    auto [ec, n] = co_await net::async_write(ex.stream, bhttp::make_chunk(net::buffer(bytes)), nothrow);
+    auto [ec, n] = co_await net::async_write(ex.stream, bhttp::make_chunk(net::buffer(bytes)), task_nothrow);
     if (ec) client_ok = false;
   }
 
-  net::awaitable<bool> streamed(bool client_wants_usage) {
+  Task<bool> streamed(bool client_wants_usage) {
     auto res = client_head(head->get().result_int(), head->get().base());
     res.add("Content-Type", "text/event-stream");
     res.add("Cache-Control", "no-cache");
     ex.status_sent = static_cast<int>(res.status());
     ex.deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
-    auto [hec, hn] = co_await net::async_write(ex.stream, net::buffer(res.finish_chunked(ex.keep_alive)), nothrow);
+    auto [hec, hn] = co_await net::async_write(ex.stream, net::buffer(res.finish_chunked(ex.keep_alive)), task_nothrow);
     bool client_ok = !hec;
 
     bhttp::response_parser<bhttp::buffer_body> p(std::move(*head));
@@ -229,20 +230,20 @@ struct Flow {
       // becomes usage_pending at the in-flight timeout.
       out = "data: " + wire::error_body(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message) + "\n\n";
       co_await to_client(out, client_ok);
-      if (client_ok) co_await net::async_write(ex.stream, bhttp::make_chunk_last(), nothrow);
+      if (client_ok) co_await net::async_write(ex.stream, bhttp::make_chunk_last(), task_nothrow);
       co_return false;
     }
     relay.finish(out);
     co_await to_client(out, client_ok);
     if (!client_ok) co_return false;
-    auto [lec, ln] = co_await net::async_write(ex.stream, bhttp::make_chunk_last(), nothrow);
+    auto [lec, ln] = co_await net::async_write(ex.stream, bhttp::make_chunk_last(), task_nothrow);
     co_return !lec && ex.keep_alive;
   }
 };
 
 }  // namespace
 
-net::awaitable<void> load_rate_limits(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant) {
+Task<void> load_rate_limits(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant) {
   auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
     gw.store.allocation_status(grant.allocation_id, std::move(cb));
   };
@@ -250,7 +251,7 @@ net::awaitable<void> load_rate_limits(const Gateway& gw, ClientExchange& ex, con
   if (status) ex.rate = status->snapshot;
 }
 
-net::awaitable<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool, ClientExchange& ex,
+Task<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool, ClientExchange& ex,
                                      const store::KeyGrant& grant, std::string body) {
   auto inspected = wire::inspect_chat_request(body);
   if (!inspected) {

@@ -3,10 +3,10 @@
 
 #include <string>
 
-#include <boost/asio/awaitable.hpp>
 
 #include "gateway/exchange.h"
 #include "gateway/gateway.h"
+#include "http/executor.h"
 #include "store/rows.h"
 
 namespace cairva::gateway {
@@ -14,12 +14,12 @@ namespace cairva::gateway {
 // Sets ex.rate from the allocation's current status, so that an error answered before
 // admission still carries exact x-ratelimit-* headers. On a store error ex.rate keeps the
 // limits alone.
-boost::asio::awaitable<void> load_rate_limits(const Gateway& gw, ClientExchange& ex,
+http::Task<void> load_rate_limits(const Gateway& gw, ClientExchange& ex,
                                               const store::KeyGrant& grant);
 
 // Serves one authenticated POST /v1/chat/completions whose body has been read.
 // Returns false when the client connection must close.
-boost::asio::awaitable<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool,
+http::Task<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool,
                                              ClientExchange& ex, const store::KeyGrant& grant,
                                              std::string body);
 

@@ -14,7 +14,6 @@
 namespace cairva::gateway {
 
 namespace {
-constexpr auto nothrow = boost::asio::as_tuple(boost::asio::use_awaitable);
 }  // namespace
 
 http::MessageHead ClientExchange::head(int status) const {
@@ -29,18 +28,18 @@ http::MessageHead ClientExchange::head(int status) const {
   return h;
 }
 
-boost::asio::awaitable<bool> ClientExchange::send_json(http::MessageHead head, std::string body) {
+http::Task<bool> ClientExchange::send_json(http::MessageHead head, std::string body) {
   head.add("Content-Type", "application/json");
   const std::string& text = head.finish(body.size(), keep_alive);
   status_sent = static_cast<int>(head.status());
   std::array<boost::asio::const_buffer, 2> bytes{boost::asio::buffer(text), boost::asio::buffer(body)};
   if (head_only) bytes[1] = {};
   deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
-  auto [ec, n] = co_await boost::asio::async_write(stream, bytes, nothrow);
+  auto [ec, n] = co_await boost::asio::async_write(stream, bytes, http::task_nothrow);
   co_return !ec && keep_alive;
 }
 
-boost::asio::awaitable<bool> ClientExchange::send_error(ErrorCode code, std::string_view message, std::string_view limit,
+http::Task<bool> ClientExchange::send_error(ErrorCode code, std::string_view message, std::string_view limit,
                                                         int retry_after_s) {
   admin::metrics().count_refused(code);
   outcome = wire_name(code);

@@ -14,13 +14,14 @@
 #include "base/error_code.h"
 #include "core/admission.h"
 #include "http/deadline.h"
+#include "http/executor.h"
 #include "http/message_head.h"
 #include "store/rows.h"
 
 namespace cairva::gateway {
 
 struct ClientExchange {
-  boost::asio::ip::tcp::socket& stream;
+  http::Socket& stream;
   http::Deadline& deadline;  // the connection's one timer
   unsigned version = 11;
   bool keep_alive = true;
@@ -40,10 +41,10 @@ struct ClientExchange {
   http::MessageHead head(int status) const;
   // Writes `head` (from head()) and a JSON body. Returns false when the connection is lost
   // or must close.
-  boost::asio::awaitable<bool> send_json(http::MessageHead head, std::string body);
-  boost::asio::awaitable<bool> send_json(int status, std::string body) { return send_json(head(status), std::move(body)); }
+  http::Task<bool> send_json(http::MessageHead head, std::string body);
+  http::Task<bool> send_json(int status, std::string body) { return send_json(head(status), std::move(body)); }
   // Writes an OpenAI-shaped error; `retry_after_s` > 0 adds Retry-After.
-  boost::asio::awaitable<bool> send_error(ErrorCode code, std::string_view message,
+  http::Task<bool> send_error(ErrorCode code, std::string_view message,
                                           std::string_view limit = {}, int retry_after_s = 0);
 };
 

@@ -33,7 +33,7 @@ struct Gateway {
 };
 
 // One client connection's keep-alive loop on the calling event loop. `pool` is that
-// loop's upstream pool.
+// loop's upstream pool (and names its executor).
 boost::asio::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool,
                                             boost::asio::ip::tcp::socket socket);
 

@@ -1,6 +1,7 @@
 // The public listener's connection loop: read the header under size and time limits,
 // route (404, 405), authenticate (401), read the body (413), then dispatch.
 #include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -21,7 +22,8 @@ namespace {
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
-constexpr auto nothrow = net::as_tuple(net::use_awaitable);
+using http::Task;
+using http::task_nothrow;
 constexpr std::string_view bearer_prefix = "Bearer ";
 
 enum class Route { chat, allocation, healthz, unknown };
@@ -51,21 +53,21 @@ bool has_body(const bhttp::request_parser<bhttp::empty_body>& p) {
 
 // Waits for the first byte of a request with the idle timeout, then gives the rest of the
 // header header_read_timeout_s: an idle keep-alive connection is cheap, a slow sender is not.
-net::awaitable<void> read_header(net::ip::tcp::socket& stream, http::Deadline& deadline, beast::flat_buffer& buffer,
+Task<void> read_header(http::Socket& stream, http::Deadline& deadline, beast::flat_buffer& buffer,
                                  bhttp::request_parser<bhttp::empty_body>& parser, bool& got_bytes,
                                  boost::system::error_code& ec) {
   got_bytes = buffer.size() > 0;
   if (!got_bytes) {
     deadline.expires_after(std::chrono::seconds(http::idle_timeout_s));
     size_t n = 0;
-    std::tie(ec, n) = co_await stream.async_read_some(buffer.prepare(4096), nothrow);
+    std::tie(ec, n) = co_await stream.async_read_some(buffer.prepare(4096), task_nothrow);
     if (ec) co_return;
     buffer.commit(n);
     got_bytes = true;
   }
   deadline.expires_after(std::chrono::seconds(http::header_read_timeout_s));
   if (http::parse_buffered(parser, buffer, true, ec)) co_return;
-  std::tie(ec, std::ignore) = co_await bhttp::async_read_header(stream, buffer, parser, nothrow);
+  std::tie(ec, std::ignore) = co_await bhttp::async_read_header(stream, buffer, parser, task_nothrow);
   if (ec && deadline.expired()) ec = beast::error::timeout;
 }
 
@@ -86,7 +88,7 @@ struct KeyHashCache {
   }
 };
 
-net::awaitable<Result<store::KeyGrant>> authenticate(const Gateway& gw, KeyHashCache& keys, std::string_view authorization) {
+Task<Result<store::KeyGrant>> authenticate(const Gateway& gw, KeyHashCache& keys, std::string_view authorization) {
   if (!authorization.starts_with(bearer_prefix) || authorization.size() == bearer_prefix.size()) {
     co_return make_error(ErrorCode::invalid_api_key, "missing API key: send Authorization: Bearer cv_...");
   }
@@ -95,7 +97,7 @@ net::awaitable<Result<store::KeyGrant>> authenticate(const Gateway& gw, KeyHashC
   co_return co_await await_store<store::KeyGrant>(start);
 }
 
-net::awaitable<bool> allocation_current(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant) {
+Task<bool> allocation_current(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant) {
   auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
     gw.store.allocation_status(grant.allocation_id, std::move(cb));
   };
@@ -116,7 +118,7 @@ struct AccessLogLine {
 };
 
 // Serves one request. Returns false when the connection must close.
-net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket& stream,
+Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Socket& stream,
                                http::Deadline& deadline, beast::flat_buffer& buffer, KeyHashCache& keys) {
   bhttp::request_parser<bhttp::empty_body> hp;
   hp.header_limit(static_cast<std::uint32_t>(http::request_header_bytes_max));
@@ -173,7 +175,7 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
   if (hp.content_length()) bp.get().body().reserve(*hp.content_length() + wire::in_place_slack_bytes);
   deadline.expires_after(std::chrono::seconds(http::body_read_timeout_s));
   if (!http::parse_buffered(bp, buffer, false, ec)) {
-    std::tie(ec, std::ignore) = co_await bhttp::async_read(stream, buffer, bp, nothrow);
+    std::tie(ec, std::ignore) = co_await bhttp::async_read(stream, buffer, bp, task_nothrow);
     if (ec && deadline.expired()) ec = beast::error::timeout;
   }
   if (ec == bhttp::error::body_limit) {
@@ -186,16 +188,23 @@ net::awaitable<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, 
   co_return co_await chat_completion(gw, pool, ex, *grant, std::move(bp.get().body()));
 }
 
-}  // namespace
-
-net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket socket) {
+Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, http::Socket socket) {
   http::Deadline deadline(socket);
   beast::flat_buffer buffer;
   KeyHashCache keys;
   while (co_await serve_one(gw, pool, socket, deadline, buffer, keys)) {
   }
   boost::system::error_code ignored;
-  socket.shutdown(net::ip::tcp::socket::shutdown_send, ignored);
+  socket.shutdown(http::Socket::shutdown_send, ignored);
+}
+
+}  // namespace
+
+// The listener's coroutine runs on the default executor type; the connection's own loop
+// runs on the data path's, started once per connection.
+net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket socket) {
+  co_await net::co_spawn(pool.executor(), serve_connection(gw, pool, http::rebind(std::move(socket), pool.executor())),
+                         net::use_awaitable);
 }
 
 }  // namespace cairva::gateway

@@ -10,6 +10,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "http/executor.h"
 #include "store/store.h"
 
 namespace cairva::gateway {
@@ -20,7 +21,7 @@ namespace cairva::gateway {
 // appear in a co_await expression (a known compiler bug). So callers pass a named Start
 // object, and the initiation below is a named local, never a temporary.
 template <class T, class Start>
-boost::asio::awaitable<Result<T>> await_store(Start& start) {
+http::Task<Result<T>> await_store(Start& start) {
   auto ex = co_await boost::asio::this_coro::executor;
   auto initiation = [ex, &start](auto handler) {
     // std::function needs a copyable callable: share the move-only handler.
@@ -29,8 +30,8 @@ boost::asio::awaitable<Result<T>> await_store(Start& start) {
       boost::asio::post(ex, [shared, r = std::move(r)]() mutable { (*shared)(std::move(r)); });
     });
   };
-  co_return co_await boost::asio::async_initiate<decltype(boost::asio::use_awaitable), void(Result<T>)>(
-      initiation, boost::asio::use_awaitable);
+  co_return co_await boost::asio::async_initiate<decltype(http::use_task), void(Result<T>)>(initiation,
+                                                                                          http::use_task);
 }
 
 }  // namespace cairva::gateway

@@ -4,9 +4,9 @@ namespace cairva::http {
 
 // Shared with the pending timer wait, which may complete after the Deadline is gone.
 struct Deadline::State {
-  explicit State(boost::asio::ip::tcp::socket& s) : socket(&s), timer(s.get_executor()) {}
-  boost::asio::ip::tcp::socket* socket;  // null once the Deadline is destroyed
-  boost::asio::steady_timer timer;
+  explicit State(Socket& s) : socket(&s), timer(s.get_executor()) {}
+  Socket* socket;  // null once the Deadline is destroyed
+  Timer timer;
   clock::time_point deadline = clock::time_point::max();
   bool expired = false;
   bool waiting = false;
@@ -31,7 +31,7 @@ struct Deadline::State {
   }
 };
 
-Deadline::Deadline(boost::asio::ip::tcp::socket& socket) : state_(std::make_shared<State>(socket)) {}
+Deadline::Deadline(Socket& socket) : state_(std::make_shared<State>(socket)) {}
 
 Deadline::~Deadline() {
   state_->socket = nullptr;

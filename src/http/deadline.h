@@ -10,8 +10,7 @@
 #include <chrono>
 #include <memory>
 
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/asio/steady_timer.hpp>
+#include "http/executor.h"
 
 namespace cairva::http {
 
@@ -19,7 +18,7 @@ class Deadline {
  public:
   using clock = std::chrono::steady_clock;
 
-  explicit Deadline(boost::asio::ip::tcp::socket& socket);
+  explicit Deadline(Socket& socket);
   ~Deadline();
   Deadline(const Deadline&) = delete;
   Deadline& operator=(const Deadline&) = delete;

@@ -34,7 +34,7 @@ Result<net::ssl::context*> UpstreamPool::tls_for(const ProviderEndpoint& ep) {
   return it->second.get();
 }
 
-net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire(const ProviderEndpoint& ep) {
+Task<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire(const ProviderEndpoint& ep) {
   auto& idle = idle_[ep.name];
   if (!idle.empty()) {
     auto conn = std::move(idle.back());
@@ -52,17 +52,17 @@ void UpstreamPool::release(const ProviderEndpoint& ep, std::unique_ptr<UpstreamC
   idle.push_back(std::move(conn));
 }
 
-net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::connect(const ProviderEndpoint& ep) {
+Task<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::connect(const ProviderEndpoint& ep) {
   auto it = resolved_.find(ep.name);
   if (it == resolved_.end()) {
-    tcp::resolver resolver(ex_);
-    auto [ec, results] = co_await resolver.async_resolve(ep.host, ep.port, nothrow);
+    net::ip::basic_resolver<tcp, cairva::http::Executor> resolver(ex_);
+    auto [ec, results] = co_await resolver.async_resolve(ep.host, ep.port, task_nothrow);
     if (ec) co_return make_error(ErrorCode::provider_unavailable, "cannot resolve provider " + ep.name + ": " + ec.message());
     it = resolved_.emplace(ep.name, std::move(results)).first;
   }
-  beast::tcp_stream stream(ex_);
+  beast::basic_stream<tcp, cairva::http::Executor> stream(ex_);
   stream.expires_after(std::chrono::seconds(ep.timeout_s));
-  auto [ec, endpoint] = co_await stream.async_connect(it->second, nothrow);
+  auto [ec, endpoint] = co_await stream.async_connect(it->second, task_nothrow);
   if (ec) {
     resolved_.erase(ep.name);  // the address may have moved: resolve again next time
     if (ec == beast::error::timeout) co_return make_error(ErrorCode::provider_timeout, "provider " + ep.name + " did not accept a connection in time");

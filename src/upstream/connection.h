@@ -24,6 +24,7 @@
 #include "base/result.h"
 #include "http/buffered_parse.h"
 #include "http/deadline.h"
+#include "http/executor.h"
 #include "upstream/provider_endpoint.h"
 
 namespace cairva::upstream {
@@ -33,15 +34,17 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
 using error_code = boost::system::error_code;
-inline constexpr auto nothrow = net::as_tuple(net::use_awaitable);
+using cairva::http::Socket;
+using cairva::http::Task;
+using cairva::http::task_nothrow;
 
 class UpstreamConnection {
  public:
-  using Tls = beast::ssl_stream<tcp::socket>;
+  using Tls = beast::ssl_stream<Socket>;
 
   // A connected socket; with `tls`, TLS on it once handshake() succeeds.
-  explicit UpstreamConnection(tcp::socket s) : stream_(std::move(s)), deadline_(std::get<0>(stream_)) {}
-  UpstreamConnection(tcp::socket s, net::ssl::context& tls)
+  explicit UpstreamConnection(Socket s) : stream_(std::move(s)), deadline_(std::get<0>(stream_)) {}
+  UpstreamConnection(Socket s, net::ssl::context& tls)
       : stream_(std::make_unique<Tls>(std::move(s), tls)), deadline_(beast::get_lowest_layer(*std::get<1>(stream_))) {}
   // The deadline watches the socket by address: the connection stays where it was made.
   UpstreamConnection(const UpstreamConnection&) = delete;
@@ -58,48 +61,48 @@ class UpstreamConnection {
 
   Tls* tls() { return stream_.index() == 1 ? std::get<1>(stream_).get() : nullptr; }
 
-  net::awaitable<error_code> handshake() {
-    auto [ec] = co_await tls()->async_handshake(net::ssl::stream_base::client, nothrow);
+  Task<error_code> handshake() {
+    auto [ec] = co_await tls()->async_handshake(net::ssl::stream_base::client, task_nothrow);
     co_return timed_out(ec);
   }
   template <class ConstBufferSequence>
-  net::awaitable<error_code> write(const ConstBufferSequence& bytes) {
+  Task<error_code> write(const ConstBufferSequence& bytes) {
     error_code ec;
     if (stream_.index() == 0) {
-      std::tie(ec, std::ignore) = co_await net::async_write(std::get<0>(stream_), bytes, nothrow);
+      std::tie(ec, std::ignore) = co_await net::async_write(std::get<0>(stream_), bytes, task_nothrow);
     } else {
-      std::tie(ec, std::ignore) = co_await net::async_write(*std::get<1>(stream_), bytes, nothrow);
+      std::tie(ec, std::ignore) = co_await net::async_write(*std::get<1>(stream_), bytes, task_nothrow);
     }
     co_return timed_out(ec);
   }
   template <class Parser>
-  net::awaitable<error_code> read_header(Parser& p) {
+  Task<error_code> read_header(Parser& p) {
     error_code ec;
     if (stream_.index() == 0) {
-      std::tie(ec, std::ignore) = co_await http::async_read_header(std::get<0>(stream_), buffer_, p, nothrow);
+      std::tie(ec, std::ignore) = co_await http::async_read_header(std::get<0>(stream_), buffer_, p, task_nothrow);
     } else {
-      std::tie(ec, std::ignore) = co_await http::async_read_header(*std::get<1>(stream_), buffer_, p, nothrow);
+      std::tie(ec, std::ignore) = co_await http::async_read_header(*std::get<1>(stream_), buffer_, p, task_nothrow);
     }
     co_return timed_out(ec);
   }
   template <class Parser>
-  net::awaitable<error_code> read(Parser& p) {
+  Task<error_code> read(Parser& p) {
     error_code ec;
     if (cairva::http::parse_buffered(p, buffer_, false, ec)) co_return ec;
     if (stream_.index() == 0) {
-      std::tie(ec, std::ignore) = co_await http::async_read(std::get<0>(stream_), buffer_, p, nothrow);
+      std::tie(ec, std::ignore) = co_await http::async_read(std::get<0>(stream_), buffer_, p, task_nothrow);
     } else {
-      std::tie(ec, std::ignore) = co_await http::async_read(*std::get<1>(stream_), buffer_, p, nothrow);
+      std::tie(ec, std::ignore) = co_await http::async_read(*std::get<1>(stream_), buffer_, p, task_nothrow);
     }
     co_return timed_out(ec);
   }
   template <class Parser>
-  net::awaitable<error_code> read_some(Parser& p) {
+  Task<error_code> read_some(Parser& p) {
     error_code ec;
     if (stream_.index() == 0) {
-      std::tie(ec, std::ignore) = co_await http::async_read_some(std::get<0>(stream_), buffer_, p, nothrow);
+      std::tie(ec, std::ignore) = co_await http::async_read_some(std::get<0>(stream_), buffer_, p, task_nothrow);
     } else {
-      std::tie(ec, std::ignore) = co_await http::async_read_some(*std::get<1>(stream_), buffer_, p, nothrow);
+      std::tie(ec, std::ignore) = co_await http::async_read_some(*std::get<1>(stream_), buffer_, p, task_nothrow);
     }
     co_return timed_out(ec);
   }
@@ -108,7 +111,7 @@ class UpstreamConnection {
   // An operation the deadline cancelled reports a timeout, as beast::tcp_stream's did.
   error_code timed_out(error_code ec) const { return ec && deadline_.expired() ? error_code(beast::error::timeout) : ec; }
 
-  std::variant<tcp::socket, std::unique_ptr<Tls>> stream_;
+  std::variant<Socket, std::unique_ptr<Tls>> stream_;
   cairva::http::Deadline deadline_;
   beast::flat_buffer buffer_;
 };
@@ -119,17 +122,19 @@ class UpstreamPool {
  public:
   // `tls` verifies against the system trust store; a provider with a ca_file gets its own
   // context (created on first use) that also trusts that file.
-  UpstreamPool(net::any_io_executor ex, net::ssl::context& tls) : ex_(std::move(ex)), tls_(tls) {}
+  UpstreamPool(cairva::http::Executor ex, net::ssl::context& tls) : ex_(ex), tls_(tls) {}
+  // The event loop's executor, of the data path's type.
+  const cairva::http::Executor& executor() const { return ex_; }
 
-  net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> acquire(const ProviderEndpoint& ep);
+  Task<Result<std::unique_ptr<UpstreamConnection>>> acquire(const ProviderEndpoint& ep);
   // Returns a connection whose last exchange ended cleanly with keep-alive.
   void release(const ProviderEndpoint& ep, std::unique_ptr<UpstreamConnection> conn);
 
  private:
-  net::awaitable<Result<std::unique_ptr<UpstreamConnection>>> connect(const ProviderEndpoint& ep);
+  Task<Result<std::unique_ptr<UpstreamConnection>>> connect(const ProviderEndpoint& ep);
   Result<net::ssl::context*> tls_for(const ProviderEndpoint& ep);
 
-  net::any_io_executor ex_;
+  cairva::http::Executor ex_;
   net::ssl::context& tls_;
   std::unordered_map<std::string, std::vector<std::unique_ptr<UpstreamConnection>>> idle_;
   std::unordered_map<std::string, tcp::resolver::results_type> resolved_;

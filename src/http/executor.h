@@ -1,0 +1,38 @@
+// The data path's executor type: an io_context's own. Asio's default, the type-erased
+// any_io_executor, is copied, compared and dispatched through on every operation and every
+// coroutine resumption (~4 % of the event loop's instructions per request; docs/
+// benchmarks.md, session 6). The admin listener and the mock provider keep the default.
+#pragma once
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+namespace cairva::http {
+
+using Executor = boost::asio::io_context::executor_type;
+using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, Executor>;
+using Timer = boost::asio::basic_waitable_timer<std::chrono::steady_clock,
+                                                boost::asio::wait_traits<std::chrono::steady_clock>, Executor>;
+// A coroutine on the data path.
+template <class T>
+using Task = boost::asio::awaitable<T, Executor>;
+// Completion tokens for operations awaited in a Task: the result, or (task_nothrow) the
+// error code and result as a tuple.
+inline constexpr boost::asio::use_awaitable_t<Executor> use_task;
+inline constexpr auto task_nothrow = boost::asio::as_tuple(use_task);
+
+// The same connection on `ex`'s type: listeners hand out default-executor sockets. The
+// descriptor moves; nothing is pending on it yet.
+inline Socket rebind(boost::asio::ip::tcp::socket s, const Executor& ex) {
+  const auto protocol = s.local_endpoint().protocol();
+  Socket out(ex);
+  boost::system::error_code ec;
+  out.assign(protocol, s.release(), ec);
+  return out;
+}
+
+}  // namespace cairva::http
