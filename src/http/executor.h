@@ -11,6 +11,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <unistd.h>
+
 namespace cairva::http {
 
 using Executor = boost::asio::io_context::executor_type;
@@ -26,12 +28,17 @@ inline constexpr boost::asio::use_awaitable_t<Executor> use_task;
 inline constexpr auto task_nothrow = boost::asio::as_tuple(use_task);
 
 // The same connection on `ex`'s type: listeners hand out default-executor sockets. The
-// descriptor moves; nothing is pending on it yet.
+// descriptor moves; nothing is pending on it yet. A connection that failed meanwhile comes
+// back closed (its first read then fails), never as an exception.
 inline Socket rebind(boost::asio::ip::tcp::socket s, const Executor& ex) {
-  const auto protocol = s.local_endpoint().protocol();
   Socket out(ex);
   boost::system::error_code ec;
-  out.assign(protocol, s.release(), ec);
+  const auto local = s.local_endpoint(ec);
+  if (ec) return out;
+  const auto fd = s.release(ec);
+  if (ec) return out;
+  out.assign(local.protocol(), fd, ec);
+  if (ec) ::close(fd);  // not adopted: ours to close
   return out;
 }
 
