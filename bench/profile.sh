@@ -20,32 +20,10 @@ work=$(mktemp -d /tmp/cairva-prof.XXXXXX)
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-wait_http() { for _ in $(seq 100); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done; echo "not up: $1" >&2; return 1; }
 export CAIRVA_ADMIN_TOKEN=profile-admin-token
-MOCK_PORT=$(free_port); GW_PORT=$(free_port); GW_ADMIN=$(free_port)
-"${CAIRVA_PROFILE_MOCK_BIN:-$BIN}" mock-provider --listen 127.0.0.1:$MOCK_PORT --threads 1 >/dev/null &
-pids+=($!)
-wait_http http://127.0.0.1:$MOCK_PORT/mock/stats
-cat > "$work/cairva.toml" <<TOML
-[server]
-listen = "127.0.0.1:$GW_PORT"
-admin_listen = "127.0.0.1:$GW_ADMIN"
-threads = $THREADS
-access_log = false
-[store]
-url = "sqlite://$work/cairva.db"
-sync = "$SYNC"
-[[providers]]
-name = "mock"
-base_url = "http://127.0.0.1:$MOCK_PORT/v1"
-TOML
-${CAIRVA_PROFILE_PRELOAD:+env LD_PRELOAD=$CAIRVA_PROFILE_PRELOAD} "$BIN" serve --config "$work/cairva.toml" > "$work/log" 2>&1 &
-GW_PID=$!; pids+=($GW_PID)
-wait_http http://127.0.0.1:$GW_PORT/healthz
-created=$(curl -s -X POST http://127.0.0.1:$GW_ADMIN/admin/v1/agreements -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" \
-  -d '{"supplier":"p","buyer":"p","provider":"mock","input_tokens":100000000000,"output_tokens":100000000000,"ends_at":"2099-01-01T00:00:00Z","requests_per_minute":100000000,"tokens_per_minute":100000000000,"max_concurrency":100000}')
-KEY=$(echo "$created" | sed -n 's/.*"secret":"\(cv_[A-Za-z0-9]*\)".*/\1/p')
+. bench/one_gateway.sh
+start_one_gateway "${CAIRVA_PROFILE_MOCK_BIN:-$BIN}" "$SYNC" "$THREADS" 100 \
+  ${CAIRVA_PROFILE_PRELOAD:+env LD_PRELOAD=$CAIRVA_PROFILE_PRELOAD} "$BIN" serve
 # Warm-up, so the profile shows the steady state (tables and WAL grown, pools full).
 CAIRVA_BENCH_KEY=$KEY wrk -t1 -c"$CONNS" -d2s -s bench/chat.lua http://127.0.0.1:$GW_PORT >/dev/null
 t0=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
