@@ -15,10 +15,6 @@ OUT=${CAIRVA_INSTR_OUT:-/tmp/cairva-instr}
 [ -x "$BIN" ] || { echo "$BIN missing: ninja -C build-release cairva" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "valgrind missing: scripts/setup.sh installs it" >&2; exit 1; }
 mkdir -p "$OUT"; rm -f "$OUT"/callgrind.out*
-work=$(mktemp -d /tmp/cairva-instr.XXXXXX)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
 export CAIRVA_ADMIN_TOKEN=instr-admin-token
 . bench/one_gateway.sh
 # Instrumentation starts off: start-up and the warm-up are not counted.

@@ -1,7 +1,11 @@
 # Sourced by bench/profile.sh and bench/instructions.sh: one mock provider and one gateway
-# (SQLite store in $work) under load-test settings, and a buyer key with limits too high to
-# refuse anything. Needs `work` (a scratch directory) and `pids` (an array the caller's
-# cleanup kills) set by the caller.
+# (SQLite store in a scratch directory, $work) under load-test settings, and a buyer key with
+# limits too high to refuse anything. Everything started is stopped, and $work removed, when
+# the script exits.
+work=$(mktemp -d /tmp/cairva-bench.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # wait_http URL [tries]: 50 ms apart.
 wait_http() {

@@ -16,10 +16,6 @@ OUT=${CAIRVA_PROFILE_OUT:-/tmp/cairva-profile}
 BIN=${CAIRVA_PROFILE_BIN:-$PWD/build-release/cairva}  # e.g. a -fno-omit-frame-pointer build for call graphs
 [ -x "$BIN" ] || { echo "build-release/cairva missing: run bench/run.sh (or ninja -C build-release cairva) first" >&2; exit 1; }
 mkdir -p "$OUT"
-work=$(mktemp -d /tmp/cairva-prof.XXXXXX)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"; }
-trap cleanup EXIT
 export CAIRVA_ADMIN_TOKEN=profile-admin-token
 . bench/one_gateway.sh
 start_one_gateway "${CAIRVA_PROFILE_MOCK_BIN:-$BIN}" "$SYNC" "$THREADS" 100 \
