@@ -28,6 +28,6 @@ if [ "${CAIRVA_TEST_SANITIZE:-0}" = 1 ]; then
     node --test --test-concurrency=1 ./*.test.mjs) || status=1
   ./scripts/build.sh build-tsan -DCAIRVA_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j2 \
-    -R 'sqlite|postgres|contract' || status=1
+    -R '[Ss]qlite|[Pp]ostgres|[Cc]ontract|Oplog|Writes' || status=1
 fi
 exit $status
