@@ -23,11 +23,12 @@ bool is_safe_value(std::string_view v) {
 MessageHead::MessageHead(unsigned version, size_t reserve) : version_(version) { text_.reserve(reserve); }
 
 MessageHead MessageHead::response(unsigned status, unsigned version) {
-  CAIRVA_ASSERT(version == 10 || version == 11);
-  CAIRVA_ASSERT(status >= 100 && status <= 999);
-  MessageHead h(version, head_reserve_bytes);
+  CAIRVA_ASSERT(status >= 100 && status <= 999);  // the gateway's own or a checked provider status
+  // The request's version is the client's (Beast reads any "HTTP/d.d"): the answer is 1.1,
+  // or 1.0 to a 1.0 (or older) client.
+  MessageHead h(version >= 11 ? 11 : 10, head_reserve_bytes);
   h.status_ = status;
-  h.text_ += version == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
+  h.text_ += h.version_ == 10 ? "HTTP/1.0 " : "HTTP/1.1 ";
   char code[4];
   std::to_chars(code, code + 3, status);
   h.text_.append(code, 3);

@@ -15,7 +15,8 @@ namespace cairva::http {
 
 class MessageHead {
  public:
-  // "HTTP/1.x <status> <reason>"; `version` is 10 or 11, as Beast numbers it.
+  // "HTTP/1.x <status> <reason>": 1.1, or 1.0 when `version` (the request's, as Beast
+  // numbers it: 10 * major + minor) is below 11.
   static MessageHead response(unsigned status, unsigned version);
   // "<method> <target> HTTP/1.1".
   static MessageHead request(std::string_view method, std::string_view target);

@@ -47,6 +47,15 @@ TEST(MessageHead, ConnectionFollowsTheVersionsDefault) {
   EXPECT_EQ(MessageHead::response(200, 11).finish(0, true).find("Connection"), std::string::npos);
 }
 
+// A client may send any "HTTP/d.d": the answer is HTTP/1.1, or 1.0 to 1.0 and older.
+TEST(MessageHead, AnyRequestVersionGetsA11Or10StatusLine) {
+  for (const unsigned v : {0u, 9u, 10u, 11u, 12u, 20u, 99u}) {
+    const std::string text = MessageHead::response(200, v).finish(0, true);
+    EXPECT_EQ(text.substr(0, 9), v >= 11 ? "HTTP/1.1 " : "HTTP/1.0 ") << v;
+    EXPECT_TRUE(parse<false>(text).keep_alive()) << v;
+  }
+}
+
 TEST(MessageHead, AChunkedResponseReadsAsChunked) {
   auto h = MessageHead::response(200, 11);
   h.add("Content-Type", "text/event-stream");

@@ -84,6 +84,16 @@ test('pipelined requests on one connection are answered in order', async () => {
   assert.deepEqual(statuses, ['200', '200', '404']);
 });
 
+test('HTTP/1.0 is answered in 1.0; other versions are 400, and the gateway stays up', async () => {
+  const ten = await rawHttp(gw.port, 'GET /healthz HTTP/1.0\r\nHost: x\r\n\r\n');
+  assert.match(ten, /^HTTP\/1\.0 200/);
+  for (const v of ['1.2', '2.0', '0.9']) {
+    const out = await rawHttp(gw.port, `GET /healthz HTTP/${v}\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    assert.match(out, /^HTTP\/1\.1 400/, `HTTP/${v}: ${out.slice(0, 40)}`);
+  }
+  assert.equal((await fetch(gw.url + '/healthz')).status, 200);
+});
+
 test('HEAD is answered without a body; pipelined bodies are read from the buffer in order', async () => {
   const head = await rawHttp(gw.port,
     'HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
