@@ -160,6 +160,15 @@ test('provider error status is passed on, the hold released, nothing booked, rpm
   assert.equal(failed.body.data.length, 1);
 });
 
+test('a provider status no client could take as a final answer reaches the client as 502', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  const r = await chat(gw, secret, { model: 'mock?status=600', messages: [{ role: 'user', content: 'x' }] });
+  assert.equal(r.status, 502);
+  const status = await gw.admin('GET', `/admin/v1/allocations/${allocation.id}`);
+  assert.deepEqual(status.body.held, { input_tokens: 0, output_tokens: 0 });
+  assert.deepEqual(status.body.used, { input_tokens: 0, output_tokens: 0 });
+});
+
 test('a mid-stream client disconnect still books the usage', async () => {
   const { allocation, secret } = await createAgreement(gw);
   const ctrl = new AbortController();
