@@ -31,7 +31,6 @@ class MessageHead {
   const std::string& finish(size_t content_length, bool keep_alive);
   const std::string& finish_chunked(bool keep_alive);
 
-  unsigned version() const { return version_; }
   unsigned status() const { return status_; }  // 0 for a request
 
  private:

@@ -3,6 +3,7 @@
 #include <openssl/ssl.h>
 
 #include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 
 #include "http/limits.h"
 

@@ -17,7 +17,6 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
 
@@ -55,7 +54,6 @@ class UpstreamConnection {
   // operation (docs/benchmarks.md, session 6).
   void expires_after(std::chrono::steady_clock::duration d) { deadline_.expires_after(d); }
   void expires_never() { deadline_.clear(); }
-  beast::flat_buffer& buffer() { return buffer_; }
   // True once this connection has carried a complete exchange (it came from the pool).
   bool reused = false;
 

@@ -240,7 +240,8 @@ Status prepare_database(Db& db, bool sync_full, int up_to_version) {
                           " is newer than this cairva knows (" +
                           std::to_string(schema_version_latest()) + ")");
   }
-  for (int i = *v; i < std::min(up_to_version, schema_version_latest()); ++i) {
+  const int target = std::min(up_to_version, schema_version_latest());
+  for (int i = *v; i < target; ++i) {
     const std::string sql = std::string("BEGIN IMMEDIATE;") + migrations[i] +
                             "PRAGMA user_version=" + std::to_string(i + 1) + ";COMMIT;";
     if (Status s = db.exec(sql); !s.ok()) {
@@ -248,7 +249,7 @@ Status prepare_database(Db& db, bool sync_full, int up_to_version) {
       return s;
     }
   }
-  if (*v < std::min(up_to_version, schema_version_latest())) {
+  if (*v < target) {
     if (Status s = check_foreign_keys(db); !s.ok()) return s;
   }
   return db.exec("PRAGMA foreign_keys=ON");
