@@ -53,7 +53,7 @@ curl -s -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" http://127.0.0.1:$GW_ADMI
           printf "per request: store wait %.0f us at admission, %.0f us at settlement; provider %.0f us; %.1f writes/commit\n",
                  1e6*as/ac, 1e6*ss/sc, 1e6*ps/pc, bs/bc }'
 for t in /proc/$GW_PID/task/*; do
-  awk -v hz="$(getconf CLK_TCK)" '{printf "thread %s: %.1f s CPU\n", $2, ($14+$15)/hz}' "$t/stat"
+  awk -v hz="$(getconf CLK_TCK)" '{printf "thread %s: %.1f s CPU (%.1f s user, %.1f s system)\n", $2, ($14+$15)/hz, $14/hz, $15/hz}' "$t/stat"
 done
 [ "${CAIRVA_PROFILE_PERF:-1}" = 1 ] || exit 0
 echo "--- share per thread"

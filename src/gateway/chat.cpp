@@ -14,6 +14,7 @@
 #include "gateway/store_await.h"
 #include "http/limits.h"
 #include "http/message_head.h"
+#include "http/message_reader.h"
 #include "wire/chat_request.h"
 #include "wire/completion.h"
 #include "wire/errors.h"
@@ -30,9 +31,6 @@ using upstream::ProviderEndpoint;
 using http::Task;
 using http::task_nothrow;
 
-// Response headers of the provider passed on to the client.
-constexpr std::array<std::string_view, 2> forwarded_provider_headers = {"x-request-id", "openai-processing-ms"};
-
 bool is_2xx(unsigned status) { return status >= 200 && status < 300; }
 
 struct Flow {
@@ -44,7 +42,7 @@ struct Flow {
   std::optional<int64_t> lowered_to;
   UnixMicros deadline_mono = 0;  // in_flight_timeout_s after admission, monotonic
   std::unique_ptr<UpstreamConnection> conn;
-  std::optional<bhttp::response_parser<bhttp::empty_body>> head;
+  std::optional<http::ResponseReader> head;  // the provider's response, header then body
 
   Task<Result<store::SettleResult>> settle(store::SettleKind kind, std::string provider_request_id = {},
                                                      core::Tokens usage = {}) {
@@ -74,16 +72,16 @@ struct Flow {
     co_return co_await settle(kind, std::move(provider_request_id), counts);
   }
 
-  // The client's response head. `provider` is the header of the parser reading the
-  // response now: `head` is moved into the body parser, and its own fields are empty after that.
-  http::MessageHead client_head(unsigned status, const bhttp::fields& provider) const {
+  // The client's response head: the provider's status and the fields it passes on
+  // (x-request-id, openai-processing-ms).
+  http::MessageHead client_head() const {
     // A provider status no client could read as a final answer is passed on as a 502.
+    unsigned status = head->status();
     if (status < 200 || status > 599) status = 502;
     auto h = ex.head(static_cast<int>(status));
     if (lowered_to) h.add("x-cairva-max-tokens-lowered", *lowered_to);
-    for (auto name : forwarded_provider_headers) {
-      auto it = provider.find(name);
-      if (it != provider.end()) h.add(name, it->value());
+    for (size_t i = 0; i < http::ResponseReader::kept_fields.size(); ++i) {
+      if (head->has_field(i)) h.add(http::ResponseReader::kept_fields[i], head->field(i));
     }
     return h;
   }
@@ -130,12 +128,8 @@ struct Flow {
     }
   }
 
-  // Reads the response being parsed: `head` is moved into the body parser, so its own
-  // fields are empty by the time the provider id is needed.
-  static std::string header_request_id(const bhttp::fields& fields) {
-    auto it = fields.find("x-request-id");
-    return it == fields.end() ? std::string() : std::string(it->value());
-  }
+  // The provider's x-request-id field, for a response whose body names no id.
+  std::string header_request_id() const { return std::string(head->field(http::ResponseReader::request_id_field)); }
 
   void maybe_release(bool clean) {
     if (conn && clean) pool.release(*provider, std::move(conn));
@@ -143,20 +137,20 @@ struct Flow {
   }
 
   // A provider error status: release the hold, pass the provider's status and body on.
-  Task<bool> relay_provider_error(bhttp::response_parser<bhttp::string_body>& p, boost::system::error_code ec) {
+  Task<bool> relay_provider_error(boost::system::error_code ec) {
     auto settled = co_await settle(store::SettleKind::failed);
     (void)settled;  // a failed settlement releases nothing durable-critical; the sweep covers it
-    maybe_release(!ec && p.keep_alive());
+    maybe_release(!ec && head->keep_alive());
     if (ec) co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider error response was cut off");
-    co_return co_await ex.send_json(client_head(p.get().result_int(), p.get().base()), std::move(p.get().body()));
+    co_return co_await ex.send_json(client_head(), std::move(head->body()));
   }
 
   Task<bool> plain() {
-    bhttp::response_parser<bhttp::string_body> p(std::move(*head));
-    p.body_limit(http::provider_body_bytes_max);
+    auto& p = *head;
+    p.body_limit(http::provider_body_bytes_max);  // no body byte parsed yet: Beast allows it
     conn->expires_after(until_deadline());
     auto ec = co_await conn->read(p);
-    if (!is_2xx(p.get().result_int())) co_return co_await relay_provider_error(p, ec);
+    if (!is_2xx(p.status())) co_return co_await relay_provider_error(ec);
     if (ec) {
       // The provider accepted the work but the body was lost: it may have been billed.
       conn.reset();
@@ -164,18 +158,17 @@ struct Flow {
       co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider response was cut off");
     }
     maybe_release(p.keep_alive());
-    auto& body = p.get().body();
+    auto& body = p.body();
     auto info = wire::read_completion(body);
     if (!info) {
       co_await settle(store::SettleKind::usage_missing);
       co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider sent a malformed response");
     }
-    std::string provider_id = info->id.empty() ? header_request_id(p.get().base()) : info->id;
+    std::string provider_id = info->id.empty() ? header_request_id() : info->id;
     if (provider_id.empty()) provider_id = ex.request_id;
     auto settled = co_await settle_reported(info->usage, std::move(provider_id));
     if (!settled) co_return co_await ex.send_error(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message);
-    co_return co_await ex.send_json(client_head(p.get().result_int(), p.get().base()),
-                                    wire::with_usage_source(body, *info, !info->usage.has_value()));
+    co_return co_await ex.send_json(client_head(), wire::with_usage_source(body, *info, !info->usage.has_value()));
   }
 
   // Writes one chunk to the client unless it has gone; a client that goes away does not
@@ -188,7 +181,7 @@ struct Flow {
   }
 
   Task<bool> streamed(bool client_wants_usage) {
-    auto res = client_head(head->get().result_int(), head->get().base());
+    auto res = client_head();
     res.add("Content-Type", "text/event-stream");
     res.add("Cache-Control", "no-cache");
     ex.status_sent = static_cast<int>(res.status());
@@ -196,20 +189,20 @@ struct Flow {
     auto [hec, hn] = co_await net::async_write(ex.stream, net::buffer(res.finish_chunked(ex.keep_alive)), task_nothrow);
     bool client_ok = !hec;
 
-    bhttp::response_parser<bhttp::buffer_body> p(std::move(*head));
+    auto& p = *head;
     p.body_limit(boost::none);  // a stream is bounded by time (in-flight timeout), not size
-    std::array<char, http::stream_read_buffer_bytes> buf;
+    p.hold_at_most(http::stream_read_buffer_bytes);
+    p.body().reserve(http::stream_read_buffer_bytes);
     wire::StreamRelay relay(client_wants_usage);
     std::string out;
     bool cut = false;
     while (!p.is_done()) {
-      p.get().body().data = buf.data();
-      p.get().body().size = buf.size();
       conn->expires_after(until_deadline());
       auto ec = co_await conn->read_some(p);
       if (ec == bhttp::error::need_buffer) ec = {};
-      const size_t n = buf.size() - p.get().body().size;
-      if (n > 0 && !relay.feed(std::string_view(buf.data(), n), out)) {
+      const bool fed = p.body().empty() || relay.feed(p.body(), out);
+      p.body().clear();
+      if (!fed) {
         cut = true;  // an event over the size bound: treat the stream as cut off
         break;
       }
@@ -221,7 +214,7 @@ struct Flow {
       }
     }
     maybe_release(!cut && p.keep_alive());
-    std::string provider_id = relay.provider_id().empty() ? header_request_id(p.get().base()) : std::string(relay.provider_id());
+    std::string provider_id = relay.provider_id().empty() ? header_request_id() : std::string(relay.provider_id());
     if (provider_id.empty()) provider_id = ex.request_id;
     auto settled = co_await settle_reported(relay.usage(), std::move(provider_id));
     if (!settled) {
@@ -305,7 +298,7 @@ Task<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool, Clie
     co_await flow.settle(store::SettleKind::failed);
     co_return co_await ex.send_error(sent.error().code, sent.error().message);
   }
-  if (chat.stream && is_2xx(flow.head->get().result_int())) co_return co_await flow.streamed(chat.include_usage);
+  if (chat.stream && is_2xx(flow.head->status())) co_return co_await flow.streamed(chat.include_usage);
   co_return co_await flow.plain();
 }
 

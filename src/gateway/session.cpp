@@ -12,6 +12,7 @@
 #include "gateway/gateway.h"
 #include "gateway/store_await.h"
 #include "http/buffered_parse.h"
+#include "http/message_reader.h"
 #include "http/limits.h"
 #include "admin/entity_json.h"
 #include "wire/limits.h"
@@ -47,15 +48,14 @@ Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
   return Route::unknown;
 }
 
-bool has_body(const bhttp::request_parser<bhttp::empty_body>& p) {
+bool has_body(const http::RequestReader& p) {
   return p.chunked() || (p.content_length() && *p.content_length() > 0);
 }
 
 // Waits for the first byte of a request with the idle timeout, then gives the rest of the
 // header header_read_timeout_s: an idle keep-alive connection is cheap, a slow sender is not.
 Task<void> read_header(http::Socket& stream, http::Deadline& deadline, beast::flat_buffer& buffer,
-                                 bhttp::request_parser<bhttp::empty_body>& parser, bool& got_bytes,
-                                 boost::system::error_code& ec) {
+                       http::RequestReader& parser, bool& got_bytes, boost::system::error_code& ec) {
   got_bytes = buffer.size() > 0;
   if (!got_bytes) {
     deadline.expires_after(std::chrono::seconds(http::idle_timeout_s));
@@ -119,8 +119,9 @@ struct AccessLogLine {
 
 // Serves one request. Returns false when the connection must close.
 Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Socket& stream,
-                               http::Deadline& deadline, beast::flat_buffer& buffer, KeyHashCache& keys) {
-  bhttp::request_parser<bhttp::empty_body> hp;
+                     http::Deadline& deadline, beast::flat_buffer& buffer, std::string& head_text,
+                     KeyHashCache& keys) {
+  http::RequestReader hp(head_text);
   hp.header_limit(static_cast<std::uint32_t>(http::request_header_bytes_max));
   hp.body_limit(boost::none);  // checked after authentication: 401 comes before 413
   bool got_bytes = false;
@@ -144,21 +145,20 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
     }
     co_return false;
   }
-  auto& req = hp.get();
-  ex.version = req.version();
-  ex.head_only = req.method() == bhttp::verb::head;
-  ex.keep_alive = req.keep_alive() && !has_body(hp);  // reset below once the body is read
+  ex.version = hp.version();
+  ex.head_only = hp.method() == bhttp::verb::head;
+  ex.keep_alive = hp.keep_alive() && !has_body(hp);  // reset below once the body is read
   ex.request_id = new_time_ordered_id("req");
   bool method_ok = false;
-  const Route route = route_of(req.target(), req.method(), method_ok);
-  if (route == Route::unknown) co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(req.target()));
+  const Route route = route_of(hp.target(), hp.method(), method_ok);
+  if (route == Route::unknown) co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
   if (!method_ok) {
     co_return co_await ex.send_error(ErrorCode::method_not_allowed,
-                                     std::string(req.method_string()) + " is not allowed on " + std::string(req.target()));
+                                     std::string(hp.method_text()) + " is not allowed on " + std::string(hp.target()));
   }
   if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
 
-  auto grant = co_await authenticate(gw, keys, req[bhttp::field::authorization]);
+  auto grant = co_await authenticate(gw, keys, hp.authorization());
   if (!grant) co_return co_await ex.send_error(ErrorCode::invalid_api_key, grant.error().message);
   ex.allocation_id = grant->allocation_id;
   ex.rate = core::AllocationSnapshot{};
@@ -169,13 +169,12 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
     co_await load_rate_limits(gw, ex, *grant);
     co_return co_await ex.send_error(ErrorCode::request_too_large, "request body exceeds 16 MiB");
   }
-  bhttp::request_parser<bhttp::string_body> bp(std::move(hp));
-  bp.body_limit(http::request_body_bytes_max);
+  hp.body_limit(http::request_body_bytes_max);  // no body byte parsed yet: Beast allows it
   // The slack lets inspection parse the body where it lies instead of copying it.
-  if (hp.content_length()) bp.get().body().reserve(*hp.content_length() + wire::in_place_slack_bytes);
+  if (hp.content_length()) hp.body().reserve(*hp.content_length() + wire::in_place_slack_bytes);
   deadline.expires_after(std::chrono::seconds(http::body_read_timeout_s));
-  if (!http::parse_buffered(bp, buffer, false, ec)) {
-    std::tie(ec, std::ignore) = co_await bhttp::async_read(stream, buffer, bp, task_nothrow);
+  if (!http::parse_buffered(hp, buffer, false, ec)) {
+    std::tie(ec, std::ignore) = co_await bhttp::async_read(stream, buffer, hp, task_nothrow);
     if (ec && deadline.expired()) ec = beast::error::timeout;
   }
   if (ec == bhttp::error::body_limit) {
@@ -184,15 +183,16 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   }
   if (ec == beast::error::timeout) co_return co_await ex.send_error(ErrorCode::request_timeout, "request body not received in time");
   if (ec) co_return false;
-  ex.keep_alive = bp.get().keep_alive();
-  co_return co_await chat_completion(gw, pool, ex, *grant, std::move(bp.get().body()));
+  ex.keep_alive = hp.keep_alive();
+  co_return co_await chat_completion(gw, pool, ex, *grant, std::move(hp.body()));
 }
 
 Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, http::Socket socket) {
   http::Deadline deadline(socket);
   beast::flat_buffer buffer;
+  std::string head_text;  // a request's target and Authorization, reused
   KeyHashCache keys;
-  while (co_await serve_one(gw, pool, socket, deadline, buffer, keys)) {
+  while (co_await serve_one(gw, pool, socket, deadline, buffer, head_text, keys)) {
   }
   boost::system::error_code ignored;
   socket.shutdown(http::Socket::shutdown_send, ignored);

@@ -1,0 +1,66 @@
+#include "http/message_reader.h"
+
+#include <algorithm>
+
+#include <boost/beast/core/string.hpp>
+#include <boost/beast/http/error.hpp>
+
+namespace cairva::http {
+
+namespace bhttp = boost::beast::http;
+
+TextSpan RequestReader::keep(string_view value) {
+  TextSpan s{text_.size(), value.size(), true};
+  text_.append(value.data(), value.size());
+  return s;
+}
+
+void RequestReader::on_request_impl(bhttp::verb method, string_view method_str, string_view target, int version,
+                                    error_code&) {
+  method_ = method;
+  method_text_ = keep(method_str);
+  target_ = keep(target);
+  version_ = static_cast<unsigned>(version);  // Beast accepts 1.0 and 1.1 only
+}
+
+void RequestReader::on_field_impl(bhttp::field name, string_view, string_view value, error_code&) {
+  if (name == bhttp::field::authorization && !authorization_.found) authorization_ = keep(value);
+}
+
+size_t RequestReader::on_body_impl(string_view body, error_code&) {
+  body_.append(body.data(), body.size());  // the parser's body limit bounds it
+  return body.size();
+}
+
+size_t RequestReader::on_chunk_body_impl(std::uint64_t, string_view body, error_code& ec) {
+  return on_body_impl(body, ec);
+}
+
+std::string_view ResponseReader::field(size_t i) const {
+  return std::string_view(text_).substr(fields_[i].begin, fields_[i].size);
+}
+
+void ResponseReader::on_response_impl(int code, string_view, int, error_code&) {
+  status_ = static_cast<unsigned>(code);  // three digits: Beast checks
+}
+
+void ResponseReader::on_field_impl(bhttp::field, string_view name_string, string_view value, error_code&) {
+  for (size_t i = 0; i < kept_fields.size(); ++i) {
+    if (fields_[i].found || !boost::beast::iequals(name_string, kept_fields[i])) continue;
+    fields_[i] = {text_.size(), value.size(), true};
+    text_.append(value.data(), value.size());
+    return;
+  }
+}
+
+size_t ResponseReader::take(string_view body, error_code& ec) {
+  size_t n = body.size();
+  if (hold_max_ > 0) {
+    n = std::min(n, hold_max_ - std::min(hold_max_, body_.size()));
+    if (n < body.size()) ec = bhttp::error::need_buffer;
+  }
+  body_.append(body.data(), n);
+  return n;
+}
+
+}  // namespace cairva::http

@@ -1,0 +1,154 @@
+#include "http/message_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/buffer.hpp>
+#include <boost/beast/http/error.hpp>
+
+namespace cairva::http {
+namespace {
+
+namespace bhttp = boost::beast::http;
+using boost::system::error_code;
+
+// Feeds `text` to the parser in pieces of `step` bytes, as reads would deliver it; stops at
+// the first error. Returns the bytes consumed.
+template <class Parser>
+size_t feed(Parser& p, std::string_view text, size_t step, error_code& ec) {
+  p.eager(true);
+  size_t at = 0;
+  std::string pending;
+  while (at < text.size() && !p.is_done()) {
+    pending.append(text.substr(at, step));
+    at += std::min(step, text.size() - at);
+    const size_t used = p.put(boost::asio::buffer(pending), ec);
+    pending.erase(0, used);
+    if (ec == bhttp::error::need_more) ec = {};
+    if (ec) return at - pending.size();
+  }
+  return at - pending.size();
+}
+
+TEST(RequestReader, KeepsTheStartLineTheFirstAuthorizationAndTheBody) {
+  std::string text;
+  RequestReader r(text);
+  error_code ec;
+  const std::string msg =
+      "POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: a\r\nauthorization: Bearer cv_one\r\n"
+      "Authorization: Bearer cv_two\r\nContent-Length: 5\r\n\r\nhello";
+  EXPECT_EQ(feed(r, msg, 7, ec), msg.size());
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(r.is_done());
+  EXPECT_EQ(r.method(), bhttp::verb::post);
+  EXPECT_EQ(r.method_text(), "POST");
+  EXPECT_EQ(r.target(), "/v1/chat/completions?x=1");
+  EXPECT_EQ(r.version(), 11u);
+  EXPECT_EQ(r.authorization(), "Bearer cv_one");
+  EXPECT_EQ(r.body(), "hello");
+  EXPECT_TRUE(r.keep_alive());
+}
+
+TEST(RequestReader, ReadsAChunkedBodyAndHttp10WithoutKeepAlive) {
+  std::string text;
+  RequestReader r(text);
+  error_code ec;
+  const std::string msg =
+      "POST /v1/chat/completions HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+  feed(r, msg, 3, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(r.is_done());
+  EXPECT_EQ(r.body(), "abcde");
+  EXPECT_EQ(r.version(), 10u);
+  EXPECT_FALSE(r.keep_alive());
+  EXPECT_EQ(r.authorization(), "");
+}
+
+TEST(RequestReader, AConnectionsNextRequestReusesTheTextWithNothingOfTheLastOne) {
+  std::string text;
+  {
+    RequestReader first(text);
+    error_code ec;
+    feed(first, "GET /v1/allocations/current HTTP/1.1\r\nAuthorization: Bearer cv_a_long_key_0123456789\r\n\r\n", 64, ec);
+    ASSERT_FALSE(ec);
+    EXPECT_EQ(first.authorization(), "Bearer cv_a_long_key_0123456789");
+  }
+  const size_t capacity = text.capacity();
+  RequestReader second(text);
+  error_code ec;
+  feed(second, "GET /healthz HTTP/1.1\r\n\r\n", 64, ec);
+  ASSERT_FALSE(ec);
+  EXPECT_EQ(second.target(), "/healthz");
+  EXPECT_EQ(second.authorization(), "");
+  EXPECT_EQ(text.capacity(), capacity);
+}
+
+TEST(RequestReader, ABodyLimitSetAfterTheHeaderStopsALargerChunkedBody) {
+  std::string text;
+  RequestReader r(text);
+  r.body_limit(boost::none);
+  error_code ec;
+  const std::string head = "POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string body = "8\r\n12345678\r\n0\r\n\r\n";
+  r.eager(false);
+  const size_t used = r.put(boost::asio::buffer(head), ec);
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_EQ(used, head.size());
+  ASSERT_TRUE(r.is_header_done());
+  r.body_limit(4);
+  feed(r, body, body.size(), ec);
+  EXPECT_EQ(ec, bhttp::error::body_limit);
+  EXPECT_FALSE(r.is_done());
+}
+
+TEST(RequestReader, MalformedInputIsAnErrorNotAnAbort) {
+  for (const std::string bad : {"POST /x HTTP/1.1\r\nContent-Length: x\r\n\r\n", "GARBAGE\r\n\r\n",
+                                "POST /x HTTP/2.0\r\n\r\n", "POST /x HTTP/1.1\r\nA\x01: b\r\n\r\n"}) {
+    std::string text;
+    RequestReader r(text);
+    error_code ec;
+    feed(r, bad, 4, ec);
+    EXPECT_TRUE(ec) << bad;
+  }
+}
+
+TEST(ResponseReader, KeepsStatusAndTheNamedFieldsWhateverTheirCase) {
+  ResponseReader r;
+  error_code ec;
+  const std::string msg =
+      "HTTP/1.1 429 Too Many Requests\r\nX-Request-ID: prov-1\r\nx-request-id: prov-2\r\n"
+      "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+  feed(r, msg, 5, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  ASSERT_TRUE(r.is_done());
+  EXPECT_EQ(r.status(), 429u);
+  EXPECT_TRUE(r.has_field(ResponseReader::request_id_field));
+  EXPECT_EQ(r.field(ResponseReader::request_id_field), "prov-1");
+  EXPECT_FALSE(r.has_field(1));
+  EXPECT_EQ(r.field(1), "");
+  EXPECT_EQ(r.body(), "{}");
+  EXPECT_TRUE(r.keep_alive());
+}
+
+TEST(ResponseReader, AHeldStreamStopsWhenFullAndGoesOnOnceDrained) {
+  ResponseReader r;
+  r.hold_at_most(4);
+  error_code ec;
+  const std::string msg = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n3\r\nabc\r\n0\r\n\r\n";
+  std::string pending = msg;
+  std::string seen;
+  r.eager(true);
+  for (int rounds = 0; !r.is_done() && rounds < 100; ++rounds) {
+    const size_t used = r.put(boost::asio::buffer(pending), ec);
+    pending.erase(0, used);
+    if (ec == bhttp::error::need_buffer) ec = {};
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_LE(r.body().size(), 4u);
+    seen += r.body();
+    r.body().clear();
+  }
+  EXPECT_TRUE(r.is_done());
+  EXPECT_EQ(seen, "0123456789abc");
+}
+
+}  // namespace
+}  // namespace cairva::http
