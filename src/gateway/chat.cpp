@@ -192,7 +192,6 @@ struct Flow {
     auto& p = *head;
     p.body_limit(boost::none);  // a stream is bounded by time (in-flight timeout), not size
     p.hold_at_most(http::stream_read_buffer_bytes);
-    p.body().reserve(http::stream_read_buffer_bytes);
     wire::StreamRelay relay(client_wants_usage);
     std::string out;
     bool cut = false;

@@ -30,9 +30,10 @@ inline constexpr size_t provider_body_bytes_max = size_t{64} << 20;
 inline constexpr size_t provider_header_bytes_max = size_t{64} << 10;
 // Idle upstream keep-alive connections kept per provider per event loop.
 inline constexpr size_t upstream_idle_connections_max = 256;
-// Read chunk for relaying streams: one buffer per open stream (in its coroutine frame),
-// reused for every chunk. Providers' SSE events are a few hundred bytes; a larger buffer
-// only costs memory per stream (16 KiB put 9,900 streams at 271 MB; docs/benchmarks.md).
+// Most of a stream's body held between relays: the parser stops there until the relay
+// drained it. The holding string grows only to what the provider's reads bring (SSE
+// events are a few hundred bytes), so memory per stream follows the events, not this bound
+// (a fixed 16 KiB buffer put 9,900 streams at 271 MB; docs/benchmarks.md).
 inline constexpr size_t stream_read_buffer_bytes = 4 << 10;
 
 static_assert(request_header_bytes_max < request_body_bytes_max);

@@ -146,6 +146,7 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
     return;
   }
   std::optional<Result<AdmitResult>> answer_now;
+  std::function<void(Status)> refused;  // an admitted start the writer would not queue
   {
     std::lock_guard lock(alloc->mu);
     const UnixMicros now = clock_->now();
@@ -163,7 +164,7 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
                      std::nullopt,   std::move(cmd.model),         cmd.stream,                    hold, ""};
       // The callback runs once the start is durable; a failed write undoes the admission
       // (hold released, in-flight decremented) so nothing is forwarded without its start.
-      auto on_written = [this, alloc, id = cmd.request_id, out, done](Status s) mutable {
+      auto on_written = [this, alloc, id = cmd.request_id, out = std::move(out), done = std::move(done)](Status s) mutable {
         if (s.ok()) {
           done(std::move(out));
           return;
@@ -176,12 +177,11 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
       };
       WriteOp op{WriteOp::Kind::admission, {writes::insert_request(std::move(row), std::move(cmd.key_id))}, {},
                  std::move(on_written)};
-      if (!writer_->try_enqueue(std::move(op), Writer::Wake::soon)) {
-        alloc->ledger.fail(cmd.request_id);
-        answer_now = Result<AdmitResult>(unavailable("store unavailable: write queue full or failing"));
-      }
+      if (!writer_->try_enqueue(std::move(op), Writer::Wake::soon)) refused = std::move(op.done);
     }
   }
+  // Outside the lock: the refused write's callback takes it to undo the admission.
+  if (refused) refused(unavailable("store unavailable: write queue full or failing"));
   if (answer_now) done(std::move(*answer_now));
 }
 

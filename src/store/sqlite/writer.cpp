@@ -65,7 +65,7 @@ Writer::~Writer() {
   apply_thread_.join();
 }
 
-bool Writer::try_enqueue(WriteOp op, Wake wake) {
+bool Writer::try_enqueue(WriteOp&& op, Wake wake) {
   CAIRVA_ASSERT(op.kind == WriteOp::Kind::admission);
   {
     std::lock_guard lock(mu_);

@@ -86,8 +86,9 @@ class Writer {
   // handlers, if it runs one (base/run_soon.h) — only for ops whose callback nobody awaits
   // by blocking this thread; otherwise, and by default, the journal thread.
   enum class Wake : uint8_t { journal_thread, soon };
-  // Admission writes: false (nothing queued) when the queue is full or the writer is failing.
-  bool try_enqueue(WriteOp op, Wake wake = Wake::journal_thread);
+  // Admission writes: false when the queue is full or the writer is failing; `op` is then
+  // left as it was (its callback still the caller's), else moved from.
+  bool try_enqueue(WriteOp&& op, Wake wake = Wake::journal_thread);
   // Durable and read ops are always queued.
   void enqueue(WriteOp op, Wake wake = Wake::journal_thread);
   // Blocks until everything queued before the call has been attempted on the tables.
