@@ -154,7 +154,7 @@ for c in $CONNS; do
     eval "$(echo "$line" | sed 's/^BENCH //' | tr ' ' '\n' | sed 's/^/B_/')"
     cpu_us=$(awk -v d=$((t1 - t0)) -v t=$TICKS -v n=$B_requests 'BEGIN{ if (n>0) printf "%.1f", d/t*1e6/n; else print "nan" }')
     SERVED[$s]=$(( ${SERVED[$s]:-0} + m1 - m0 )); OK[$s]=$(( ${OK[$s]:-0} + B_requests - B_non2xx ))
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$s" "$B_rps" "$B_p50_us" "$B_p99_us" "$cpu_us" "$(rss_kb "$pid")" "$((B_non2xx + B_errors))" "$batch" >> "$results"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$c" "$s" "$B_rps" "$B_p50_us" "$B_p99_us" "$cpu_us" "$(rss_kb "$pid")" "$((B_non2xx + B_errors))" "$batch" "$round" >> "$results"
     echo "c=$c round=$round $s rps=$B_rps p50=${B_p50_us}us p99=${B_p99_us}us cpu/req=${cpu_us}us non2xx+errors=$((B_non2xx + B_errors)) writes/commit=$batch" >&2
   done
   done
@@ -241,6 +241,8 @@ if [ -f "$OUT_MD" ] && grep -qF "$notes_marker" "$OUT_MD"; then notes=$(sed -n "
   echo "CPU is the system under test's own user+system time per request. Ratios are against nginx measured in the same run."
   if [ "$REPEAT" -gt 1 ]; then
     echo "Each point is the median of $REPEAT rounds (CAIRVA_BENCH_REPEAT=$REPEAT), every round running each system in turn; non-2xx are summed."
+    echo "Each ratio is the median of the rounds' own ratios (a system against the same round's nginx run): the machine's"
+    echo "speed drifts over minutes, and a pair of adjacent runs shares the drift."
   fi
   echo
   echo "| connections | system | requests/s | × nginx | p50 µs | p99 µs | × nginx p99 | CPU µs/req | × nginx CPU | peak RSS MB | non-2xx | writes/commit |"
@@ -254,13 +256,22 @@ if [ -f "$OUT_MD" ] && grep -qF "$notes_marker" "$OUT_MD"; then notes=$(sed -n "
     }
     { k = $1 SUBSEP $2; if (!(k in rps)) order[++n] = k
       rps[k] = rps[k] " " $3; p50[k] = p50[k] " " $4; p99[k] = p99[k] " " $5; cpu[k] = cpu[k] " " $6
-      rss[k] = rss[k] " " $7; bad[k] += $8; bat[k] = ($9 == "-") ? "-" : bat[k] " " $9 }
-    END { for (k in rps) { rps[k] = median(rps[k]); p50[k] = median(p50[k]); p99[k] = median(p99[k]);
+      rss[k] = rss[k] " " $7; bad[k] += $8; bat[k] = ($9 == "-") ? "-" : bat[k] " " $9
+      rounds[k] = rounds[k] " " $10; vr[k, $10] = $3; vu[k, $10] = $6; vl[k, $10] = $5 }
+    END { # Per-round ratios against the same round of nginx.
+      for (k in rounds) { split(k, f, SUBSEP); g = f[1] SUBSEP "nginx"; m = split(rounds[k], rd, " ");
+        for (j = 1; j <= m; j++) { q = rd[j]; if (!((g, q) in vr)) continue
+          if (vr[g, q] > 0) rr[k] = rr[k] " " vr[k, q] / vr[g, q]
+          if (vu[g, q] > 0) ru[k] = ru[k] " " vu[k, q] / vu[g, q]
+          if (vl[g, q] > 0) rl[k] = rl[k] " " vl[k, q] / vl[g, q] } }
+      for (k in rps) { rps[k] = median(rps[k]); p50[k] = median(p50[k]); p99[k] = median(p99[k]);
             cpu[k] = median(cpu[k]); rss[k] = median(rss[k]); if (bat[k] != "-") bat[k] = sprintf("%.1f", median(bat[k])) }
-      for (i = 1; i <= n; i++) { split(order[i], f, SUBSEP); c = f[1]; s = f[2]; k = order[i]; g = c SUBSEP "nginx";
-        r = (rps[g] > 0) ? sprintf("%.2f", rps[k] / rps[g]) : "-";
-        u = (cpu[g] > 0) ? sprintf("%.2f", cpu[k] / cpu[g]) : "-";
-        l = (p99[g] > 0) ? sprintf("%.2f", p99[k] / p99[g]) : "-";
+      for (i = 1; i <= n; i++) { split(order[i], f, SUBSEP); c = f[1]; s = f[2]; k = order[i];
+        if (s == "nginx") { r = "1.00"; u = "1.00"; l = "1.00" }
+        else {
+          r = (k in rr) ? sprintf("%.2f", median(rr[k])) : "-";
+          u = (k in ru) ? sprintf("%.2f", median(ru[k])) : "-";
+          l = (k in rl) ? sprintf("%.2f", median(rl[k])) : "-" }
         printf "| %s | %s | %.0f | %s | %.0f | %.0f | %s | %.1f | %s | %.1f | %s | %s |\n", c, s, rps[k], r, p50[k], p99[k], l, cpu[k], u, rss[k] / 1024, bad[k], bat[k] } }' "$results"
   echo
   echo "Ledger check after the run:"
