@@ -53,6 +53,11 @@ void ResponseReader::on_field_impl(bhttp::field, string_view name_string, string
   }
 }
 
+void ResponseReader::on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code&) {
+  // Beast refused a length over the body limit before this call.
+  if (content_length && hold_max_ == 0) body_.reserve(static_cast<size_t>(*content_length));
+}
+
 size_t ResponseReader::take(string_view body, error_code& ec) {
   size_t n = body.size();
   if (hold_max_ > 0) {

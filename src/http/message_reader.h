@@ -90,7 +90,7 @@ class ResponseReader final : public boost::beast::http::basic_parser<false> {
   void on_field_impl(boost::beast::http::field name, string_view name_string, string_view value,
                      error_code& ec) override;
   void on_header_impl(error_code&) override {}
-  void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
+  void on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code& ec) override;
   size_t on_body_impl(string_view body, error_code& ec) override { return take(body, ec); }
   void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
   size_t on_chunk_body_impl(std::uint64_t, string_view body, error_code& ec) override { return take(body, ec); }

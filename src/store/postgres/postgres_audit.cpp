@@ -1,7 +1,9 @@
 // PostgresStore::audit(): the ledger's invariants (SPEC §8 `cairva audit`) checked with
 // queries that each return the violating rows, at most audit_findings_max per check.
 #include <string>
+#include <vector>
 
+#include "core/limits.h"
 #include "store/postgres/postgres_store.h"
 #include "store/postgres/statements.h"
 
@@ -76,6 +78,18 @@ constexpr Check checks[] = {
      "SELECT id || ': ends_at <= starts_at' FROM agreements WHERE ends_at <= starts_at"},
 };
 
+// Each start with the starts of the rate window up to it (ties included), in one ordered
+// pass per allocation: no window of the allocation holds more than requests_per_minute.
+const std::string rate_check_sql =
+    "SELECT allocation_id || ': ' || n || ' starts in the " + std::to_string(core::rate_window_s) +
+    " s up to ' || started_at || ' (limit ' || rpm || ')'"
+    " FROM (SELECT r.allocation_id, r.started_at, g.requests_per_minute AS rpm,"
+    " count(*) OVER (PARTITION BY r.allocation_id ORDER BY r.started_at"
+    " RANGE BETWEEN " + std::to_string(core::rate_window_us - 1) + " PRECEDING AND CURRENT ROW) AS n"
+    " FROM requests r JOIN allocations a ON a.id = r.allocation_id"
+    " JOIN agreements g ON g.id = a.agreement_id) w WHERE n > rpm";
+const Check rate_check{"no 60 s window holds more starts than requests_per_minute", rate_check_sql.c_str()};
+
 }  // namespace
 
 Result<AuditReport> PostgresStore::audit() {
@@ -93,7 +107,9 @@ Result<AuditReport> PostgresStore::audit() {
     report.allocations = get_i64(totals->get(), 0, 0);
     report.requests = get_i64(totals->get(), 0, 1);
     report.events = get_i64(totals->get(), 0, 2);
-    for (const Check& check : checks) {
+    std::vector<Check> all(std::begin(checks), std::end(checks));
+    all.push_back(rate_check);
+    for (const Check& check : all) {
       auto r = c.exec(std::string(check.sql) + " LIMIT " + std::to_string(audit_findings_max));
       if (!r.ok()) return r.error();
       for (int i = 0; i < rows(*r); ++i) {

@@ -143,6 +143,38 @@ TEST_F(PostgresStoreTest, TwoStoresAdmitExactlyRequestsPerMinute) {
   EXPECT_TRUE(r->decision.admitted());
 }
 
+TEST_F(PostgresStoreTest, AuditFindsAWindowWithMoreStartsThanRequestsPerMinute) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  const auto created = agreement(*s, {3, 100000000, 1000}, {100000000, 100000000});
+  auto start_two = [&] {
+    for (int i = 0; i < 2; ++i) {
+      auto r = admit(*s, command(created.allocation.id));
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      ASSERT_TRUE(r->decision.admitted());
+    }
+  };
+  start_two();
+  clock_->advance_seconds(core::rate_window_s);  // a start exactly one window ago is out of it
+  start_two();
+  auto audit_now = [&] {
+    auto a = s->audit();
+    EXPECT_TRUE(a.ok()) << a.error().message;
+    return a.ok() ? a->violations : std::vector<std::string>{"audit failed"};
+  };
+  EXPECT_TRUE(audit_now().empty());
+  // Two starts per window: a limit of 2 holds, a limit of 1 does not.
+  ASSERT_EQ(testing::exec_sql(schema_.url(), "UPDATE agreements SET requests_per_minute = 2"), "");
+  EXPECT_TRUE(audit_now().empty());
+  ASSERT_EQ(testing::exec_sql(schema_.url(), "UPDATE agreements SET requests_per_minute = 1"), "");
+  const auto found = audit_now();
+  ASSERT_EQ(found.size(), 4u);  // every start: it and its tie share a window
+  EXPECT_NE(found[0].find("no 60 s window holds more starts than requests_per_minute: " + created.allocation.id +
+                          ": 2 starts in the 60 s up to "),
+            std::string::npos)
+      << found[0];
+}
+
 TEST_F(PostgresStoreTest, TwoStoresNeverHoldMoreThanTheOutputAllowance) {
   auto a = open(), b = open();
   ASSERT_TRUE(a && b);
