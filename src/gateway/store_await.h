@@ -1,11 +1,14 @@
 // Awaiting the Store's callback API from a coroutine: the callback may run on a store
-// thread (or inline), so the result is posted back to the awaiting coroutine's executor.
+// thread, inside the store call itself, or later on the coroutine's own event loop (the
+// embedded store's journal run, which the writes of one loop round share).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <utility>
 
 #include <boost/asio/async_result.hpp>
+#include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -25,10 +28,27 @@ http::Task<Result<T>> await_store(Start& start) {
   auto ex = co_await boost::asio::this_coro::executor;
   auto initiation = [ex, &start](auto handler) {
     // std::function needs a copyable callable: share the move-only handler.
-    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
-    start([ex, shared](Result<T> r) mutable {
-      boost::asio::post(ex, [shared, r = std::move(r)]() mutable { (*shared)(std::move(r)); });
+    using Handler = decltype(handler);
+    struct Waiting {
+      explicit Waiting(Handler h) : resume(std::move(h)) {}
+      Handler resume;
+      std::atomic<bool> initiating{true};
+    };
+    auto waiting = std::make_shared<Waiting>(std::move(handler));
+    start([ex, waiting](Result<T> r) mutable {
+      auto resume = [waiting, r = std::move(r)]() mutable { waiting->resume(std::move(r)); };
+      // Inside start() the coroutine is not to be resumed (an operation never completes
+      // inside its initiation): posted. Later, on the loop's own thread, it resumes at
+      // once: a post would queue it behind every handler ready by then, one more loop
+      // round per store call (docs/benchmarks.md, session 7). From any other thread,
+      // dispatch posts.
+      if (waiting->initiating.load(std::memory_order_acquire)) {
+        boost::asio::post(ex, std::move(resume));
+      } else {
+        boost::asio::dispatch(ex, std::move(resume));
+      }
     });
+    waiting->initiating.store(false, std::memory_order_release);
   };
   co_return co_await boost::asio::async_initiate<decltype(http::use_task), void(Result<T>)>(initiation,
                                                                                           http::use_task);
