@@ -25,9 +25,12 @@ inline constexpr int64_t apply_linger_ms = 20;
 // Journaled ops not yet applied to the tables. At this depth the journal stops taking new
 // work until the applier catches up (requests wait; memory stays bounded).
 inline constexpr size_t apply_backlog_ops_max = 16384;
-// Nothing waits for the applier but reads, so it runs at a lower priority than the event
-// loops (and the load they serve), on what the machine has left.
-inline constexpr int apply_thread_nice = 10;
+// Records the applier applies between two yields of its core while it keeps up (~5 µs
+// each): see Writer::commit_apply. It runs at the event loops' priority: at a lower one
+// (nice 10, until session 7) a saturated machine starved it until its backlog reached
+// apply_backlog_ops_max and stopped the request path for tens of milliseconds
+// (docs/benchmarks.md, session 7).
+inline constexpr size_t apply_records_per_yield = 32;
 // The oplog starts a new segment file past this size; a segment is deleted (by the
 // journal thread) once every record in it is applied. Small enough that the log of a
 // stopped gateway replays in a moment, large enough that creating and deleting files is

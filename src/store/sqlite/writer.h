@@ -132,6 +132,8 @@ class Writer {
   void process(Stage stage, Batch& batch, Acks& acks);
   Status commit_journal(Batch& batch, size_t& poisoned);
   Status commit_apply(Batch& batch, size_t& poisoned);
+  // Less than a batch waits behind the one being applied.
+  bool keeping_up();
   // The ops of a batch the disk refused: answered, or kept for the retry.
   void fail_batch(Stage stage, Batch& batch, const Status& why);
   bool fault() const;
