@@ -16,6 +16,10 @@
 
 namespace cairva::http {
 
+// Most of a provider's announced Content-Length reserved up front; a longer body grows
+// as it arrives (and stops at the parser's body limit).
+inline constexpr size_t response_reserve_bytes_max = size_t{1} << 20;
+
 // Where a kept field's value lies in a reader's text: offsets, since the text may grow.
 struct TextSpan {
   size_t begin = 0;

@@ -129,6 +129,16 @@ TEST(ResponseReader, KeepsStatusAndTheNamedFieldsWhateverTheirCase) {
   EXPECT_TRUE(r.keep_alive());
 }
 
+TEST(ResponseReader, AHugeAnnouncedLengthIsNotReservedUpFront) {
+  ResponseReader r;
+  r.body_limit(boost::none);  // as the gateway reads a provider's header
+  error_code ec;
+  feed(r, "HTTP/1.1 200 OK\r\nContent-Length: 1099511627776\r\n\r\n{\"id\":", 64, ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(r.body(), "{\"id\":");
+  EXPECT_LT(r.body().capacity(), response_reserve_bytes_max);
+}
+
 TEST(ResponseReader, AHeldStreamStopsWhenFullAndGoesOnOnceDrained) {
   ResponseReader r;
   r.hold_at_most(4);
