@@ -9,11 +9,18 @@ namespace cairva::http {
 
 namespace bhttp = boost::beast::http;
 
-TextSpan RequestReader::keep(string_view value) {
-  TextSpan s{text_.size(), value.size(), true};
-  text_.append(value.data(), value.size());
+namespace {
+
+// Appends a kept value to a reader's text and says where it lies.
+TextSpan append_kept(std::string& text, boost::beast::string_view value) {
+  TextSpan s{text.size(), value.size(), true};
+  text.append(value.data(), value.size());
   return s;
 }
+
+}  // namespace
+
+TextSpan RequestReader::keep(string_view value) { return append_kept(text_, value); }
 
 void RequestReader::on_request_impl(bhttp::verb method, string_view method_str, string_view target, int version,
                                     error_code&) {
@@ -47,8 +54,7 @@ void ResponseReader::on_response_impl(int code, string_view, int, error_code&) {
 void ResponseReader::on_field_impl(bhttp::field, string_view name_string, string_view value, error_code&) {
   for (size_t i = 0; i < kept_fields.size(); ++i) {
     if (fields_[i].found || !boost::beast::iequals(name_string, kept_fields[i])) continue;
-    fields_[i] = {text_.size(), value.size(), true};
-    text_.append(value.data(), value.size());
+    fields_[i] = append_kept(text_, value);
     return;
   }
 }
