@@ -33,6 +33,9 @@ using http::task_nothrow;
 
 bool is_2xx(unsigned status) { return status >= 200 && status < 300; }
 
+static_assert(http::provider_body_bytes_max == size_t{64} << 20, "the message below names the limit");
+constexpr const char* provider_oversize_message = "provider response exceeds 64 MiB";
+
 struct Flow {
   const Gateway& gw;
   upstream::UpstreamPool& pool;
@@ -141,21 +144,34 @@ struct Flow {
     auto settled = co_await settle(store::SettleKind::failed);
     (void)settled;  // a failed settlement releases nothing durable-critical; the sweep covers it
     maybe_release(!ec && head->keep_alive());
+    if (ec == bhttp::error::body_limit) co_return co_await ex.send_error(ErrorCode::provider_unavailable, provider_oversize_message);
     if (ec) co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider error response was cut off");
     co_return co_await ex.send_json(client_head(), std::move(head->body()));
   }
 
   Task<bool> plain() {
     auto& p = *head;
-    p.body_limit(http::provider_body_bytes_max);  // no body byte parsed yet: Beast allows it
-    conn->expires_after(until_deadline());
-    auto ec = co_await conn->read(p);
+    // Beast compares an announced Content-Length with the body limit only as the header
+    // completes, and the header was read without one (a stream has none): compare here,
+    // before a body byte is read, or a provider announcing 1 TiB would be read to its end.
+    const auto announced = p.content_length();
+    boost::system::error_code ec;
+    if (announced && *announced > http::provider_body_bytes_max) {
+      ec = bhttp::error::body_limit;
+    } else {
+      p.body_limit(http::provider_body_bytes_max);  // no body byte parsed yet: Beast allows it
+      conn->expires_after(until_deadline());
+      ec = co_await conn->read(p);
+    }
+    const bool oversize = ec == bhttp::error::body_limit;
+    if (oversize) conn.reset();  // the rest of the body is never read: the connection is spent
     if (!is_2xx(p.status())) co_return co_await relay_provider_error(ec);
     if (ec) {
       // The provider accepted the work but the body was lost: it may have been billed.
       conn.reset();
       co_await settle(store::SettleKind::usage_missing);
-      co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider response was cut off");
+      co_return co_await ex.send_error(ErrorCode::provider_unavailable,
+                                       oversize ? provider_oversize_message : "provider response was cut off");
     }
     maybe_release(p.keep_alive());
     auto& body = p.body();

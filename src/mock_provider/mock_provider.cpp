@@ -41,6 +41,7 @@ constexpr int64_t chunks_default = 3;
 constexpr size_t mock_body_bytes_max = size_t{32} << 20;
 // split=N pieces: at least one byte, at most a whole event.
 constexpr int64_t split_bytes_max = 1 << 20;
+constexpr uint64_t oversize_announced_bytes = uint64_t{1} << 40;
 
 struct Stats {
   std::atomic<int64_t> requests{0};
@@ -66,7 +67,7 @@ struct InFlight {
 };
 
 struct Switches {
-  bool no_usage = false, malformed = false, no_id = false;
+  bool no_usage = false, malformed = false, no_id = false, oversize = false;
   bool stamp = false;  // streaming: content "stamp:<steady_clock µs at send>" (bench/stream_load)
   int status = 200;
   int64_t delay_ms = 0, chunks = chunks_default, chunk_delay_ms = 0, cut_after = -1;
@@ -97,6 +98,7 @@ Switches parse_switches(std::string_view model) {
     if (key == "no-usage") sw.no_usage = true;
     else if (key == "malformed") sw.malformed = true;
     else if (key == "no-id") sw.no_id = true;
+    else if (key == "oversize") sw.oversize = true;
     else if (key == "stamp") sw.stamp = true;
     else if (key == "status") sw.status = static_cast<int>(to_int(val));
     else if (key == "delay-ms") sw.delay_ms = to_int(val);
@@ -320,6 +322,15 @@ net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_
   }
   const Switches sw = parse_switches(facts.model);
   co_await sleep_ms(sw.delay_ms);
+  if (sw.oversize && !facts.stream) {
+    // A header announcing 1 TiB and a few bytes of it, then the connection closes: a gateway
+    // that read on would see a cut-off body, one that checked the length refuses first.
+    const std::string head = "HTTP/1.1 " + std::to_string(sw.status) +
+                             " X\r\nContent-Type: application/json\r\nContent-Length: " +
+                             std::to_string(oversize_announced_bytes) + "\r\n\r\n{\"id\":";
+    (void)co_await net::async_write(stream, net::buffer(head), nothrow);
+    co_return false;
+  }
   if (sw.status != 200) {
     co_return co_await json_reply(stream, req.version(), req.keep_alive(), sw.status,
                                   R"({"error":{"message":"mock: scripted error","type":"mock_error","code":"mock_)" +

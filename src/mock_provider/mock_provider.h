@@ -21,6 +21,8 @@
 //   malformed           send a 200 whose body is not JSON; streaming: one event whose data
 //                       is not JSON, among the content events
 //   no-id               omit the response id
+//   oversize            non-streaming: a header announcing a 1 TiB body (with status=N if
+//                       given), a few bytes of it, then the connection closes
 //   header-id=TEXT      send TEXT as the x-request-id response header
 //   stamp               streaming: each content chunk is "stamp:<steady_clock µs when
 //                       written>", for per-chunk latency (bench/stream_load)

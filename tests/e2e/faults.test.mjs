@@ -139,6 +139,27 @@ test('malformed JSON body from the provider (200): 502 provider_unavailable, usa
   assertTotals(await a.state(), { state: 'usage_pending', used: ZERO, held: HOLD, events: 0 });
 });
 
+test('provider announces a body over 64 MiB (200): refused before reading it, 502, usage_pending, hold kept', async () => {
+  // The mock sends a few bytes of the announced 1 TiB and closes: a gateway reading on would
+  // report a cut-off body; the length is refused before any body byte is read.
+  const a = await fresh();
+  const r = await chat(gw, a.secret, { model: 'mock?oversize', messages: MESSAGES, max_tokens: 50 });
+  assert.equal(r.status, 502);
+  assert.equal(r.body.error.code, 'provider_unavailable');
+  assert.match(r.body.error.message, /exceeds 64 MiB/);
+  assertTotals(await a.state(), { state: 'usage_pending', used: ZERO, held: HOLD, events: 0 });
+  // The gateway still serves through a fresh provider connection.
+  assert.equal((await chat(gw, a.secret, { model: 'mock', messages: MESSAGES, max_tokens: 50 })).status, 200);
+});
+
+test('provider error status announcing a body over 64 MiB: 502, hold released, nothing booked', async () => {
+  const a = await fresh();
+  const r = await chat(gw, a.secret, { model: 'mock?oversize&status=500', messages: MESSAGES, max_tokens: 50 });
+  assert.equal(r.status, 502);
+  assert.match(r.body.error.message, /exceeds 64 MiB/);
+  assertTotals(await a.state(), { state: 'failed', used: ZERO, held: ZERO, events: 0 });
+});
+
 test('a malformed event inside a stream does not stop its later usage from being booked once', async () => {
   const a = await fresh();
   const r = await chatStream(gw, a.secret, { model: 'mock?malformed&usage=10,7', messages: MESSAGES, max_tokens: 50 });
