@@ -20,6 +20,7 @@ OUT_MD=${CAIRVA_BENCH_OUT:-docs/benchmarks.md}
 STREAMS=${CAIRVA_BENCH_STREAMS:-"1000 9900"}
 STREAM_CHUNKS=${CAIRVA_BENCH_STREAM_CHUNKS:-20}
 STREAM_DELAY_MS=${CAIRVA_BENCH_STREAM_DELAY_MS:-1000}
+STREAM_ARGS=${CAIRVA_BENCH_STREAM_ARGS:-}  # more bench/stream_load options, e.g. its ramp's
 
 [ -n "${CAIRVA_BENCH_NO_SETUP:-}" ] || ./scripts/setup.sh >/dev/null
 # GCC 12 at -O3 reports false -Wrestrict (std::string::insert) and -Wmismatched-new-delete
@@ -202,7 +203,7 @@ if [ -n "${URL[sqlite-normal]:-}" ] && [ -n "$STREAMS" ]; then
   for n in $STREAMS; do
     for s in direct sqlite-normal; do
       line=$("$PWD/build-release/bench/stream_load" --url "${URL[$s]}" --key "${KEY[$s]:-}" --streams "$n" \
-        --chunks "$STREAM_CHUNKS" --chunk-delay-ms "$STREAM_DELAY_MS" --pid "${PID[$s]}" | grep '^STREAM') || true
+        --chunks "$STREAM_CHUNKS" --chunk-delay-ms "$STREAM_DELAY_MS" --pid "${PID[$s]}" $STREAM_ARGS | grep '^STREAM') || true
       echo "streams=$n $s $line" >&2
       [ -n "$line" ] || continue
       eval "$(echo "$line" | sed 's/^STREAM //' | tr ' ' '\n' | sed 's/^/S_/')"

@@ -42,8 +42,13 @@ constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 constexpr int streams_max = 20000;
 // Bytes read per read_some; an SSE event of the mock is ~200 bytes.
 constexpr size_t read_buffer_bytes = 4096;
-// Connections opened per 10 ms tick while ramping up, so the listener's backlog never overflows.
-constexpr int ramp_per_tick_default = 20;
+// Connections opened per tick while ramping up (2 per 1 ms: 2,000/s), so the listener's
+// backlog never overflows. The tick is short because a stream's chunks keep the phase it
+// opened at: with 20 per 10 ms tick (--ramp-per-tick 20 --ramp-tick-ms 10), ~100 streams
+// shared each 10 ms phase and their chunks arrived together (a burst every 10 ms, not a
+// steady rate); with 2 per 1 ms, ~10 share a phase.
+constexpr int ramp_per_tick_default = 2;
+constexpr int ramp_tick_ms_default = 1;
 // How often the system under test's RSS is sampled.
 constexpr auto rss_sample_period = std::chrono::milliseconds(100);
 constexpr std::string_view stamp_marker = "stamp:";
@@ -56,6 +61,7 @@ struct Args {
   int chunks = 20;
   int chunk_delay_ms = 1000;
   int ramp_per_tick = ramp_per_tick_default;
+  int ramp_tick_ms = ramp_tick_ms_default;
   int pid = 0;
 };
 
@@ -189,6 +195,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--chunks") a.chunks = std::atoi(v.c_str());
     else if (k == "--chunk-delay-ms") a.chunk_delay_ms = std::atoi(v.c_str());
     else if (k == "--ramp-per-tick") a.ramp_per_tick = std::max(1, std::atoi(v.c_str()));
+    else if (k == "--ramp-tick-ms") a.ramp_tick_ms = std::max(1, std::atoi(v.c_str()));
     else if (k == "--pid") a.pid = std::atoi(v.c_str());
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
@@ -230,11 +237,13 @@ int main(int argc, char** argv) {
   // Ramp: a few connections per tick; then sample RSS until every stream has ended.
   net::co_spawn(ctx, [&]() -> net::awaitable<void> {
     net::steady_timer tick(ctx);
+    auto next = std::chrono::steady_clock::now();
     while (t.started < a.streams) {
       for (int i = 0; i < a.ramp_per_tick && t.started < a.streams; ++i, ++t.started) {
         net::co_spawn(ctx, one_stream(a, ep, t), net::detached);
       }
-      tick.expires_after(std::chrono::milliseconds(10));
+      next += std::chrono::milliseconds(a.ramp_tick_ms);  // absolute: a late tick does not shift every later phase
+      tick.expires_at(next);
       co_await tick.async_wait(net::use_awaitable);
     }
   }, net::detached);
