@@ -226,6 +226,19 @@ TEST(InspectChatRequest, RefusesDeepNesting) {
   inspect_ok(body_with("\"x\":" + nested_ok));
 }
 
+// The bound's edge (the body is depth 1, "x"'s value depth 2): a value at json_depth_max
+// passes, one level more is refused. A Debug build also checks that simdjson is never
+// asked to open a container beyond its own max_depth on the way.
+TEST(InspectChatRequest, NestingBoundIsExact) {
+  auto arrays = [](int n, std::string_view inner) { return std::string(n, '[') + std::string(inner) + std::string(n, ']'); };
+  const int to_limit = json_depth_max - 1;  // arrays from depth 2 to json_depth_max
+  inspect_ok(body_with("\"x\":" + arrays(to_limit, "")));
+  EXPECT_FALSE(inspect_error(body_with("\"x\":" + arrays(to_limit + 1, ""))).empty());
+  inspect_ok(body_with("\"x\":" + arrays(to_limit - 1, "1")));
+  EXPECT_FALSE(inspect_error(body_with("\"x\":" + arrays(to_limit, "1"))).empty());
+  EXPECT_FALSE(inspect_error(body_with("\"x\":" + arrays(to_limit, "{\"a\":1}"))).empty());
+}
+
 TEST(InspectChatRequest, NamesTheFieldInTypeErrors) {
   struct Case {
     std::string members;

@@ -166,8 +166,11 @@ simdjson::error_code scan_string(std::string_view inside, int64_t& code_points) 
 }  // namespace
 
 Scratch::Scratch() {
-  // Only the depth matters here: capacity grows on first use to the document's size.
-  CAIRVA_ASSERT(parser_.allocate(0, json_depth_max) == simdjson::SUCCESS);
+  // Only the depth matters here: capacity grows on first use to the document's size. One
+  // level more than json_depth_max: validate() opens a container at json_depth_max before
+  // it refuses the value inside, and simdjson's development checks (on in Debug builds)
+  // assert depth < max_depth for every container opened; release builds do not check.
+  CAIRVA_ASSERT(parser_.allocate(0, json_depth_max + 1) == simdjson::SUCCESS);
 }
 
 simdjson::simdjson_result<od::document> Scratch::iterate(std::string_view text) {
