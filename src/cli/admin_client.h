@@ -24,7 +24,8 @@ inline constexpr int admin_call_timeout_s = 30;
 // Admin answers are pages of at most a thousand rows.
 inline constexpr size_t admin_reply_bytes_max = size_t{16} << 20;
 
-// Sends `call` to `admin_url` (http://HOST:PORT[/prefix]) with `Authorization: Bearer
+// Sends `call` to `admin_url` (http://HOST:PORT[/prefix], or https:// for an admin API
+// behind a TLS proxy: the certificate is verified for HOST) with `Authorization: Bearer
 // <token>`. Any HTTP status is a reply; only a failure to reach the API or a malformed
 // answer is an error (ErrorCode::provider_unavailable, message saying what failed).
 Result<HttpReply> admin_http(const std::string& admin_url, const std::string& token,

@@ -26,7 +26,8 @@ constexpr const char* description =
 
 constexpr const char* footer =
     "Admin commands reach the admin API at --admin-url (env CAIRVA_ADMIN_URL, default\n"
-    "http://127.0.0.1:8081) with the token in env CAIRVA_ADMIN_TOKEN. Examples:\n"
+    "http://127.0.0.1:8081; https:// is verified against the system's CAs or OpenSSL's\n"
+    "SSL_CERT_FILE) with the token in env CAIRVA_ADMIN_TOKEN. Examples:\n"
     "  cairva serve --config cairva.toml\n"
     "  cairva agreement create --supplier acme --buyer bob --provider openai \\\n"
     "      --input-tokens 5000000 --output-tokens 1000000 --duration 30d \\\n"

@@ -87,3 +87,11 @@ test('bad config exits non-zero with one line naming file, key and problem', asy
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('an admin URL that is neither http:// nor https:// is refused with a clear line, nothing sent', async () => {
+  for (const url of ['ftp://127.0.0.1:1', '127.0.0.1:8081', 'http://']) {
+    const r = await cairva(['allocation', 'list', '--admin-url', url]);
+    assert.notEqual(r.code, 0, url);
+    assert.match(r.err, /admin URL must look like http:\/\/HOST:PORT or https:\/\/HOST:PORT/, url);
+  }
+});

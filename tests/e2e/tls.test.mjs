@@ -2,11 +2,12 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import https from 'node:https';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startGateway, createAgreement, chat } from './harness.mjs';
+import { startGateway, startMock, stopProcess, createAgreement, chat, BIN, ADMIN_TOKEN } from './harness.mjs';
 
 let dir;
 const servers = [];
@@ -84,4 +85,68 @@ test('a trusted certificate for another host name is refused', async () => {
   const { r } = await oneRequest(provider, `ca_file = "${join(dir, 'ca.pem')}"`);
   assert.equal(r.status, 502);
   assert.equal(r.body.error.code, 'provider_unavailable');
+});
+
+// The admin CLI against an admin API behind a TLS proxy (an operator's setup when the admin
+// port leaves the machine): https:// URLs, the certificate verified for the URL's host.
+async function startTlsAdminProxy(creds, adminUrl) {
+  const seen = [];
+  const server = https.createServer(creds, (req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', async () => {
+      seen.push(req.url);
+      const body = Buffer.concat(chunks);
+      const r = await fetch(adminUrl + req.url, {
+        method: req.method, headers: { authorization: req.headers.authorization ?? '' },
+        body: body.length ? body : undefined,
+      });
+      res.writeHead(r.status, { 'content-type': r.headers.get('content-type') ?? 'application/json' });
+      res.end(Buffer.from(await r.arrayBuffer()));
+    });
+  });
+  await new Promise((r) => server.listen(0, '127.0.0.1', r));
+  servers.push(server);
+  return { url: `https://127.0.0.1:${server.address().port}`, seen };
+}
+
+async function cli(args, env) {
+  // Without SSL_CERT_FILE from the caller's environment: each case sets what it trusts.
+  const { SSL_CERT_FILE, SSL_CERT_DIR, ...base } = process.env;
+  try {
+    const r = await promisify(execFile)(BIN, args, { env: { ...base, CAIRVA_ADMIN_TOKEN: ADMIN_TOKEN, ...env } });
+    return { code: 0, out: r.stdout, err: r.stderr };
+  } catch (e) {
+    return { code: e.code, out: e.stdout, err: e.stderr };
+  }
+}
+
+test('admin CLI over https: works with the CA trusted, refused (token never sent) without it or for another host', async () => {
+  const mock = await startMock();
+  const gw = await startGateway(mock);
+  try {
+    const { allocation } = await createAgreement(gw);
+    const good = await startTlsAdminProxy(makeCerts('admin', 'IP:127.0.0.1'), gw.adminUrl);
+    const trusted = { SSL_CERT_FILE: join(dir, 'ca.pem') };
+
+    const ok = await cli(['allocation', 'list', '--json', '--admin-url', good.url], trusted);
+    assert.equal(ok.code, 0, ok.err);
+    assert.ok(JSON.parse(ok.out).data.some((a) => a.id === allocation.id));
+    assert.equal(good.seen.length, 1);
+
+    const untrusted = await cli(['allocation', 'list', '--admin-url', good.url], {});
+    assert.notEqual(untrusted.code, 0);
+    assert.match(untrusted.err, /TLS handshake failed/);
+    assert.equal(good.seen.length, 1, 'no request reached an untrusted server');
+
+    const other = await startTlsAdminProxy(makeCerts('admin-other', 'DNS:other.example'), gw.adminUrl);
+    const wrongHost = await cli(['allocation', 'list', '--admin-url', other.url], trusted);
+    assert.notEqual(wrongHost.code, 0);
+    assert.match(wrongHost.err, /TLS handshake failed/);
+    assert.equal(other.seen.length, 0, 'no request reached a server certified for another host');
+  } finally {
+    await gw.stop();
+    gw.cleanup();
+    await stopProcess(mock.child);
+  }
 });
