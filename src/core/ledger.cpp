@@ -113,7 +113,8 @@ AdmissionDecision AllocationLedger::admit(const std::string& request_id, const R
   const Tokens hold = std::get<Admitted>(d.outcome).hold;
   CAIRVA_ASSERT(static_cast<int64_t>(starts_.size()) < terms_.limits.requests_per_minute);
   CAIRVA_ASSERT(in_flight_ < terms_.limits.max_concurrency);
-  starts_.push_back(ordered_time(now, starts_));
+  const UnixMicros counted_start = ordered_time(now, starts_);
+  starts_.push_back(counted_start);
   held_.input += hold.input;
   held_.output += hold.output;
   // A hold never takes more than remains: booked + held stays within the allowance
@@ -123,7 +124,7 @@ AdmissionDecision AllocationLedger::admit(const std::string& request_id, const R
 
   auto [it, inserted] =
       open_.try_emplace(request_id, Open{OpenRequest{RequestState::in_flight, hold, now},
-                                         in_flight_order_.end()});
+                                         in_flight_order_.end(), counted_start});
   CAIRVA_ASSERT(inserted);  // request ids are generated unique by the gateway
   // Admission order is start order (times are taken under the allocation's lock), so the
   // in-flight list stays sorted by appending; a clock stepping back only delays a sweep.
@@ -216,6 +217,17 @@ bool AllocationLedger::fail(const std::string& request_id) {
   const auto it = open_.find(request_id);
   if (it == open_.end()) return false;
   close(it);  // the start stays in starts_: failed requests count for requests_per_minute
+  check_invariants();
+  return true;
+}
+
+bool AllocationLedger::withdraw(const std::string& request_id) {
+  const auto it = open_.find(request_id);
+  if (it == open_.end() || it->second.req.state != RequestState::in_flight) return false;
+  // Equal entries are interchangeable; none is left once the start has aged out.
+  const auto [first, last] = std::equal_range(starts_.begin(), starts_.end(), it->second.counted_start);
+  if (first != last) starts_.erase(first);
+  close(it);
   check_invariants();
   return true;
 }

@@ -83,6 +83,10 @@ class AllocationLedger {
   bool mark_usage_pending(const std::string& request_id);
   // Provider error: hold released, nothing booked; the start still counts. False if not open.
   bool fail(const std::string& request_id);
+  // The store could not record the start, so the request was never forwarded: the
+  // admission is undone whole — hold released, not in flight, and its start no longer
+  // counts for requests_per_minute. False unless in flight.
+  bool withdraw(const std::string& request_id);
   ReconcileOutcome reconcile(const std::string& request_id, const std::string& provider_request_id,
                              const Tokens& usage, UnixMicros now);
   // In-flight requests started at or before now - timeout become usage_pending; their
@@ -110,6 +114,7 @@ class AllocationLedger {
   struct Open {
     OpenRequest req;
     std::list<std::pair<UnixMicros, const std::string*>>::iterator in_flight_pos;
+    UnixMicros counted_start = 0;  // its entry in `starts_` (0: restored, none of its own)
   };
   using OpenMap = std::unordered_map<std::string, Open>;
 

@@ -99,6 +99,42 @@ TEST(Ledger, FailedRequestsStillCountTowardRequestsPerMinute) {
   EXPECT_EQ(refusal_of(l.admit("b", facts(), kNow + kSecond)), Refusal::requests_per_minute);
 }
 
+TEST(Ledger, AWithdrawnAdmissionLeavesNoTrace) {
+  AllocationLedger l(terms({.requests_per_minute = 2, .tokens_per_minute = 1000,
+                            .max_concurrency = 10}));
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  ASSERT_TRUE(l.admit("b", facts(), kNow).admitted());  // same start time as a's
+  EXPECT_EQ(refusal_of(l.admit("c", facts(), kNow)), Refusal::requests_per_minute);
+  ASSERT_TRUE(l.withdraw("b"));
+  AllocationSnapshot s = l.snapshot(kNow);
+  EXPECT_EQ(s.requests_last_minute, 1);
+  EXPECT_EQ(s.in_flight, 1);
+  EXPECT_EQ(s.held, (Tokens{20, 100}));
+  EXPECT_TRUE(l.admit("c", facts(), kNow).admitted()) << "the withdrawn start no longer counts";
+  EXPECT_FALSE(l.withdraw("b")) << "once only";
+  EXPECT_FALSE(l.withdraw("never"));
+  ASSERT_TRUE(l.mark_usage_pending("a"));
+  EXPECT_FALSE(l.withdraw("a")) << "only a request still in flight: a's provider answered";
+  ASSERT_TRUE(l.fail("c"));
+  EXPECT_FALSE(l.withdraw("c"));
+  s = l.snapshot(kNow);
+  EXPECT_EQ(s.requests_last_minute, 2);  // a (pending) and c (failed) still count
+  EXPECT_EQ(s.in_flight, 0);
+  EXPECT_EQ(s.held, (Tokens{20, 100}));  // a's hold, kept while pending
+}
+
+TEST(Ledger, WithdrawingAfterTheStartAgedOutChangesOnlyTheRequest) {
+  AllocationLedger l(terms({.requests_per_minute = 1, .tokens_per_minute = 1000,
+                            .max_concurrency = 10}));
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  const UnixMicros later = kNow + 61 * kSecond;
+  ASSERT_TRUE(l.admit("b", facts(), later).admitted());  // a's start has aged out
+  ASSERT_TRUE(l.withdraw("a"));
+  const AllocationSnapshot s = l.snapshot(later);
+  EXPECT_EQ(s.requests_last_minute, 1) << "b's start stays";
+  EXPECT_EQ(s.in_flight, 1);
+}
+
 TEST(Ledger, RequestsPerMinuteLogNeverHoldsMoreThanTheLimit) {
   AllocationLedger l(terms({.requests_per_minute = 3, .tokens_per_minute = 1000,
                             .max_concurrency = 10}));

@@ -163,7 +163,8 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
       RequestRow row{cmd.request_id, std::move(cmd.allocation_id), core::RequestState::in_flight, now,
                      std::nullopt,   std::move(cmd.model),         cmd.stream,                    hold, ""};
       // The callback runs once the start is durable; a failed write undoes the admission
-      // (hold released, in-flight decremented) so nothing is forwarded without its start.
+      // (hold released, in-flight decremented, the start uncounted: the PostgreSQL store's
+      // failed commit leaves nothing either) so nothing is forwarded without its start.
       auto on_written = [this, alloc, id = cmd.request_id, out = std::move(out), done = std::move(done)](Status s) mutable {
         if (s.ok()) {
           done(std::move(out));
@@ -171,7 +172,7 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
         }
         {
           std::lock_guard relock(alloc->mu);
-          alloc->ledger.fail(id);
+          alloc->ledger.withdraw(id);
         }
         done(unavailable(s.error().message));
       };

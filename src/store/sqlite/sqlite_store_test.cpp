@@ -408,14 +408,17 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   auto refused = admit(cmd(a));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, ErrorCode::store_unavailable);
-  // The undone admission holds nothing and is not in flight.
+  // The undone admission holds nothing, is not in flight and does not count for the
+  // rate: it was never forwarded (as a PostgreSQL commit that fails leaves nothing).
   auto st = store_->get_allocation(a.allocation.id);
   EXPECT_EQ(st->snapshot.in_flight, 1);
   EXPECT_EQ(st->snapshot.held, (core::Tokens{1, 1}));
+  EXPECT_EQ(st->snapshot.requests_last_minute, 1);
   // While failing, new admissions and creations are refused at once.
   auto again = admit(cmd(a));
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().code, ErrorCode::store_unavailable);
+  EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.requests_last_minute, 1);
   auto key = store_->create_key(a.allocation.id);
   ASSERT_FALSE(key.ok());
   EXPECT_EQ(key.error().code, ErrorCode::store_unavailable);
