@@ -1,5 +1,5 @@
-// The admin CLI's HTTP client: one blocking call to the admin API. Kept to one translation
-// unit because Beast is slow to compile.
+// The admin CLI's HTTP client: one call to the admin API, blocking the caller until it ends
+// or its deadline passes. Kept to one translation unit because Beast is slow to compile.
 #pragma once
 
 #include <string>
@@ -8,10 +8,16 @@
 
 namespace cairva::cli {
 
+// The whole exchange (connect, TLS handshake, send, receive) must finish within this
+// unless the call says otherwise (`--admin-timeout`).
+inline constexpr int admin_call_timeout_s = 30;
+inline constexpr int admin_call_timeout_s_max = 3600;
+
 struct HttpCall {
   std::string method;  // "GET", "POST", "DELETE"
   std::string target;  // "/admin/v1/…?…", appended to the admin URL's path
   std::string body;    // JSON; empty for none
+  int timeout_s = admin_call_timeout_s;
 };
 
 struct HttpReply {
@@ -19,8 +25,6 @@ struct HttpReply {
   std::string body;
 };
 
-// The whole exchange (connect, send, receive) must finish within this.
-inline constexpr int admin_call_timeout_s = 30;
 // Admin answers are pages of at most a thousand rows.
 inline constexpr size_t admin_reply_bytes_max = size_t{16} << 20;
 

@@ -41,6 +41,7 @@ constexpr const char* footer =
 struct AdminOptions {
   std::string url;  // empty: env CAIRVA_ADMIN_URL, else admin_url_default
   bool json = false;
+  int timeout_s = admin_call_timeout_s;
 };
 
 void add_admin_options(CLI::App* cmd, AdminOptions& o) {
@@ -48,12 +49,17 @@ void add_admin_options(CLI::App* cmd, AdminOptions& o) {
                   std::string("Admin API base URL (default: env ") + admin_url_env + ", else " +
                       admin_url_default + ")");
   cmd->add_flag("--json", o.json, "Print the API's JSON answer instead of a table");
+  cmd->add_option("--admin-timeout", o.timeout_s,
+                  "Seconds the whole call to the admin API may take (default " +
+                      std::to_string(admin_call_timeout_s) + ")")
+      ->check(CLI::Range(1, admin_call_timeout_s_max));
 }
 
 using Renderer = std::string (*)(const json::value&);
 
 // One admin API call: prints the rendered (or raw) answer; API errors go to stderr.
-int admin_call(const Hooks& hooks, const AdminOptions& o, const HttpCall& call, Renderer render) {
+int admin_call(const Hooks& hooks, const AdminOptions& o, HttpCall call, Renderer render) {
+  call.timeout_s = o.timeout_s;
   const char* token = std::getenv(admin_token_env);
   if (token == nullptr || *token == '\0') {
     std::cerr << "cairva: set " << admin_token_env

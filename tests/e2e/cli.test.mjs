@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import net from 'node:net';
 import { promisify } from 'node:util';
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -93,5 +94,26 @@ test('an admin URL that is neither http:// nor https:// is refused with a clear 
     const r = await cairva(['allocation', 'list', '--admin-url', url]);
     assert.notEqual(r.code, 0, url);
     assert.match(r.err, /admin URL must look like http:\/\/HOST:PORT or https:\/\/HOST:PORT/, url);
+  }
+});
+
+test('an admin API that accepts but never answers: the command stops at --admin-timeout with a clear line', async () => {
+  const sockets = [];
+  const silent = net.createServer((s) => sockets.push(s));  // reads nothing, answers nothing
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  const port = silent.address().port;
+  try {
+    const plain = await cairva(['allocation', 'list', '--admin-url', `http://127.0.0.1:${port}`, '--admin-timeout', '1']);
+    assert.notEqual(plain.code, 0);
+    assert.match(plain.err, /no valid answer: no answer within 1 s/);
+    const tls = await cairva(['allocation', 'list', '--admin-url', `https://127.0.0.1:${port}`, '--admin-timeout', '1']);
+    assert.notEqual(tls.code, 0);
+    assert.match(tls.err, /TLS handshake failed: no answer within 1 s/);
+    const bad = await cairva(['allocation', 'list', '--admin-timeout', '0']);
+    assert.notEqual(bad.code, 0);
+    assert.match(bad.err, /--admin-timeout/);
+  } finally {
+    for (const s of sockets) s.destroy();
+    silent.close();
   }
 });
