@@ -163,15 +163,15 @@ struct Flow {
       conn->expires_after(until_deadline());
       ec = co_await conn->read(p);
     }
-    const bool oversize = ec == bhttp::error::body_limit;
-    if (oversize) conn.reset();  // the rest of the body is never read: the connection is spent
+    // Either error path below drops the connection: a body left unread spends it.
     if (!is_2xx(p.status())) co_return co_await relay_provider_error(ec);
     if (ec) {
       // The provider accepted the work but the body was lost: it may have been billed.
       conn.reset();
       co_await settle(store::SettleKind::usage_missing);
-      co_return co_await ex.send_error(ErrorCode::provider_unavailable,
-                                       oversize ? provider_oversize_message : "provider response was cut off");
+      co_return co_await ex.send_error(ErrorCode::provider_unavailable, ec == bhttp::error::body_limit
+                                                                            ? provider_oversize_message
+                                                                            : "provider response was cut off");
     }
     maybe_release(p.keep_alive());
     auto& body = p.body();
