@@ -27,10 +27,11 @@ struct Target {
   std::string url;  // as given, for messages
   std::string host, port, prefix, host_and_port;
   bool tls = false;
+  int timeout_s = admin_call_timeout_s;
 };
 
-Error failure(const Target& t, const std::string& what, const boost::system::error_code& ec, int timeout_s) {
-  const std::string why = ec == beast::error::timeout ? "no answer within " + std::to_string(timeout_s) + " s"
+Error failure(const Target& t, const std::string& what, const boost::system::error_code& ec) {
+  const std::string why = ec == beast::error::timeout ? "no answer within " + std::to_string(t.timeout_s) + " s"
                                                       : ec.message();
   return make_error(ErrorCode::provider_unavailable, "admin API at " + t.url + ": " + what + ": " + why);
 }
@@ -39,28 +40,28 @@ Error failure(const Target& t, const std::string& what, const boost::system::err
 // The deadline is the TCP stream's: Beast's timeouts apply to asynchronous operations only.
 template <class Stream>
 net::awaitable<Result<HttpReply>> exchange(Stream& stream, const bhttp::request<bhttp::string_body>& req,
-                                           const Target& t, int timeout_s) {
+                                           const Target& t) {
   auto [wec, wn] = co_await bhttp::async_write(stream, req, nothrow);
-  if (wec) co_return failure(t, "cannot send the request", wec, timeout_s);
+  if (wec) co_return failure(t, "cannot send the request", wec);
   beast::flat_buffer buffer;
   bhttp::response_parser<bhttp::string_body> parser;
   parser.body_limit(admin_reply_bytes_max);
   auto [rec, rn] = co_await bhttp::async_read(stream, buffer, parser, nothrow);
-  if (rec) co_return failure(t, "no valid answer", rec, timeout_s);
+  if (rec) co_return failure(t, "no valid answer", rec);
   auto res = parser.release();
   co_return HttpReply{static_cast<int>(res.result_int()), std::move(res.body())};
 }
 
 net::awaitable<Result<HttpReply>> call_admin(const Target& t, const std::string& token, const HttpCall& call) {
   auto ex = co_await net::this_coro::executor;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(call.timeout_s);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(t.timeout_s);
   net::ip::tcp::resolver resolver(ex);
   auto [nec, endpoints] = co_await resolver.async_resolve(t.host, t.port, nothrow);
-  if (nec) co_return failure(t, "cannot resolve " + t.host, nec, call.timeout_s);
+  if (nec) co_return failure(t, "cannot resolve " + t.host, nec);
   beast::tcp_stream stream(ex);
   stream.expires_at(deadline);  // covers every later operation on the stream
   auto [cec, ep] = co_await stream.async_connect(endpoints, nothrow);
-  if (cec) co_return failure(t, "cannot connect (is `cairva serve` running?)", cec, call.timeout_s);
+  if (cec) co_return failure(t, "cannot connect (is `cairva serve` running?)", cec);
 
   bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(call.method), t.prefix + call.target, 11};
   req.set(bhttp::field::host, t.host_and_port);
@@ -69,14 +70,14 @@ net::awaitable<Result<HttpReply>> call_admin(const Target& t, const std::string&
   if (!call.body.empty()) req.set(bhttp::field::content_type, "application/json");
   req.body() = call.body;
   req.prepare_payload();
-  if (!t.tls) co_return co_await exchange(stream, req, t, call.timeout_s);
+  if (!t.tls) co_return co_await exchange(stream, req, t);
 
   // The token is sent only to a server whose certificate the system's CAs (or OpenSSL's
   // SSL_CERT_FILE / SSL_CERT_DIR) vouch for, for this host name.
   net::ssl::context ctx(net::ssl::context::tls_client);
   boost::system::error_code ec;
   ctx.set_default_verify_paths(ec);
-  if (ec) co_return failure(t, "cannot load the system's CA certificates", ec, call.timeout_s);
+  if (ec) co_return failure(t, "cannot load the system's CA certificates", ec);
   beast::ssl_stream<beast::tcp_stream&> secure(stream, ctx);
   secure.set_verify_mode(net::ssl::verify_peer);
   secure.set_verify_callback(net::ssl::host_name_verification(t.host));
@@ -85,14 +86,13 @@ net::awaitable<Result<HttpReply>> call_admin(const Target& t, const std::string&
   // Server name indication names hosts, never addresses (RFC 6066 §3).
   if (not_ip && !SSL_set_tlsext_host_name(secure.native_handle(), t.host.c_str())) {
     co_return failure(t, "cannot set the TLS server name",
-                      beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category()),
-                      call.timeout_s);
+                      beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category()));
   }
   auto [hec] = co_await secure.async_handshake(net::ssl::stream_base::client, nothrow);
-  if (hec) co_return failure(t, "TLS handshake failed", hec, call.timeout_s);
+  if (hec) co_return failure(t, "TLS handshake failed", hec);
   // No TLS shutdown: the reply's framing says it is complete, and a peer that never
   // answers a close_notify would hold the command until the deadline.
-  co_return co_await exchange(secure, req, t, call.timeout_s);
+  co_return co_await exchange(secure, req, t);
 }
 
 }  // namespace
@@ -106,7 +106,7 @@ Result<HttpReply> admin_http(const std::string& admin_url, const std::string& to
                       "admin URL must look like http://HOST:PORT or https://HOST:PORT, got \"" + admin_url + "\"");
   }
   Target t{admin_url, std::string(url->host()), url->has_port() ? std::string(url->port()) : tls ? "443" : "80",
-           std::string(url->encoded_path()), std::string(url->encoded_host_and_port()), tls};
+           std::string(url->encoded_path()), std::string(url->encoded_host_and_port()), tls, call.timeout_s};
   while (!t.prefix.empty() && t.prefix.back() == '/') t.prefix.pop_back();
 
   net::io_context ioc;

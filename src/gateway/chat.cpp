@@ -34,7 +34,11 @@ using http::task_nothrow;
 bool is_2xx(unsigned status) { return status >= 200 && status < 300; }
 
 static_assert(http::provider_body_bytes_max == size_t{64} << 20, "the message below names the limit");
-constexpr const char* provider_oversize_message = "provider response exceeds 64 MiB";
+
+// What the client is told when a provider's body could not be read whole.
+const char* unread_body_message(boost::system::error_code ec, const char* cut_off) {
+  return ec == bhttp::error::body_limit ? "provider response exceeds 64 MiB" : cut_off;
+}
 
 struct Flow {
   const Gateway& gw;
@@ -144,8 +148,10 @@ struct Flow {
     auto settled = co_await settle(store::SettleKind::failed);
     (void)settled;  // a failed settlement releases nothing durable-critical; the sweep covers it
     maybe_release(!ec && head->keep_alive());
-    if (ec == bhttp::error::body_limit) co_return co_await ex.send_error(ErrorCode::provider_unavailable, provider_oversize_message);
-    if (ec) co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider error response was cut off");
+    if (ec) {
+      co_return co_await ex.send_error(ErrorCode::provider_unavailable,
+                                       unread_body_message(ec, "provider error response was cut off"));
+    }
     co_return co_await ex.send_json(client_head(), std::move(head->body()));
   }
 
@@ -169,9 +175,8 @@ struct Flow {
       // The provider accepted the work but the body was lost: it may have been billed.
       conn.reset();
       co_await settle(store::SettleKind::usage_missing);
-      co_return co_await ex.send_error(ErrorCode::provider_unavailable, ec == bhttp::error::body_limit
-                                                                            ? provider_oversize_message
-                                                                            : "provider response was cut off");
+      co_return co_await ex.send_error(ErrorCode::provider_unavailable,
+                                       unread_body_message(ec, "provider response was cut off"));
     }
     maybe_release(p.keep_alive());
     auto& body = p.body();

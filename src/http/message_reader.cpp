@@ -60,9 +60,9 @@ void ResponseReader::on_field_impl(bhttp::field, string_view name_string, string
 }
 
 void ResponseReader::on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code&) {
-  // The announced length is the provider's word, not yet checked against any limit (Beast
-  // compares it only when the header completes, and the gateway sets the body limit
-  // after that): reserve it only when small.
+  // The announced length is the provider's word: the gateway refuses one over its body
+  // limit before reading the body (chat.cpp), but reserving up to that limit for every
+  // response on the provider's say-so would still waste memory: reserve it only when small.
   if (content_length && hold_max_ == 0 && *content_length <= response_reserve_bytes_max) {
     body_.reserve(static_cast<size_t>(*content_length));
   }
