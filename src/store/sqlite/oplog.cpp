@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <utility>
 #include <vector>
 
 namespace cairva::store::sqlite::oplog {
@@ -34,6 +35,9 @@ std::string segment_path(const std::string& database_path, int64_t first_seq) {
   std::snprintf(number, sizeof number, "%020" PRId64, first_seq);
   return database_path + std::string(segment_infix) + number;
 }
+
+// The next segment, made ahead; not a segment name (list_segments skips it).
+std::string spare_path(const std::string& database_path) { return database_path + "-oplog-spare"; }
 
 fs::path directory_of(const std::string& database_path) {
   fs::path dir = fs::path(database_path).parent_path();
@@ -103,6 +107,9 @@ Result<std::unique_ptr<Log>> Log::start(const std::string& database_path, int64_
   for (const auto& seg : *old) {
     if (::unlink(seg.path.c_str()) != 0 && errno != ENOENT) return errno_error(seg.path, "unlink");
   }
+  // A spare an earlier run made ahead and never used holds no record.
+  const std::string spare = spare_path(database_path);
+  if (::unlink(spare.c_str()) != 0 && errno != ENOENT) return errno_error(spare, "unlink");
   std::unique_ptr<Log> log(new Log(database_path, sync_full, segment_bytes));
   if (Status s = log->open_segment(next_seq); !s.ok()) return s.error();
   return log;
@@ -110,6 +117,10 @@ Result<std::unique_ptr<Log>> Log::start(const std::string& database_path, int64_
 
 Log::~Log() {
   if (fd_ >= 0) ::close(fd_);
+  if (spare_fd_ >= 0) {
+    ::close(spare_fd_);
+    ::unlink(spare_path(database_path_).c_str());
+  }
 }
 
 Status Log::sync(int fd) {
@@ -118,13 +129,12 @@ Status Log::sync(int fd) {
   return {};
 }
 
-Status Log::open_segment(int64_t first_seq) {
-  const std::string path = segment_path(database_path_, first_seq);
+Result<int> Log::create_segment_file(const std::string& path, uint64_t& reserve) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return errno_error(path, "open");
   // The whole segment's space now, so that no commit into it meets a full disk. A file
   // system without fallocate gets plain appends.
-  uint64_t reserve = segment_bytes_ + oplog_reserve_bytes;
+  reserve = segment_bytes_ + oplog_reserve_bytes;
   Status s;
   if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(reserve)) != 0) {
     if (errno == EOPNOTSUPP) {
@@ -134,26 +144,63 @@ Status Log::open_segment(int64_t first_seq) {
     }
   }
   if (s.ok()) s = write_all(fd, segment_magic, 0, path);
-  if (s.ok() && sync_full_) {
-    s = sync(fd);
-    // The new name must survive a crash as well as its bytes.
-    const int dir = ::open(directory_of(database_path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (s.ok() && (dir < 0 || ::fsync(dir) != 0)) s = errno_error(path, "fsync of its directory");
-    if (dir >= 0) ::close(dir);
-  }
+  if (s.ok() && sync_full_) s = sync(fd);
   if (!s.ok()) {
     ::close(fd);
     ::unlink(path.c_str());
-    return s;
+    return s.error();
+  }
+  return fd;
+}
+
+Status Log::prepare_spare() {
+  if (spare_fd_ >= 0) return {};
+  spare_tried_ = true;
+  auto fd = create_segment_file(spare_path(database_path_), spare_reserve_);
+  if (!fd.ok()) return fd.error();
+  spare_fd_ = *fd;
+  return {};
+}
+
+Status Log::open_segment(int64_t first_seq) {
+  const std::string path = segment_path(database_path_, first_seq);
+  int fd = -1;
+  uint64_t reserve = 0;
+  // The spare, when there is one: a rename. When even that fails (the name is taken),
+  // creating the file fails the same way, and the spare is kept for the next try.
+  if (spare_fd_ >= 0 && ::rename(spare_path(database_path_).c_str(), path.c_str()) == 0) {
+    fd = std::exchange(spare_fd_, -1);
+    reserve = spare_reserve_;
+  } else {
+    auto created = create_segment_file(path, reserve);
+    if (!created.ok()) return created.error();
+    fd = *created;
+  }
+  if (sync_full_) {
+    // The new name must survive a crash as well as its bytes.
+    const int dir = ::open(directory_of(database_path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    const bool synced = dir >= 0 && ::fsync(dir) == 0;
+    if (dir >= 0) ::close(dir);
+    if (!synced) {
+      const Status s = errno_error(path, "fsync of its directory");
+      ::close(fd);
+      ::unlink(path.c_str());
+      return s;
+    }
   }
   if (fd_ >= 0) {
-    reserved_ = 0;  // the old segment keeps no reserve
-    drop_tail();
+    // The old segment keeps its unused reserve until it is deleted: giving it back here
+    // would stall the committing thread (see the header). Only bytes a failed write left
+    // past its last frame, which a failed cut kept, must go.
+    reserved_ = 0;
+    if (!tail_clean_) drop_tail();
     ::close(fd_);
   }
   fd_ = fd;
   size_ = segment_magic.size();
   reserved_ = reserve;
+  tail_clean_ = true;
+  spare_tried_ = false;
   segments_.push_back({first_seq, path});
   return {};
 }
@@ -183,7 +230,7 @@ void Log::drop_tail() {
   // Best effort: should the truncation fail too, the next frame is written over the bytes
   // anyway, and reading stops at what is left past it.
   if (fd_ < 0) return;
-  (void)::ftruncate(fd_, static_cast<off_t>(size_));
+  tail_clean_ = ::ftruncate(fd_, static_cast<off_t>(size_)) == 0;
   // Truncating also gave back the space reserved past the end: take it again (the blocks
   // just freed, so this succeeds even on a full disk unless another writer took them).
   if (reserved_ > size_) (void)::fallocate(fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(reserved_));

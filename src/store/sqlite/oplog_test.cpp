@@ -241,6 +241,95 @@ TEST_F(OplogTest, WithoutANewSegmentOnlyCommitsAllowedTheReserveLand) {
   expect_same(read_all(db_), wrote);
 }
 
+// The next segment made ahead (by the journal thread) becomes the next segment by a
+// rename; the one it follows keeps its frames as written.
+TEST_F(OplogTest, TheSpareBecomesTheNextSegment) {
+  std::mt19937_64 rng(17);
+  auto log = start(/*segment_bytes=*/1024);
+  ASSERT_NE(log, nullptr);
+  const fs::path spare = dir_ / "log.db-oplog-spare";
+  EXPECT_TRUE(log->spare_due());
+  ASSERT_TRUE(log->prepare_spare().ok());
+  EXPECT_FALSE(log->spare_due());
+  ASSERT_TRUE(fs::exists(spare));
+  int64_t seq = 1;
+  std::vector<Seen> wrote;
+  while (log->segments() == 1) {
+    const auto more = write(*log, 1, seq, rng);
+    wrote.insert(wrote.end(), more.begin(), more.end());
+  }
+  EXPECT_FALSE(fs::exists(spare));
+  EXPECT_TRUE(log->spare_due());
+  EXPECT_EQ(segment_files(dir_).size(), 2u);
+  expect_same(read_all(db_), wrote);
+  // Twice more, and once without a spare: every record comes back, in order.
+  for (int round = 0; round < 3; ++round) {
+    if (round < 2) {
+      ASSERT_TRUE(log->prepare_spare().ok());
+    }
+    const size_t segments = log->segments();
+    while (log->segments() == segments) {
+      const auto more = write(*log, 1, seq, rng);
+      wrote.insert(wrote.end(), more.begin(), more.end());
+    }
+  }
+  EXPECT_EQ(segment_files(dir_).size(), 5u);
+  expect_same(read_all(db_), wrote);
+}
+
+// A spare whose move is refused (its name taken: here a directory) stays for the next try,
+// and reading the log never takes it for a segment.
+TEST_F(OplogTest, ASpareThatCannotTakeItsNameIsKept) {
+  std::mt19937_64 rng(19);
+  auto log = start(/*segment_bytes=*/1024);
+  ASSERT_NE(log, nullptr);
+  ASSERT_TRUE(log->prepare_spare().ok());
+  std::vector<fs::path> blocked;
+  for (int64_t seq = 2; seq < 400; ++seq) {
+    char name[64];
+    std::snprintf(name, sizeof name, "log.db-oplog.%020lld", static_cast<long long>(seq));
+    blocked.push_back(dir_ / name);
+    fs::create_directory(blocked.back());
+  }
+  std::vector<Seen> wrote;
+  int64_t seq = 1;
+  Status refused;
+  for (int i = 0; i < 100 && refused.ok(); ++i) {
+    const writes::Record r = record(rng);
+    log->add(seq, r);
+    refused = log->commit(/*may_use_reserve=*/false);
+    if (refused.ok()) wrote.push_back({seq++, r});
+  }
+  ASSERT_FALSE(refused.ok()) << "the segment never filled";
+  EXPECT_TRUE(fs::exists(dir_ / "log.db-oplog-spare"));
+  EXPECT_FALSE(log->spare_due());
+  expect_same(read_all(db_), wrote);
+  for (const auto& d : blocked) fs::remove(d);
+  ASSERT_TRUE(log->probe(seq).ok());  // moves to the spare
+  EXPECT_FALSE(fs::exists(dir_ / "log.db-oplog-spare"));
+  EXPECT_EQ(log->segments(), 2u);
+  const writes::Record r = record(rng);
+  log->add(seq, r);
+  ASSERT_TRUE(log->commit(/*may_use_reserve=*/false).ok());
+  wrote.push_back({seq++, r});
+  expect_same(read_all(db_), wrote);
+}
+
+// A spare left by a run that stopped (or crashed) before using it holds no record: start
+// removes it; closing the log removes its own.
+TEST_F(OplogTest, SparesDoNotOutliveTheLog) {
+  std::ofstream(dir_ / "log.db-oplog-spare", std::ios::binary) << "left over";
+  {
+    auto log = start();
+    ASSERT_NE(log, nullptr);
+    EXPECT_FALSE(fs::exists(dir_ / "log.db-oplog-spare"));
+    ASSERT_TRUE(log->prepare_spare().ok());
+    EXPECT_TRUE(fs::exists(dir_ / "log.db-oplog-spare"));
+  }
+  EXPECT_FALSE(fs::exists(dir_ / "log.db-oplog-spare"));
+  EXPECT_EQ(segment_files(dir_).size(), 1u);
+}
+
 TEST_F(OplogTest, StartDeletesTheReplayedSegments) {
   std::mt19937_64 rng(5);
   int64_t seq = 1;

@@ -309,7 +309,7 @@ bool Writer::maintenance_due() {
     std::lock_guard lock(mu_);
     applied = applied_seq_;
   }
-  return log_->trim_due(applied);
+  return log_->trim_due(applied) || log_->spare_due();
 }
 
 void Writer::maintain_journal() {
@@ -319,6 +319,8 @@ void Writer::maintain_journal() {
     applied = applied_seq_;
   }
   log_->trim(applied);  // a failure costs nothing but space: tried again when next due
+  // On failure the next segment is created when it is needed, as without a spare.
+  if (log_->spare_due()) (void)log_->prepare_spare();
 }
 
 bool Writer::keeping_up() {

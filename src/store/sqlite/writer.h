@@ -13,7 +13,8 @@
 //     unless a read or an admin write is waiting) and records the last applied record
 //     number in each; unjournaled ops get `done` after that commit. Reads therefore see
 //     every write queued before them.
-// The journal thread deletes the log's segments once they are applied.
+// The journal thread deletes the log's segments once they are applied, and makes the next
+// one ahead.
 //
 // Failure (disk full, read-only file, I/O error) of either commit: the batch is rolled
 // back, then
@@ -121,9 +122,11 @@ class Writer {
   // REQUIRES: journal_mu_ held. Commits the next batch, if any; leaves its
   // acknowledgements in `acks`, to run once journal_mu_ is released.
   void journal_next_batch(Acks& acks);
-  // REQUIRES: journal_mu_ held. Applied segments of the log to delete.
+  // REQUIRES: journal_mu_ held. Applied segments of the log to delete, or its next
+  // segment to make ahead.
   bool maintenance_due();
-  // REQUIRES: journal_mu_ held; the journal thread only (an unlink frees megabytes).
+  // REQUIRES: journal_mu_ held; the journal thread only (an unlink frees megabytes, making
+  // a segment reserves them).
   void maintain_journal();
   void run_journal();
   void run_apply();
