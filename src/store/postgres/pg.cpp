@@ -211,10 +211,11 @@ Result<std::vector<PgResult>> Transaction::begin_with(const Statement& first, co
   return r;
 }
 
-Status Transaction::run_and_commit(const Statement& st, const Params& p) {
+Status Transaction::run_and_commit(const Statement& st, const Params& p, PgResult* result) {
   auto r = c_.run_pipelined(nullptr, st, p, "COMMIT");
   if (r.ok()) {
     open_ = false;
+    if (result != nullptr) *result = std::move(r).value();
     return {};
   }
   return r.error();  // the destructor rolls back whatever is left open

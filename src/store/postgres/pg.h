@@ -119,8 +119,9 @@ class Transaction {
   // finished (e.g. after the row lock is granted) with a snapshot taken then.
   Result<std::vector<PgResult>> begin_with(const Statement& first, const Params& p1,
                                            const Statement& second, const Params& p2);
-  // The transaction's last statement and COMMIT in one round trip (shorter row-lock hold).
-  Status run_and_commit(const Statement& st, const Params& p);
+  // The transaction's last statement and COMMIT in one round trip (shorter row-lock hold);
+  // `result`, when given, gets the statement's result.
+  Status run_and_commit(const Statement& st, const Params& p, PgResult* result = nullptr);
 
  private:
   Connection& c_;

@@ -264,10 +264,12 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
   UsageEventRow event{new_id("evt"), allocation_id, r.request_id, provider_request_id, r.usage,
                       core::EventSource::reconciliation, core::Finality::confirmed, r.evidence,
                       rq.now};
-  Status w = write_booking(c, &tx, allocation_id, *alloc, ledger, event.id, r.request_id,
-                           provider_request_id, r.usage, event.source, event.finality, r.evidence,
-                           rq.now, rq.open.hold);
+  auto w = write_booking(c, &tx, allocation_id, *alloc, ledger, event.id, r.request_id,
+                         provider_request_id, r.usage, event.source, event.finality, r.evidence,
+                         rq.now, rq.open.hold);
   if (!w.ok()) return w.error();
+  // Looked up above under the allocation's row lock, which every booking takes.
+  if (!*w) return make_error(ErrorCode::conflict, "provider request id already booked: " + provider_request_id);
   return event;
 }
 

@@ -151,7 +151,7 @@ void PostgresStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
                           [this, cmd = std::move(cmd)](Connection& c) { return settle_on(c, cmd); });
 }
 
-Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand& cmd) {
+Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand& cmd, bool look_up_first) {
   Transaction tx(c);
   SettleResult out;
   // BEGIN, the row lock and the request row (locked too, with the clock read after the
@@ -191,17 +191,28 @@ Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand
         out.book = core::BookResult::already_settled;
         break;
       }
-      auto prior = booked_counts(c, cmd.allocation_id, cmd.provider_request_id);
-      if (!prior.ok()) return prior.error();
-      if (prior->has_value()) ledger.restore_booked_provider_id(cmd.provider_request_id, **prior);
+      // A provider request id is nearly always new: the booking's unique index checks it
+      // (write_booking) instead of a lookup round trip here.
+      if (look_up_first) {
+        auto prior = booked_counts(c, cmd.allocation_id, cmd.provider_request_id);
+        if (!prior.ok()) return prior.error();
+        if (prior->has_value()) ledger.restore_booked_provider_id(cmd.provider_request_id, **prior);
+      }
       const core::BookOutcome b = ledger.book(cmd.request_id, cmd.provider_request_id, cmd.usage, rq.now);
       out.book = b.result;
       out.request_state = core::RequestState::booked;
       if (b.result == core::BookResult::booked) {
         committed = true;
-        w = write_booking(c, &tx, cmd.allocation_id, *alloc, ledger, new_id("evt"), cmd.request_id,
-                          cmd.provider_request_id, cmd.usage, core::EventSource::provider,
-                          core::Finality::reported, "", rq.now, rq.open.hold);
+        auto booked = write_booking(c, &tx, cmd.allocation_id, *alloc, ledger, new_id("evt"), cmd.request_id,
+                                    cmd.provider_request_id, cmd.usage, core::EventSource::provider,
+                                    core::Finality::reported, "", rq.now, rq.open.hold);
+        if (!booked.ok()) return booked.error();
+        // Booked before (another request's, maybe another process's): that transaction
+        // wrote nothing; this one decides knowing the event.
+        if (!*booked) {
+          CAIRVA_ASSERT(!look_up_first);
+          return settle_on(c, cmd, /*look_up_first=*/true);
+        }
         break;
       }
       CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);

@@ -78,7 +78,10 @@ class PostgresStore final : public Store {
 
   Result<KeyGrant> authenticate_on(Connection& c, const std::string& hash);
   Result<AdmitResult> admit_on(Connection& c, const AdmitCommand& cmd);
-  Result<SettleResult> settle_on(Connection& c, const SettleCommand& cmd);
+  // `look_up_first`: a usage settlement first reads the event already booked under its
+  // provider request id; without, it books as if there were none, and only when the
+  // booking finds one (nothing written) settles again, looking first.
+  Result<SettleResult> settle_on(Connection& c, const SettleCommand& cmd, bool look_up_first = false);
   Result<std::vector<AllocationStatus>> status_on(Connection& c,
                                                   const std::optional<std::string>& id);
   Result<AllocationStatus> one_status_on(Connection& c, const std::string& id);

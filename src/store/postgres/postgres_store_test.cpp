@@ -3,6 +3,7 @@
 // dead store's requests. Needs env CAIRVA_TEST_PG_URL (scripts/pg-test-cluster.sh url).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <future>
 #include <thread>
@@ -312,6 +313,111 @@ TEST_F(PostgresStoreTest, EventsListInBookingOrderPerAllocationWithAfterExclusiv
   ASSERT_EQ(page->size(), 2u);
   EXPECT_EQ((*page)[0].id, (*all)[2].id);
   EXPECT_EQ((*page)[1].id, (*all)[3].id);
+}
+
+// The trailing windows are differences of running figures (schema.cpp, migration 2). These
+// compare them with a plain count and sum over the rows, at cutoffs between rows.
+class WindowsTest : public PostgresStoreTest {
+ protected:
+  long long count_starts_after(const std::string& alloc, UnixMicros cutoff) {
+    return testing::query_i64(schema_.url(), "SELECT count(*) FROM requests WHERE allocation_id = '" + alloc +
+                                                 "' AND started_at > " + std::to_string(cutoff));
+  }
+  long long sum_booked_after(const std::string& alloc, UnixMicros cutoff) {
+    return testing::query_i64(schema_.url(),
+                              "SELECT COALESCE(sum(input_tokens + output_tokens), 0) FROM usage_events"
+                              " WHERE allocation_id = '" + alloc + "' AND booked_at > " + std::to_string(cutoff));
+  }
+  // At each time in `at` (seconds after t0): the store's windows equal the rows'.
+  void expect_windows_exact(Store& s, const std::string& alloc, std::initializer_list<int64_t> at) {
+    for (const int64_t sec : at) {
+      clock_->set(t0 + sec * micros_per_second);
+      auto st = s.get_allocation(alloc);
+      ASSERT_TRUE(st.ok()) << st.error().message;
+      const UnixMicros cutoff = clock_->now() - core::rate_window_us;
+      EXPECT_EQ(st->snapshot.requests_last_minute, count_starts_after(alloc, cutoff)) << "at t0 + " << sec << " s";
+      EXPECT_EQ(st->snapshot.tokens_last_minute, sum_booked_after(alloc, cutoff)) << "at t0 + " << sec << " s";
+    }
+  }
+};
+
+// Rows written before the migration, their times out of insertion order, keep exact windows.
+TEST_F(WindowsTest, RowsFromBeforeTheMigrationKeepExactWindows) {
+  {
+    auto c = Connection::open(schema_.url());
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    ASSERT_TRUE(migrate(**c, 1).ok());
+    const auto at = [](int64_t sec) { return std::to_string(t0 + sec * micros_per_second); };
+    std::string sql =
+        "INSERT INTO agreements (id, supplier, buyer, provider, input_tokens, output_tokens, starts_at,"
+        " ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state, created_at) VALUES"
+        " ('agr_w', 's', 'b', 'mock', 1000000, 1000000, " + at(-1) + ", " + std::to_string(t0 + day_us) +
+        ", 1000, 1000000, 100, 'in_force', " + at(-1) + ");"
+        "INSERT INTO allocations (id, agreement_id, state, created_at) VALUES ('alloc_w', 'agr_w', 'active', " + at(-1) + ");";
+    // Start (s), and booking (s) with tokens for the booked ones; inserted in this order.
+    struct Row { int64_t start; int64_t booked; int64_t tokens; };
+    const Row rows[] = {{5, 6, 30}, {1, -1, 0}, {30, 31, 7}, {20, 2, 11}, {61, 62, 5}, {45, -1, 0}};
+    int64_t booked_in = 0, booked_out = 0, seq = 0;
+    for (size_t i = 0; i < std::size(rows); ++i) {
+      const std::string id = "req_w" + std::to_string(i);
+      const bool booked = rows[i].booked >= 0;
+      sql += "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream, hold_input,"
+             " hold_output) VALUES ('" + id + "', 'alloc_w', 'key', '" + (booked ? "booked" : "in_flight") +
+             "', " + at(rows[i].start) + ", 'm', false, 0, 0);";
+      if (!booked) continue;
+      sql += "INSERT INTO usage_events (id, allocation_id, seq, request_id, provider_request_id, input_tokens,"
+             " output_tokens, source, finality, booked_at) VALUES ('evt_w" + std::to_string(i) + "', 'alloc_w', " +
+             std::to_string(++seq) + ", '" + id + "', 'p" + std::to_string(i) + "', 1, " +
+             std::to_string(rows[i].tokens - 1) + ", 'provider', 'reported', " + at(rows[i].booked) + ");";
+      booked_in += 1;
+      booked_out += rows[i].tokens - 1;
+    }
+    sql += "UPDATE allocations SET booked_input = " + std::to_string(booked_in) + ", booked_output = " +
+           std::to_string(booked_out) + ", event_seq = " + std::to_string(seq) + " WHERE id = 'alloc_w';";
+    auto w = (*c)->exec(sql);
+    ASSERT_TRUE(w.ok()) << w.error().message;
+  }
+  auto s = open();  // migrates
+  ASSERT_NE(s, nullptr);
+  expect_windows_exact(*s, "alloc_w", {0, 3, 40, 61, 62, 65, 80, 91, 106, 121, 122, 200});
+  // A new start and booking follow the migrated ones.
+  clock_->set(t0 + 70 * micros_per_second);
+  auto cmd = command("alloc_w");
+  const std::string id = cmd.request_id;
+  ASSERT_TRUE(admit(*s, std::move(cmd))->decision.admitted());
+  ASSERT_EQ(settle(*s, SettleCommand{id, "alloc_w", SettleKind::usage, "p_new", {3, 4}})->book, core::BookResult::booked);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT start_ordinal FROM requests WHERE id = '" + id + "'"), 7);
+  expect_windows_exact(*s, "alloc_w", {70, 90, 121, 129, 130, 131});
+  auto audit = s->audit();
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
+
+// A clock stepping back (the database's, after a correction) never stamps a start or a
+// booking before the allocation's last one: the windows' order holds, and they stay exact.
+TEST_F(WindowsTest, AClockSteppingBackNeverStampsBeforeTheLastStartOrBooking) {
+  auto s = open();
+  ASSERT_NE(s, nullptr);
+  auto created = agreement(*s, {1000, 1000000, 100}, {1000000, 1000000});
+  const std::string alloc = created.allocation.id;
+  std::vector<std::string> ids;
+  for (const int64_t sec : {10, 4, 12, 2}) {  // starts
+    clock_->set(t0 + sec * micros_per_second);
+    auto cmd = command(alloc);
+    ids.push_back(cmd.request_id);
+    ASSERT_TRUE(admit(*s, std::move(cmd))->decision.admitted());
+  }
+  EXPECT_EQ(s->get_request(ids[1])->started_at, t0 + 10 * micros_per_second);
+  EXPECT_EQ(s->get_request(ids[3])->started_at, t0 + 12 * micros_per_second);
+  for (size_t i = 0; i < ids.size(); ++i) {  // bookings at 20, 15, 25, 18
+    clock_->set(t0 + std::array<int64_t, 4>{20, 15, 25, 18}[i] * micros_per_second);
+    auto r = settle(*s, SettleCommand{ids[i], alloc, SettleKind::usage, "p" + std::to_string(i),
+                                      {1, static_cast<int64_t>(i + 1)}});
+    ASSERT_EQ(r->book, core::BookResult::booked);
+  }
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_at FROM usage_events WHERE request_id = '" + ids[1] + "'"),
+            t0 + 20 * micros_per_second);
+  expect_windows_exact(*s, alloc, {25, 69, 70, 71, 72, 79, 80, 84, 85, 86});
 }
 
 TEST_F(PostgresStoreTest, DatabaseClockStampsStartsWithTheServersTime) {

@@ -12,7 +12,8 @@ namespace cairva::store::pg {
 // The number of migrations this build knows (schema_migrations holds 1..this).
 int schema_version_latest();
 
-// Applies the missing migrations. Safe to call concurrently from several processes.
-Status migrate(Connection& c);
+// Applies the missing migrations up to `target` (tests: an older schema to migrate from).
+// Safe to call concurrently from several processes.
+Status migrate(Connection& c, int target = schema_version_latest());
 
 }  // namespace cairva::store::pg

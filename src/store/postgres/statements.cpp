@@ -17,12 +17,25 @@ constexpr const char* lock_columns =
     "ag.id, ag.state, ag.starts_at, ag.ends_at, ag.requests_per_minute, ag.tokens_per_minute, "
     "ag.max_concurrency, ag.input_tokens, ag.output_tokens";
 
-// The four window counts for allocation `alloc` (an SQL expression) at c.now.
+// An allocation's last request start and last booking, in the windows' order (schema.cpp,
+// migration 2): `what` of that row, or 0 when there is none.
+std::string last_start(const std::string& what, const std::string& alloc, const std::string& at_or_before = "") {
+  return "COALESCE((SELECT r." + what + " FROM requests r WHERE r.allocation_id = " + alloc +
+         at_or_before + " ORDER BY r.started_at DESC, r.start_ordinal DESC LIMIT 1), 0)";
+}
+std::string last_booking(const std::string& what, const std::string& alloc, const std::string& at_or_before = "") {
+  return "COALESCE((SELECT e." + what + " FROM usage_events e WHERE e.allocation_id = " + alloc +
+         at_or_before + " ORDER BY e.booked_at DESC, e.seq DESC LIMIT 1), 0)";
+}
+
+// The four window counts for allocation `alloc` (an SQL expression) at c.now. The first two
+// are differences of running figures (schema.cpp, migration 2): two index probes each,
+// whatever the window holds.
 std::string counts(const std::string& alloc) {
-  return "(SELECT count(*) FROM requests r WHERE r.allocation_id = " + alloc +
-         " AND r.started_at > c.now - $4::bigint), "
-         "(SELECT COALESCE(sum(e.input_tokens + e.output_tokens), 0) FROM usage_events e "
-         " WHERE e.allocation_id = " + alloc + " AND e.booked_at > c.now - $4::bigint), "
+  return last_start("start_ordinal", alloc) + " - " +
+         last_start("start_ordinal", alloc, " AND r.started_at <= c.now - $4::bigint") + ", " +
+         last_booking("cum_tokens", alloc) + " - " +
+         last_booking("cum_tokens", alloc, " AND e.booked_at <= c.now - $4::bigint") + ", "
          "(SELECT count(*) FROM requests r WHERE r.allocation_id = " + alloc +
          " AND r.state = 'in_flight' AND r.started_at > c.now - $3::bigint), "
          "(SELECT count(*) FROM requests r WHERE r.allocation_id = " + alloc +
@@ -45,10 +58,12 @@ const Statement lock_allocation{
         " FROM allocations al JOIN agreements ag ON ag.id = al.agreement_id"
         " WHERE al.id = $1 FOR NO KEY UPDATE OF al"};
 
+// "now" for an admission: never before the allocation's last start (a clock stepping back
+// would break the windows' order).
 const Statement window_counts{
     "cv_window_counts",
-    "WITH c AS MATERIALIZED (SELECT " + now_param(2) + " AS now) SELECT c.now, " +
-        counts("$1::text") + " FROM c"};
+    "WITH c AS MATERIALIZED (SELECT GREATEST(" + now_param(2) + ", " + last_start("started_at", "$1::text") +
+        ") AS now) SELECT c.now, " + counts("$1::text") + " FROM c"};
 
 const Statement allocation_status{
     "cv_allocation_status",
@@ -60,7 +75,8 @@ const Statement allocation_status{
 const Statement insert_request{
     "cv_insert_request",
     "WITH ins AS (INSERT INTO requests (id, allocation_id, key_id, state, started_at, model,"
-    " stream, hold_input, hold_output) VALUES ($2, $1, $3, 'in_flight', $4, $5, $6, $7, $8))"
+    " stream, hold_input, hold_output, start_ordinal) VALUES ($2, $1, $3, 'in_flight', $4, $5, $6,"
+    " $7, $8, " + last_start("start_ordinal", "$1") + " + 1))"
     " UPDATE allocations SET held_input = held_input + $7, held_output = held_output + $8,"
     " state = $9 WHERE id = $1"};
 
@@ -70,11 +86,12 @@ const Statement set_states{
     " UPDATE allocations SET state = $2 WHERE id = $1"};
 
 // $1 request, $2 allocation, $3 now|NULL. Columns: state, hold_input, hold_output,
-// started_at, provider_request_id, now.
+// started_at, provider_request_id, now — never before the allocation's last booking (see
+// window_counts).
 const Statement read_request_locked{
     "cv_read_request_locked",
-    "SELECT state, hold_input, hold_output, started_at, provider_request_id, " + now_param(3) +
-        " FROM requests WHERE id = $1 AND allocation_id = $2 FOR NO KEY UPDATE"};
+    "SELECT state, hold_input, hold_output, started_at, provider_request_id, GREATEST(" + now_param(3) +
+        ", " + last_booking("booked_at", "$2") + ") FROM requests WHERE id = $1 AND allocation_id = $2 FOR NO KEY UPDATE"};
 
 // $1 allocation, $2 provider request id. Columns: input_tokens, output_tokens.
 const Statement booked_event_by_provider_id{
@@ -84,18 +101,23 @@ const Statement booked_event_by_provider_id{
 
 // $1 event id, $2 allocation, $3 seq, $4 request, $5 provider request id, $6/$7 counts,
 // $8 source, $9 finality, $10 evidence, $11 booked_at, $12/$13 the request's hold,
-// $14 agreement id, $15 agreement state, $16 allocation state.
+// $14 agreement id, $15 agreement state, $16 allocation state. Writes nothing when the
+// allocation has an event under that provider request id already: the unique index finds
+// it (ON CONFLICT), with no lookup before (write_booking). Updates one allocation row
+// when it booked, none otherwise.
 const Statement book_event{
     "cv_book_event",
     "WITH ev AS (INSERT INTO usage_events (id, allocation_id, seq, request_id,"
-    " provider_request_id, input_tokens, output_tokens, source, finality, evidence, booked_at)"
-    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)),"
+    " provider_request_id, input_tokens, output_tokens, source, finality, evidence, booked_at,"
+    " cum_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, " +
+        last_booking("cum_tokens", "$2") + " + $6 + $7)"
+    " ON CONFLICT (allocation_id, provider_request_id) DO NOTHING RETURNING 1),"
     " rq AS (UPDATE requests SET state = 'booked', finished_at = $11, provider_request_id = $5"
-    " WHERE id = $4),"
-    " ag AS (UPDATE agreements SET state = $15 WHERE id = $14)"
+    " WHERE id = $4 AND EXISTS (SELECT 1 FROM ev)),"
+    " ag AS (UPDATE agreements SET state = $15 WHERE id = $14 AND EXISTS (SELECT 1 FROM ev))"
     " UPDATE allocations SET booked_input = booked_input + $6, booked_output = booked_output + $7,"
     " held_input = held_input - $12, held_output = held_output - $13, event_seq = $3, state = $16"
-    " WHERE id = $2"};
+    " WHERE id = $2 AND EXISTS (SELECT 1 FROM ev)"};
 
 // $1 allocation, $2 request, $3 new state, $4 finished_at, $5 provider request id ('' keeps),
 // $6/$7 hold to release.

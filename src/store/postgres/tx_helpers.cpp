@@ -45,7 +45,7 @@ Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::stri
   return std::optional<core::Tokens>(core::Tokens{get_i64(r->get(), 0, 0), get_i64(r->get(), 0, 1)});
 }
 
-Status write_booking(Connection& c, Transaction* commit_with, const std::string& allocation_id, const AllocationRow& alloc,
+Result<bool> write_booking(Connection& c, Transaction* commit_with, const std::string& allocation_id, const AllocationRow& alloc,
                      const core::AllocationLedger& ledger, const std::string& event_id,
                      const std::string& request_id, const std::string& provider_request_id,
                      const core::Tokens& usage, core::EventSource source, core::Finality finality,
@@ -67,10 +67,15 @@ Status write_booking(Connection& c, Transaction* commit_with, const std::string&
                                       .text(alloc.agreement_id)
                                       .text(core::to_string(ledger.agreement_state()))
                                       .text(core::to_string(ledger.state()));
-  if (commit_with != nullptr) return commit_with->run_and_commit(sql::book_event, params);
-  auto r = c.run(sql::book_event, params);
-  if (!r.ok()) return r.error();
-  return {};
+  PgResult result;
+  if (commit_with != nullptr) {
+    if (Status s = commit_with->run_and_commit(sql::book_event, params, &result); !s.ok()) return s.error();
+  } else {
+    auto r = c.run(sql::book_event, params);
+    if (!r.ok()) return r.error();
+    result = std::move(r).value();
+  }
+  return std::string_view(PQcmdTuples(result.get())) == "1";
 }
 
 }  // namespace cairva::store::pg

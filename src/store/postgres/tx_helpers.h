@@ -40,8 +40,10 @@ Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::stri
 
 // Writes a booking the ledger accepted: the event (next per-allocation seq), the request
 // booked, the hold released, booked totals and states as the ledger now has them. With
-// `commit_with`, the write is the transaction's last and goes with its COMMIT.
-Status write_booking(Connection& c, Transaction* commit_with, const std::string& allocation_id, const AllocationRow& alloc,
+// `commit_with`, the write is the transaction's last and goes with its COMMIT. False (and
+// nothing written) when the allocation has an event under `provider_request_id` already,
+// which the ledger did not know of (settle_on books without looking first).
+Result<bool> write_booking(Connection& c, Transaction* commit_with, const std::string& allocation_id, const AllocationRow& alloc,
                      const core::AllocationLedger& ledger, const std::string& event_id,
                      const std::string& request_id, const std::string& provider_request_id,
                      const core::Tokens& usage, core::EventSource source, core::Finality finality,
