@@ -1,6 +1,7 @@
 # Sourced by bench/profile.sh and bench/instructions.sh: one mock provider and one gateway
 # (SQLite store in a scratch directory, $work) under load-test settings, and a buyer key with
-# limits too high to refuse anything. Everything started is stopped, and $work removed, when
+# limits too high to refuse anything (store: CAIRVA_ONE_STORE_URL, e.g. a PostgreSQL URL, else a
+# fresh SQLite file). Everything started is stopped, and $work removed, when
 # the script exits.
 work=$(mktemp -d /tmp/cairva-bench.XXXXXX)
 pids=()
@@ -32,7 +33,7 @@ admin_listen = "127.0.0.1:$GW_ADMIN"
 threads = $threads
 access_log = false
 [store]
-url = "sqlite://$work/cairva.db"
+url = "${CAIRVA_ONE_STORE_URL:-sqlite://$work/cairva.db}"
 sync = "$sync"
 [[providers]]
 name = "mock"

@@ -41,12 +41,14 @@ std::optional<UnixMicros> PostgresStore::injected_now() const {
 }
 
 template <class T, class F>
-void PostgresStore::run_async(Callback<T> done, F work) {
+void PostgresStore::run_async(Callback<T> done, F work, const std::string* allocation_id) {
   auto job = [this, done, work = std::move(work)]() mutable {
     Result<T> r = with_connection<T>(work);
     done(std::move(r));  // after COMMIT (or failure), holding no lock
   };
-  if (!workers_.post(std::move(job))) {
+  const bool queued = allocation_id != nullptr ? workers_.post_in_order(*allocation_id, std::move(job))
+                                               : workers_.post(std::move(job));
+  if (!queued) {
     done(make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
   }
 }
@@ -76,8 +78,9 @@ Result<KeyGrant> PostgresStore::authenticate_on(Connection& c, const std::string
 }
 
 void PostgresStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
-  run_async<AdmitResult>(std::move(done),
-                         [this, cmd = std::move(cmd)](Connection& c) { return admit_on(c, cmd); });
+  const std::string allocation_id = cmd.allocation_id;
+  run_async<AdmitResult>(
+      std::move(done), [this, cmd = std::move(cmd)](Connection& c) { return admit_on(c, cmd); }, &allocation_id);
 }
 
 Result<AdmitResult> PostgresStore::admit_on(Connection& c, const AdmitCommand& cmd) {
@@ -147,8 +150,9 @@ Result<AdmitResult> PostgresStore::admit_on(Connection& c, const AdmitCommand& c
 }
 
 void PostgresStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
-  run_async<SettleResult>(std::move(done),
-                          [this, cmd = std::move(cmd)](Connection& c) { return settle_on(c, cmd); });
+  const std::string allocation_id = cmd.allocation_id;
+  run_async<SettleResult>(
+      std::move(done), [this, cmd = std::move(cmd)](Connection& c) { return settle_on(c, cmd); }, &allocation_id);
 }
 
 Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand& cmd, bool look_up_first) {

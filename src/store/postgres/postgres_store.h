@@ -72,9 +72,11 @@ class PostgresStore final : public Store {
   // Runs `work` on a pooled connection, retrying deadlocks/serialization failures.
   template <class T, class F>
   Result<T> with_connection(F&& work);
-  // Runs `work` on a worker thread, then `done` with its result (exactly once).
+  // Runs `work` on a worker thread, then `done` with its result (exactly once). With
+  // `allocation_id`, after this process's earlier work under that allocation's row lock
+  // (workers.h says why).
   template <class T, class F>
-  void run_async(Callback<T> done, F work);
+  void run_async(Callback<T> done, F work, const std::string* allocation_id = nullptr);
 
   Result<KeyGrant> authenticate_on(Connection& c, const std::string& hash);
   Result<AdmitResult> admit_on(Connection& c, const AdmitCommand& cmd);

@@ -29,11 +29,49 @@ Workers::~Workers() {
 bool Workers::post(std::function<void()> job) {
   {
     std::lock_guard lock(mu_);
-    if (stopping_ || queue_.size() >= worker_queue_jobs_max) return false;
+    if (stopping_ || queue_.size() + waiting_for_key_ >= worker_queue_jobs_max) return false;
     queue_.push_back(std::move(job));
   }
   cv_.notify_one();
   return true;
+}
+
+bool Workers::post_in_order(const std::string& key, std::function<void()> job) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || queue_.size() + waiting_for_key_ >= worker_queue_jobs_max) return false;
+    auto [it, first] = keys_.try_emplace(key);
+    if (!first) {
+      it->second.push_back(std::move(job));
+      ++waiting_for_key_;
+      return true;
+    }
+    queue_.push_back([this, key, job = std::move(job)]() mutable { run_key(key, std::move(job)); });
+  }
+  cv_.notify_one();
+  return true;
+}
+
+void Workers::run_key(const std::string& key, std::function<void()> job) {
+  for (size_t ran = 1;; ++ran) {
+    job();
+    std::lock_guard lock(mu_);
+    auto it = keys_.find(key);
+    CAIRVA_ASSERT(it != keys_.end());
+    if (it->second.empty()) {
+      keys_.erase(it);
+      return;
+    }
+    job = std::move(it->second.front());
+    it->second.pop_front();
+    --waiting_for_key_;
+    // Stopping: the queue is being drained, so this worker finishes the key's jobs itself.
+    if (ran % key_jobs_per_turn == 0 && !stopping_) {
+      queue_.push_back([this, key, job = std::move(job)]() mutable { run_key(key, std::move(job)); });
+      cv_.notify_one();
+      return;
+    }
+  }
 }
 
 void Workers::loop() {
