@@ -55,6 +55,15 @@ constexpr Check checks[] = {
      " || COALESCE(e.m, 0) || ')' FROM allocations a LEFT JOIN (SELECT allocation_id, count(*) n,"
      " max(seq) m FROM usage_events GROUP BY allocation_id) e ON e.allocation_id = a.id"
      " WHERE a.event_seq <> COALESCE(e.n, 0) OR a.event_seq <> COALESCE(e.m, 0)"},
+    // The trailing windows are read from these running figures (schema.cpp, migration 2).
+    {"start numbers are 1, 2, … per allocation in start order",
+     "SELECT id || ': start number ' || start_ordinal || ', ' || n || ' in start order' FROM"
+     " (SELECT id, start_ordinal, row_number() OVER (PARTITION BY allocation_id"
+     " ORDER BY started_at, start_ordinal) n FROM requests) r WHERE start_ordinal <> n"},
+    {"each event's running token total is its allocation's bookings up to it, in booking order",
+     "SELECT id || ': running total ' || cum_tokens || ', bookings up to it ' || t FROM"
+     " (SELECT id, cum_tokens, sum(input_tokens + output_tokens) OVER (PARTITION BY allocation_id"
+     " ORDER BY booked_at, seq ROWS UNBOUNDED PRECEDING) t FROM usage_events) e WHERE cum_tokens <> t"},
     {"states are valid",
      "SELECT 'allocation ' || id || ': state ' || state FROM allocations WHERE state NOT IN"
      " ('ready', 'active', 'suspended', 'depleted', 'expired')"

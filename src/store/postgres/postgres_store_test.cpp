@@ -418,6 +418,20 @@ TEST_F(WindowsTest, AClockSteppingBackNeverStampsBeforeTheLastStartOrBooking) {
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_at FROM usage_events WHERE request_id = '" + ids[1] + "'"),
             t0 + 20 * micros_per_second);
   expect_windows_exact(*s, alloc, {25, 69, 70, 71, 72, 79, 80, 84, 85, 86});
+  // The audit checks the running figures the windows are read from.
+  const auto violations = [&] {
+    auto a = s->audit();
+    EXPECT_TRUE(a.ok());
+    std::string all;
+    for (const auto& v : a->violations) all += v + "\n";
+    return all;
+  };
+  EXPECT_EQ(violations(), "");
+  ASSERT_EQ(testing::exec_sql(schema_.url(), "UPDATE requests SET start_ordinal = 7 WHERE id = '" + ids[2] + "'"), "");
+  ASSERT_EQ(testing::exec_sql(schema_.url(), "UPDATE usage_events SET cum_tokens = cum_tokens + 1 WHERE request_id = '" + ids[3] + "'"), "");
+  const std::string found = violations();
+  EXPECT_NE(found.find(ids[2] + ": start number 7, 4 in start order"), std::string::npos) << found;
+  EXPECT_NE(found.find("running total"), std::string::npos) << found;
 }
 
 TEST_F(PostgresStoreTest, DatabaseClockStampsStartsWithTheServersTime) {
