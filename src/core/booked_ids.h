@@ -5,6 +5,12 @@
 // uint32 beside it: 20 bytes a slot in an open-addressing map, no node per entry. Counts
 // that do not fit stay exact in a small side map.
 //
+// The slots are split over shards of at most shard_ids_max ids, found by the digest's last
+// word (extendible hashing: a directory indexed by its top bits): one map of every id
+// would move all of them each time it grew — 343 ms of a stopped event loop at 1.7 million
+// ids, 682 ms at 3.4 million (docs/benchmarks.md, session 9). A full shard splits in two
+// instead, moving half of its ids.
+//
 // Thread safety: none (the ledger's owner holds the allocation's lock).
 #pragma once
 
@@ -13,6 +19,7 @@
 #include <limits>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include <boost/unordered/unordered_flat_map.hpp>
 
@@ -31,6 +38,9 @@ class BookedIds {
   using Slots = boost::unordered_flat_map<Digest96, PackedCounts, Digest96Hash>;
 
  public:
+  // A shard holding more ids splits (the most ids one booking can move).
+  static constexpr size_t shard_ids_max = 8192;
+
   // A slot: 12-byte key + 8-byte counts (the map adds one metadata byte per slot).
   static constexpr size_t slot_bytes = sizeof(Slots::value_type);
   static_assert(slot_bytes == 20, "a booked id costs 20 bytes a slot");
@@ -50,16 +60,31 @@ class BookedIds {
   // Rebuilding from a store: books the id with `counts`, replacing earlier counts.
   void assign(std::string_view provider_request_id, const Tokens& counts);
 
-  size_t size() const { return slots_.size(); }
+  size_t size() const { return size_; }
   // Ids whose counts did not fit in a slot.
   size_t overflow_size() const { return overflow_.size(); }
+  // Tests: the shards and the largest one's ids.
+  size_t shards() const { return shards_.size(); }
+  size_t largest_shard() const;
 
  private:
   static bool fits(int64_t count) { return count >= 0 && count < int64_t{overflow_mark}; }
   static PackedCounts pack(const Tokens& counts);
   Tokens unpack(const Digest96& key, const PackedCounts& packed) const;
 
-  Slots slots_;
+  struct Shard {
+    Slots slots;
+    unsigned depth = 0;  // its ids share this many top bits of the digest's last word
+  };
+  size_t shard_of(const Digest96& key) const;
+  // After an insert into `shard`: splits it while it holds more than shard_ids_max ids.
+  void split_if_full(size_t shard);
+
+  std::vector<Shard> shards_{1};
+  // 2^depth_ entries: the shard of the ids whose last word starts with each bit pattern.
+  std::vector<uint32_t> directory_{0};
+  unsigned depth_ = 0;
+  size_t size_ = 0;
   // Counts of the slots marked overflow_mark. Each such booking is of at least 2^32 - 1
   // tokens, so an allocation has about allowance / 2^32 of them (plus requests open when
   // it depleted): the map stays small beside `slots_`.

@@ -70,5 +70,34 @@ TEST(BookedIds, RestoredCountsOutsideTheBookingRangeStayExact) {
   EXPECT_EQ(ids.claim("p", {0, 0}).booked, (Tokens{-1, 3}));
 }
 
+// Many ids: every one comes back with its counts, and no shard outgrows shard_ids_max (a
+// booking never moves more ids than that: one map of all would move every id as it grows).
+TEST(BookedIds, ManyIdsSplitIntoBoundedShardsAndAllComeBack) {
+  BookedIds ids;
+  constexpr int64_t n = 100'000;
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string id = "chatcmpl-" + std::to_string(i);
+    if (i % 3 == 0) {
+      ids.assign(id, {i, i % 1000 == 0 ? kU32Max + i : 2 * i});  // restored rows, some overflowing
+    } else {
+      ASSERT_TRUE(ids.claim(id, {i, 2 * i}).claimed) << id;
+    }
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(n));
+  EXPECT_GT(ids.shards(), 8u);
+  EXPECT_LE(ids.largest_shard(), BookedIds::shard_ids_max);
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string id = "chatcmpl-" + std::to_string(i);
+    const BookedIds::Claim c = ids.claim(id, {0, 0});
+    ASSERT_FALSE(c.claimed) << id;
+    ASSERT_EQ(c.booked, (Tokens{i, i % 3 == 0 && i % 1000 == 0 ? kU32Max + i : 2 * i})) << id;
+  }
+  EXPECT_EQ(ids.size(), static_cast<size_t>(n));  // refused claims add nothing
+  EXPECT_EQ(ids.overflow_size(), static_cast<size_t>((n - 1) / 3000 + 1));
+  ids.assign("chatcmpl-7", {1, 1});  // an id already there: replaced, not counted twice
+  EXPECT_EQ(ids.size(), static_cast<size_t>(n));
+  EXPECT_EQ(ids.claim("chatcmpl-7", {0, 0}).booked, (Tokens{1, 1}));
+}
+
 }  // namespace
 }  // namespace cairva::core
