@@ -35,7 +35,7 @@ size_t BookedIds::shard_of(const Digest96& key) const {
 }
 
 void BookedIds::split_if_full(size_t shard) {
-  while (shards_[shard].slots.size() > shard_ids_max && shards_[shard].depth < 32) {
+  while (shards_[shard].slots.size() >= shard_ids_max && shards_[shard].depth < 32) {
     const unsigned depth = shards_[shard].depth;
     if (depth == depth_) {  // the directory doubles: each entry becomes two
       std::vector<uint32_t> twice(directory_.size() * 2);

@@ -5,7 +5,7 @@
 // uint32 beside it: 20 bytes a slot in an open-addressing map, no node per entry. Counts
 // that do not fit stay exact in a small side map.
 //
-// The slots are split over shards of at most shard_ids_max ids, found by the digest's last
+// The slots are split over shards of fewer than shard_ids_max ids, found by the digest's last
 // word (extendible hashing: a directory indexed by its top bits): one map of every id
 // would move all of them each time it grew — 343 ms of a stopped event loop at 1.7 million
 // ids, 682 ms at 3.4 million (docs/benchmarks.md, session 9). A full shard splits in two
@@ -38,8 +38,11 @@ class BookedIds {
   using Slots = boost::unordered_flat_map<Digest96, PackedCounts, Digest96Hash>;
 
  public:
-  // A shard holding more ids splits (the most ids one booking can move).
-  static constexpr size_t shard_ids_max = 8192;
+  // A shard that reaches this many ids splits in two (the most ids one booking can move).
+  // Split shards are sized for it up front, so they never grow their table; it is under
+  // the 13,440 ids Boost's flat map holds in 1,024 groups of 15 slots at its 0.875 maximum
+  // load, so that table is 40-80 % full.
+  static constexpr size_t shard_ids_max = 12288;
 
   // A slot: 12-byte key + 8-byte counts (the map adds one metadata byte per slot).
   static constexpr size_t slot_bytes = sizeof(Slots::value_type);
@@ -77,7 +80,7 @@ class BookedIds {
     unsigned depth = 0;  // its ids share this many top bits of the digest's last word
   };
   size_t shard_of(const Digest96& key) const;
-  // After an insert into `shard`: splits it while it holds more than shard_ids_max ids.
+  // After an insert into `shard`: splits it while it holds shard_ids_max ids or more.
   void split_if_full(size_t shard);
 
   std::vector<Shard> shards_{1};

@@ -498,6 +498,45 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
   fail_in_flight(a);
 }
 
+// The journal's queue holds at most writer_queue_ops_max writes (an event loop queues them
+// and commits after its round): an admission beyond that is refused with store_unavailable
+// and leaves no trace — no hold, not in flight, no start counted. The queued ones commit.
+TEST_F(SqliteStoreTest, AnAdmissionBeyondAFullWriteQueueIsRefusedWithoutATrace) {
+  auto a = create({1000000, 100000000, 100000}, {100000000, 100000000});
+  store_->flush();  // nothing left to apply: no applier wakes the journal thread meanwhile
+  std::deque<std::function<void()>> soon;
+  const RunSoon run_soon = [&](std::function<void()> f) { soon.push_back(std::move(f)); };
+  set_run_soon_for_this_thread(&run_soon);
+  std::atomic<size_t> admitted{0};
+  for (size_t i = 0; i < writer_queue_ops_max; ++i) {
+    store_->admit(cmd(a), [&](Result<AdmitResult> r) {
+      if (r.ok() && r->decision.admitted()) ++admitted;
+    });
+  }
+  const auto before = store_->get_allocation(a.allocation.id);
+  ASSERT_TRUE(before.ok());
+  ASSERT_EQ(before->snapshot.in_flight, static_cast<int64_t>(writer_queue_ops_max));
+  std::optional<Result<AdmitResult>> refused;
+  store_->admit(cmd(a), [&](Result<AdmitResult> r) { refused = std::move(r); });
+  ASSERT_TRUE(refused.has_value()) << "a refusal is answered at once";
+  ASSERT_FALSE(refused->ok());
+  EXPECT_EQ(refused->error().code, ErrorCode::store_unavailable);
+  const auto after = store_->get_allocation(a.allocation.id);
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->snapshot.in_flight, before->snapshot.in_flight);
+  EXPECT_EQ(after->snapshot.requests_last_minute, before->snapshot.requests_last_minute);
+  EXPECT_EQ(after->snapshot.held, before->snapshot.held);
+  // The loop's turn commits a batch and hands the rest to the journal thread.
+  while (!soon.empty()) {
+    auto f = std::move(soon.front());
+    soon.pop_front();
+    f();
+  }
+  set_run_soon_for_this_thread(nullptr);
+  store_->flush();
+  EXPECT_EQ(admitted.load(), writer_queue_ops_max);
+}
+
 // With sync = "full" the log's commit waits for an fsync: an event loop never runs it (it
 // would stall every connection the loop serves); the journal thread does.
 TEST_F(SqliteStoreTest, EventLoopLeavesFsyncingCommitsToTheJournalThread) {
