@@ -3,7 +3,8 @@
 # tests (CTest), end-to-end tests (Node's test runner with the official openai client).
 # CAIRVA_TEST_SANITIZE=1 also runs the CTest suite under ASan+UBSan, the end-to-end suites
 # against the ASan+UBSan binary, and the concurrent parts (the stores and their contract
-# suite: writer thread, per-allocation mutexes, connection pools) under TSan.
+# suite: writer thread, per-allocation mutexes, connection pools, PostgreSQL workers)
+# under TSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +29,6 @@ if [ "${CAIRVA_TEST_SANITIZE:-0}" = 1 ]; then
     node --test --test-concurrency=1 ./*.test.mjs) || status=1
   ./scripts/build.sh build-tsan -DCAIRVA_TSAN=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo
   TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j2 \
-    -R '[Ss]qlite|[Pp]ostgres|[Cc]ontract|Oplog|Writes' || status=1
+    -R '[Ss]qlite|[Pp]ostgres|[Cc]ontract|Oplog|Writes|Workers' || status=1
 fi
 exit $status
