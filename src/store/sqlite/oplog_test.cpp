@@ -85,6 +85,32 @@ class OplogTest : public ::testing::Test {
     return wrote;
   }
 
+  // Directories in the way of the names of the segments after the first (as a full disk
+  // would refuse new files); removed by the caller.
+  std::vector<fs::path> block_next_segments() {
+    std::vector<fs::path> blocked;
+    for (int64_t seq = 2; seq < 400; ++seq) {
+      char name[64];
+      std::snprintf(name, sizeof name, "log.db-oplog.%020lld", static_cast<long long>(seq));
+      blocked.push_back(dir_ / name);
+      fs::create_directory(blocked.back());
+    }
+    return blocked;
+  }
+
+  // Commits one-record frames that may not use the reserve until one is refused; returns
+  // the refusal and adds what landed to `wrote`.
+  Status commit_until_refused(Log& log, int64_t& seq, std::vector<Seen>& wrote, std::mt19937_64& rng) {
+    Status refused;
+    for (int i = 0; i < 100 && refused.ok(); ++i) {
+      const writes::Record r = record(rng);
+      log.add(seq, r);
+      refused = log.commit(/*may_use_reserve=*/false);
+      if (refused.ok()) wrote.push_back({seq++, r});
+    }
+    return refused;
+  }
+
   // A log whose first record is number 1, with `sync = "normal"`.
   std::unique_ptr<Log> start(uint64_t segment_bytes = oplog_segment_bytes) {
     auto log = Log::start(db_, 1, false, segment_bytes);
@@ -204,22 +230,10 @@ TEST_F(OplogTest, WithoutANewSegmentOnlyCommitsAllowedTheReserveLand) {
   std::mt19937_64 rng(13);
   auto log = start(/*segment_bytes=*/1024);
   ASSERT_NE(log, nullptr);
-  std::vector<fs::path> blocked;
-  for (int64_t seq = 2; seq < 400; ++seq) {
-    char name[64];
-    std::snprintf(name, sizeof name, "log.db-oplog.%020lld", static_cast<long long>(seq));
-    blocked.push_back(dir_ / name);
-    fs::create_directory(blocked.back());
-  }
+  const std::vector<fs::path> blocked = block_next_segments();
   std::vector<Seen> wrote;
   int64_t seq = 1;
-  Status refused;
-  for (int i = 0; i < 100 && refused.ok(); ++i) {
-    const writes::Record r = record(rng);
-    log->add(seq, r);
-    refused = log->commit(/*may_use_reserve=*/false);
-    if (refused.ok()) wrote.push_back({seq++, r});
-  }
+  const Status refused = commit_until_refused(*log, seq, wrote, rng);
   ASSERT_FALSE(refused.ok()) << "the segment never filled";
   EXPECT_NE(refused.error().message.find("open"), std::string::npos) << refused.error().message;
   // The same record, as a settlement would send it: into the reserve.
@@ -284,22 +298,10 @@ TEST_F(OplogTest, ASpareThatCannotTakeItsNameIsKept) {
   auto log = start(/*segment_bytes=*/1024);
   ASSERT_NE(log, nullptr);
   ASSERT_TRUE(log->prepare_spare().ok());
-  std::vector<fs::path> blocked;
-  for (int64_t seq = 2; seq < 400; ++seq) {
-    char name[64];
-    std::snprintf(name, sizeof name, "log.db-oplog.%020lld", static_cast<long long>(seq));
-    blocked.push_back(dir_ / name);
-    fs::create_directory(blocked.back());
-  }
+  const std::vector<fs::path> blocked = block_next_segments();
   std::vector<Seen> wrote;
   int64_t seq = 1;
-  Status refused;
-  for (int i = 0; i < 100 && refused.ok(); ++i) {
-    const writes::Record r = record(rng);
-    log->add(seq, r);
-    refused = log->commit(/*may_use_reserve=*/false);
-    if (refused.ok()) wrote.push_back({seq++, r});
-  }
+  const Status refused = commit_until_refused(*log, seq, wrote, rng);
   ASSERT_FALSE(refused.ok()) << "the segment never filled";
   EXPECT_TRUE(fs::exists(dir_ / "log.db-oplog-spare"));
   EXPECT_FALSE(log->spare_due());
