@@ -248,10 +248,8 @@ TEST_F(OplogTest, WithoutANewSegmentOnlyCommitsAllowedTheReserveLand) {
   for (const auto& d : blocked) fs::remove(d);
   ASSERT_TRUE(log->probe(seq).ok());  // creates the next segment
   EXPECT_EQ(log->segments(), 2u);
-  const writes::Record r = record(rng);
-  log->add(seq, r);
-  ASSERT_TRUE(log->commit(/*may_use_reserve=*/false).ok());
-  wrote.push_back({seq++, r});
+  const auto more = write(*log, 1, seq, rng);
+  wrote.insert(wrote.end(), more.begin(), more.end());
   expect_same(read_all(db_), wrote);
 }
 
@@ -310,10 +308,8 @@ TEST_F(OplogTest, ASpareThatCannotTakeItsNameIsKept) {
   ASSERT_TRUE(log->probe(seq).ok());  // moves to the spare
   EXPECT_FALSE(fs::exists(dir_ / "log.db-oplog-spare"));
   EXPECT_EQ(log->segments(), 2u);
-  const writes::Record r = record(rng);
-  log->add(seq, r);
-  ASSERT_TRUE(log->commit(/*may_use_reserve=*/false).ok());
-  wrote.push_back({seq++, r});
+  const auto more = write(*log, 1, seq, rng);
+  wrote.insert(wrote.end(), more.begin(), more.end());
   expect_same(read_all(db_), wrote);
 }
 
