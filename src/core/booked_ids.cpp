@@ -61,7 +61,7 @@ void BookedIds::split_if_full(size_t shard) {
       if (directory_[first] != shard) continue;
       for (size_t i = first + span / 2; i < first + span; ++i) directory_[i] = static_cast<uint32_t>(moved_to);
     }
-    // Should every id have gone one way (odds 2^-8192), that side splits again.
+    // Should every id have gone one way (odds 2^-shard_ids_max), that side splits again.
     if (shards_[moved_to].slots.size() > shards_[shard].slots.size()) shard = moved_to;
   }
 }

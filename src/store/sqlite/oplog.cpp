@@ -179,10 +179,9 @@ Status Log::open_segment(int64_t first_seq) {
   if (sync_full_) {
     // The new name must survive a crash as well as its bytes.
     const int dir = ::open(directory_of(database_path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const bool synced = dir >= 0 && ::fsync(dir) == 0;
+    const Status s = dir >= 0 && ::fsync(dir) == 0 ? Status{} : Status(errno_error(path, "fsync of its directory"));
     if (dir >= 0) ::close(dir);
-    if (!synced) {
-      const Status s = errno_error(path, "fsync of its directory");
+    if (!s.ok()) {
       ::close(fd);
       ::unlink(path.c_str());
       return s;
