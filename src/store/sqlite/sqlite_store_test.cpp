@@ -34,6 +34,28 @@ Result<T> await(const std::function<void(Callback<T>)>& start) {
   return p->get_future().get();
 }
 
+// This thread as an event loop (base/run_soon.h) while the object lives: what it is asked to
+// run soon waits for run_ready().
+class FakeLoop {
+ public:
+  FakeLoop() { set_run_soon_for_this_thread(&run_soon_); }
+  ~FakeLoop() { set_run_soon_for_this_thread(nullptr); }
+  FakeLoop(const FakeLoop&) = delete;
+  FakeLoop& operator=(const FakeLoop&) = delete;
+  size_t queued() const { return soon_.size(); }
+  void run_ready() {
+    while (!soon_.empty()) {
+      auto f = std::move(soon_.front());
+      soon_.pop_front();
+      f();
+    }
+  }
+
+ private:
+  std::deque<std::function<void()>> soon_;
+  const RunSoon run_soon_ = [this](std::function<void()> f) { soon_.push_back(std::move(f)); };
+};
+
 class SqliteStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -452,16 +474,7 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
 // still hands the retries and the disk probe to the journal thread.
 TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailure) {
   auto a = create({100, 100000, 10}, {1000, 1000});
-  std::deque<std::function<void()>> soon;
-  const RunSoon run_soon = [&](std::function<void()> f) { soon.push_back(std::move(f)); };
-  set_run_soon_for_this_thread(&run_soon);
-  auto run_ready = [&] {
-    while (!soon.empty()) {
-      auto f = std::move(soon.front());
-      soon.pop_front();
-      f();
-    }
-  };
+  auto loop = std::make_optional<FakeLoop>();
   std::optional<Result<AdmitResult>> answer;
   auto admit_here = [&] {
     answer.reset();
@@ -470,9 +483,9 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
   admit_here();
   admit_here();  // two in one round: one commit
   EXPECT_FALSE(answer.has_value()) << "committed before the loop's round ended";
-  EXPECT_EQ(soon.size(), 1u) << "each write queued its own journal run";
+  EXPECT_EQ(loop->queued(), 1u) << "each write queued its own journal run";
   const int64_t commits = store_->writer_stats().commits;
-  run_ready();
+  loop->run_ready();
   ASSERT_TRUE(answer.has_value()) << "the loop's own turn did not commit";
   ASSERT_TRUE(answer->ok());
   EXPECT_TRUE((*answer)->decision.admitted());
@@ -480,7 +493,7 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
 
   store_->set_write_fault_for_testing(true);
   admit_here();
-  run_ready();
+  loop->run_ready();
   ASSERT_TRUE(answer.has_value());
   ASSERT_FALSE(answer->ok());
   EXPECT_EQ(answer->error().code, ErrorCode::store_unavailable);
@@ -489,11 +502,11 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
   bool recovered = false;
   for (int i = 0; i < 1000 && !recovered; ++i) {
     admit_here();
-    run_ready();
+    loop->run_ready();
     recovered = answer.has_value() && answer->ok();
     if (!recovered) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  set_run_soon_for_this_thread(nullptr);
+  loop.reset();
   EXPECT_TRUE(recovered) << "admissions never resumed after the disk recovered";
   fail_in_flight(a);
 }
@@ -504,9 +517,7 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
 TEST_F(SqliteStoreTest, AnAdmissionBeyondAFullWriteQueueIsRefusedWithoutATrace) {
   auto a = create({1000000, 100000000, 100000}, {100000000, 100000000});
   store_->flush();  // nothing left to apply: no applier wakes the journal thread meanwhile
-  std::deque<std::function<void()>> soon;
-  const RunSoon run_soon = [&](std::function<void()> f) { soon.push_back(std::move(f)); };
-  set_run_soon_for_this_thread(&run_soon);
+  auto loop = std::make_optional<FakeLoop>();
   std::atomic<size_t> admitted{0};
   for (size_t i = 0; i < writer_queue_ops_max; ++i) {
     store_->admit(cmd(a), [&](Result<AdmitResult> r) {
@@ -527,12 +538,8 @@ TEST_F(SqliteStoreTest, AnAdmissionBeyondAFullWriteQueueIsRefusedWithoutATrace) 
   EXPECT_EQ(after->snapshot.requests_last_minute, before->snapshot.requests_last_minute);
   EXPECT_EQ(after->snapshot.held, before->snapshot.held);
   // The loop's turn commits a batch and hands the rest to the journal thread.
-  while (!soon.empty()) {
-    auto f = std::move(soon.front());
-    soon.pop_front();
-    f();
-  }
-  set_run_soon_for_this_thread(nullptr);
+  loop->run_ready();
+  loop.reset();
   store_->flush();
   EXPECT_EQ(admitted.load(), writer_queue_ops_max);
 }
@@ -545,14 +552,13 @@ TEST_F(SqliteStoreTest, EventLoopLeavesFsyncingCommitsToTheJournalThread) {
   store_ = open_store_at();
   ASSERT_NE(store_, nullptr);
   auto a = create({100, 100000, 10}, {1000, 1000});
-  std::deque<std::function<void()>> soon;
-  const RunSoon run_soon = [&](std::function<void()> f) { soon.push_back(std::move(f)); };
-  set_run_soon_for_this_thread(&run_soon);
   auto c = cmd(a);
   auto answer = std::make_shared<std::promise<Result<AdmitResult>>>();
-  store_->admit(c, [answer](Result<AdmitResult> r) { answer->set_value(std::move(r)); });
-  set_run_soon_for_this_thread(nullptr);
-  EXPECT_TRUE(soon.empty()) << "the loop was asked to run an fsyncing commit";
+  {
+    FakeLoop loop;
+    store_->admit(c, [answer](Result<AdmitResult> r) { answer->set_value(std::move(r)); });
+    EXPECT_EQ(loop.queued(), 0u) << "the loop was asked to run an fsyncing commit";
+  }
   auto f = answer->get_future();
   // Committed by the journal thread meanwhile; the bound only keeps a regression from hanging.
   ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "nobody committed it";
