@@ -5,6 +5,7 @@
 #   CAIRVA_PROFILE_CONNS=128 CAIRVA_PROFILE_SYNC=full bench/profile.sh
 #   CAIRVA_PROFILE_PERF=0 bench/profile.sh   # no perf: machine and per-thread CPU only
 #   CAIRVA_PROFILE_CALLGRAPH= bench/profile.sh   # perf without call graphs (-g is the default)
+#   CAIRVA_PROFILE_STREAMS=9900 bench/profile.sh   # streams (bench/stream_load) instead of wrk
 # Uses the release build of bench/run.sh (build-release/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,12 +21,23 @@ export CAIRVA_ADMIN_TOKEN=profile-admin-token
 . bench/one_gateway.sh
 start_one_gateway "${CAIRVA_PROFILE_MOCK_BIN:-$BIN}" "$SYNC" "$THREADS" 100 \
   ${CAIRVA_PROFILE_PRELOAD:+env LD_PRELOAD=$CAIRVA_PROFILE_PRELOAD} "$BIN" serve
-# Warm-up, so the profile shows the steady state (tables and WAL grown, pools full).
-CAIRVA_BENCH_KEY=$KEY wrk -t1 -c"$CONNS" -d2s -s bench/chat.lua http://127.0.0.1:$GW_PORT >/dev/null
-t0=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
-CAIRVA_BENCH_KEY=$KEY wrk --latency -t1 -c"$CONNS" -d"${SECONDS_}s" -s bench/chat.lua http://127.0.0.1:$GW_PORT > "$OUT/wrk.txt" &
-WRK=$!
-sleep 1
+STREAMS=${CAIRVA_PROFILE_STREAMS:-}
+if [ -n "$STREAMS" ]; then
+  # Streams of a chunk a second for SECONDS_ + 10 s; perf starts once they are all open
+  # (2 opened per ms), so it sees the relay, not the ramp.
+  build-release/bench/stream_load --url http://127.0.0.1:$GW_PORT --key "$KEY" --streams "$STREAMS" \
+    --chunks $((SECONDS_ + 10)) --chunk-delay-ms 1000 --pid "$GW_PID" > "$OUT/streams.txt" &
+  WRK=$!
+  sleep $((STREAMS / 2000 + 2))
+  t0=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
+else
+  # Warm-up, so the profile shows the steady state (tables and WAL grown, pools full).
+  CAIRVA_BENCH_KEY=$KEY wrk -t1 -c"$CONNS" -d2s -s bench/chat.lua http://127.0.0.1:$GW_PORT >/dev/null
+  t0=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
+  CAIRVA_BENCH_KEY=$KEY wrk --latency -t1 -c"$CONNS" -d"${SECONDS_}s" -s bench/chat.lua http://127.0.0.1:$GW_PORT > "$OUT/wrk.txt" &
+  WRK=$!
+  sleep 1
+fi
 # The whole machine's CPU over the same window: is the load (wrk, mock, gateway) CPU-bound?
 cpu_line() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6, $7+$8}' /proc/stat; }
 read -r busy0 idle0 irq0 < <(cpu_line)
@@ -35,11 +47,20 @@ else
   sleep $((SECONDS_ - 2))
 fi
 read -r busy1 idle1 irq1 < <(cpu_line)
-wait $WRK
 t1=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
-reqs=$(awk '/requests in/ {print $1}' "$OUT/wrk.txt")
-echo "requests/s: $(awk '/Requests\/sec/ {print $2}' "$OUT/wrk.txt"), p50 $(awk '$1 == "50%" {print $2}' "$OUT/wrk.txt"), p99 $(awk '$1 == "99%" {print $2}' "$OUT/wrk.txt")"
-awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$reqs" 'BEGIN{printf "CPU per request: %.1f us (%d requests)\n", t/hz*1e6/n, n}'
+if [ -n "$STREAMS" ]; then
+  # The window's CPU over the chunks relayed in it: STREAMS a second.
+  awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$STREAMS" -v s=$((SECONDS_ - 2)) \
+    'BEGIN{printf "CPU per chunk: %.1f us (%d streams, a chunk a second each, over %d s)\n", t/hz*1e6/(n*s), n, s}'
+  wait $WRK || true
+  cat "$OUT/streams.txt"
+else
+  wait $WRK
+  t1=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
+  reqs=$(awk '/requests in/ {print $1}' "$OUT/wrk.txt")
+  echo "requests/s: $(awk '/Requests\/sec/ {print $2}' "$OUT/wrk.txt"), p50 $(awk '$1 == "50%" {print $2}' "$OUT/wrk.txt"), p99 $(awk '$1 == "99%" {print $2}' "$OUT/wrk.txt")"
+  awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$reqs" 'BEGIN{printf "CPU per request: %.1f us (%d requests)\n", t/hz*1e6/n, n}'
+fi
 awk -v b=$((busy1 - busy0)) -v i=$((idle1 - idle0)) -v q=$((irq1 - irq0)) -v n="$(nproc)" \
   'BEGIN{printf "machine: %.0f%% of %d cores busy (%.0f%% in interrupts and softirqs)\n", 100*b/(b+i), n, 100*q/(b+i)}'
 # Where a request's time goes, from the gateway's own histograms (averages over the run

@@ -195,15 +195,17 @@ for s in sqlite-normal sqlite-full postgres; do
 done
 
 # Streaming: N concurrent SSE streams, each chunk stamped by the mock provider with its send
-# time; first straight to the provider, then through the gateway (sqlite-normal). The
-# gateway adds the difference. CPU per chunk and RSS per open stream are the gateway's.
+# time; straight to the provider, through nginx (the floor for a relay: two more hops on the
+# same cores), then through the gateway (sqlite-normal). Each proxy adds the difference to
+# direct. CPU per chunk and RSS per open stream are the proxy's own.
 stream_results="$work/streams.tsv"
 : > "$stream_results"
 if [ -n "${URL[sqlite-normal]:-}" ] && [ -n "$STREAMS" ]; then
   for n in $STREAMS; do
-    for s in direct sqlite-normal; do
+    for s in direct nginx sqlite-normal; do
+      [ -n "${URL[$s]:-}" ] || continue
       line=$("$PWD/build-release/bench/stream_load" --url "${URL[$s]}" --key "${KEY[$s]:-}" --streams "$n" \
-        --chunks "$STREAM_CHUNKS" --chunk-delay-ms "$STREAM_DELAY_MS" --pid "${PID[$s]}" $STREAM_ARGS | grep '^STREAM') || true
+        --chunks "$STREAM_CHUNKS" --chunk-delay-ms "$STREAM_DELAY_MS" --pid "${PID[$s]// /,}" $STREAM_ARGS | grep '^STREAM') || true
       echo "streams=$n $s $line" >&2
       [ -n "$line" ] || continue
       eval "$(echo "$line" | sed 's/^STREAM //' | tr ' ' '\n' | sed 's/^/S_/')"
@@ -296,9 +298,10 @@ if [ -f "$OUT_MD" ] && grep -qF "$notes_marker" "$OUT_MD"; then notes=$(sed -n "
     echo
     echo "## Streaming ($STREAM_CHUNKS chunks per stream, one every $STREAM_DELAY_MS ms)"
     echo
-    echo "Per-chunk latency is receive time minus the provider's send stamp. \"added\" is the gateway's"
-    echo "figure minus the direct one from the same run. CPU per chunk and RSS are the process's own"
-    echo "(for direct: the mock provider's); RSS per stream is (peak RSS − RSS before) / peak open streams."
+    echo "Per-chunk latency is receive time minus the provider's send stamp. \"added\" is a proxy's"
+    echo "figure minus the direct one from the same run; nginx (\`proxy_buffering off\`, $THREADS worker(s)) is"
+    echo "the floor for any relay on these cores. CPU per chunk and RSS are the process's own (for direct:"
+    echo "the mock provider's); RSS per stream is (peak RSS − RSS before) / peak open streams."
     echo
     echo "| streams | target | peak open | chunks | p50 µs | p99 µs | added p50 µs | added p99 µs | CPU µs/chunk | peak RSS MB | RSS KB/stream | errors |"
     echo "|---|---|---|---|---|---|---|---|---|---|---|---|"

@@ -6,11 +6,12 @@
 // the difference of the two is the latency the gateway adds.
 //
 //   stream_load --url http://127.0.0.1:8080 --key cv_... --streams 10000 --chunks 20
-//               --chunk-delay-ms 1000 --pid <gateway pid>
+//               --chunk-delay-ms 1000 --pid <gateway pid>[,<pid>…]
 //
 // Prints one line: "STREAM streams=… peak_open=… chunks=… p50_us=… p99_us=… max_us=…
 // errors=… cpu_us_per_chunk=… rss_base_kb=… rss_peak_kb=… rss_per_stream_kb=…", where the
-// CPU and RSS figures are those of --pid (the system under test), from /proc.
+// CPU and RSS figures are those of --pid (the system under test; several, comma-separated, as
+// nginx's workers, are summed), from /proc.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -62,7 +63,7 @@ struct Args {
   int chunk_delay_ms = 1000;
   int ramp_per_tick = ramp_per_tick_default;
   int ramp_tick_ms = ramp_tick_ms_default;
-  int pid = 0;
+  std::vector<int> pids;
 };
 
 int64_t now_us() {
@@ -84,6 +85,14 @@ int64_t cpu_ticks(int pid) {
     if (i == 15) stime = std::atoll(field.c_str());
   }
   return utime + stime;
+}
+
+// Sums a per-process figure over the processes under test.
+template <class F>
+int64_t sum_over(const std::vector<int>& pids, F f) {
+  int64_t total = 0;
+  for (int pid : pids) total += f(pid);
+  return total;
 }
 
 int64_t rss_kb(int pid) {
@@ -196,7 +205,12 @@ Args parse(int argc, char** argv) {
     else if (k == "--chunk-delay-ms") a.chunk_delay_ms = std::atoi(v.c_str());
     else if (k == "--ramp-per-tick") a.ramp_per_tick = std::max(1, std::atoi(v.c_str()));
     else if (k == "--ramp-tick-ms") a.ramp_tick_ms = std::max(1, std::atoi(v.c_str()));
-    else if (k == "--pid") a.pid = std::atoi(v.c_str());
+    else if (k == "--pid") {
+      std::istringstream list(v);
+      for (std::string one; std::getline(list, one, ',');) {
+        if (std::atoi(one.c_str()) > 0) a.pids.push_back(std::atoi(one.c_str()));
+      }
+    }
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       std::exit(2);
@@ -230,9 +244,9 @@ int main(int argc, char** argv) {
   const tcp::endpoint ep = *resolver.resolve(a.host, a.port).begin();
   Totals t;
   t.latency_us.reserve(static_cast<size_t>(a.streams) * static_cast<size_t>(a.chunks));
-  const int64_t rss_base = a.pid ? rss_kb(a.pid) : 0;
+  const int64_t rss_base = sum_over(a.pids, rss_kb);
   int64_t rss_peak = rss_base;
-  const int64_t ticks0 = a.pid ? cpu_ticks(a.pid) : 0;
+  const int64_t ticks0 = sum_over(a.pids, cpu_ticks);
 
   // Ramp: a few connections per tick; then sample RSS until every stream has ended.
   net::co_spawn(ctx, [&]() -> net::awaitable<void> {
@@ -250,14 +264,14 @@ int main(int argc, char** argv) {
   net::co_spawn(ctx, [&]() -> net::awaitable<void> {
     net::steady_timer tick(ctx);
     while (t.started < a.streams || t.done + t.errors < a.streams) {
-      if (a.pid) rss_peak = std::max(rss_peak, rss_kb(a.pid));
+      rss_peak = std::max(rss_peak, sum_over(a.pids, rss_kb));
       tick.expires_after(rss_sample_period);
       co_await tick.async_wait(net::use_awaitable);
     }
   }, net::detached);
   ctx.run();
 
-  const int64_t ticks = a.pid ? cpu_ticks(a.pid) - ticks0 : 0;
+  const int64_t ticks = sum_over(a.pids, cpu_ticks) - ticks0;
   const size_t chunks = t.latency_us.size();
   const double cpu_per_chunk =
       chunks ? static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK)) * 1e6 / static_cast<double>(chunks)
