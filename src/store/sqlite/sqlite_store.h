@@ -76,6 +76,7 @@ class SqliteStore final : public Store {
   // Tests: while set, acknowledged writes reach the oplog only (as when the process dies
   // before the applier copies them into the tables); closing then leaves them there.
   void pause_applier_for_testing(bool pause) { writer_->pause_applier_for_testing(pause); }
+  void pause_journal_for_testing(bool pause) { writer_->pause_journal_for_testing(pause); }
 
   // One allocation's in-memory state. Public for the loader; opaque to callers.
   struct Allocation {

@@ -516,7 +516,10 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
 // and leaves no trace — no hold, not in flight, no start counted. The queued ones commit.
 TEST_F(SqliteStoreTest, AnAdmissionBeyondAFullWriteQueueIsRefusedWithoutATrace) {
   auto a = create({1000000, 100000000, 100000}, {100000000, 100000000});
-  store_->flush();  // nothing left to apply: no applier wakes the journal thread meanwhile
+  store_->flush();
+  // The journal thread would take what the loop queued (it may still be finishing the
+  // flush's turn, or wake for upkeep); paused, only the loop's turn commits.
+  store_->pause_journal_for_testing(true);
   auto loop = std::make_optional<FakeLoop>();
   std::atomic<size_t> admitted{0};
   for (size_t i = 0; i < writer_queue_ops_max; ++i) {
@@ -540,6 +543,7 @@ TEST_F(SqliteStoreTest, AnAdmissionBeyondAFullWriteQueueIsRefusedWithoutATrace) 
   // The loop's turn commits a batch and hands the rest to the journal thread.
   loop->run_ready();
   loop.reset();
+  store_->pause_journal_for_testing(false);
   store_->flush();
   EXPECT_EQ(admitted.load(), writer_queue_ops_max);
 }

@@ -177,6 +177,14 @@ void Writer::pause_applier_for_testing(bool pause) {
   apply_wake_.notify_all();
 }
 
+void Writer::pause_journal_for_testing(bool pause) {
+  {
+    std::lock_guard lock(mu_);
+    journal_paused_ = pause;
+  }
+  journal_wake_.notify_all();
+}
+
 bool Writer::fault() const {
   std::lock_guard lock(mu_);
   return fault_;
@@ -191,8 +199,8 @@ void Writer::run_journal() {
     } else {
       // A loop's turn that failed wakes this thread to take over the retries and probes.
       journal_wake_.wait(lock, [&] {
-        return stopping_ || journal_failing_ || maintenance_asked_ ||
-               (!queue_.empty() && applying_.size() < apply_backlog_ops_max);
+        return stopping_ || (!journal_paused_ && (journal_failing_ || maintenance_asked_ ||
+                                                  (!queue_.empty() && applying_.size() < apply_backlog_ops_max)));
       });
     }
     if (stopping_ && (queue_.empty() || journal_failing_)) break;

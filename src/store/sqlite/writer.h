@@ -101,6 +101,8 @@ class Writer {
   void set_fault_for_testing(bool fail);
   // Tests: the applier takes nothing while set (records pile up in the oplog only).
   void pause_applier_for_testing(bool pause);
+  // Tests: the journal thread takes nothing while set (an event loop's turn still commits).
+  void pause_journal_for_testing(bool pause);
 
  private:
   struct Queued {
@@ -162,6 +164,7 @@ class Writer {
   bool apply_failing_ = false;    // GUARDED_BY(mu_)
   bool fault_ = false;            // GUARDED_BY(mu_)
   bool paused_ = false;           // GUARDED_BY(mu_)
+  bool journal_paused_ = false;   // GUARDED_BY(mu_)
   bool maintenance_asked_ = false;  // GUARDED_BY(mu_): a loop's turn found maintenance due
   WriterStats stats_;             // GUARDED_BY(mu_)
   std::thread journal_thread_;
