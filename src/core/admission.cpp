@@ -123,6 +123,17 @@ AdmissionDecision decide_admission(const AllocationSnapshot& snap, const Request
   return d;
 }
 
+void apply_admission(AllocationSnapshot& snap, const AdmissionDecision& d) {
+  if (d.new_state) snap.state = *d.new_state;
+  if (d.new_agreement_state) snap.agreement_state = *d.new_agreement_state;
+  if (const auto* a = std::get_if<Admitted>(&d.outcome)) {
+    snap.held.input += a->hold.input;
+    snap.held.output += a->hold.output;
+    snap.in_flight += 1;
+    snap.requests_last_minute += 1;
+  }
+}
+
 AllocationState effective_state(const AllocationSnapshot& snap, UnixMicros now) {
   switch (snap.state) {
     case AllocationState::depleted:

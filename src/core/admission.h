@@ -82,6 +82,12 @@ struct AdmissionDecision {
 AdmissionDecision decide_admission(const AllocationSnapshot& snap, const RequestFacts& facts,
                                    UnixMicros now);
 
+// Applies `d` to `snap` as the store records it: the state changes, and for an admission
+// its hold, one more request in flight and one more start in the last minute. The next
+// decision on the same lock hold is taken on the result (several admissions in one
+// transaction); it is also the snapshot a response's x-ratelimit-* headers show.
+void apply_admission(AllocationSnapshot& snap, const AdmissionDecision& d);
+
 // The allocation's state as shown at `now` by status endpoints (ready->active and
 // ->expired as admission would apply them, without applying them).
 AllocationState effective_state(const AllocationSnapshot& snap, UnixMicros now);

@@ -456,6 +456,49 @@ TEST(Types, StatesRoundTripThroughTheirWireNames) {
 }
 
 }  // namespace
+TEST(ApplyAdmission, EachDecisionOnTheSnapshotTheLastOneLeftStopsAtMaxConcurrency) {
+  AllocationSnapshot s = open_snapshot();
+  s.state = AllocationState::ready;  // the first admission activates it
+  std::vector<Tokens> holds;
+  for (int i = 0; i < 5; ++i) {
+    const AdmissionDecision d = decide_admission(s, facts(), kNow);
+    apply_admission(s, d);
+    if (d.admitted()) holds.push_back(std::get<Admitted>(d.outcome).hold);
+    else EXPECT_EQ(refused(d).reason, Refusal::max_concurrency);
+  }
+  ASSERT_EQ(holds.size(), 3u);  // max_concurrency
+  EXPECT_EQ(s.state, AllocationState::active);
+  EXPECT_EQ(s.in_flight, 3);
+  EXPECT_EQ(s.requests_last_minute, 3);
+  EXPECT_EQ(s.held, (Tokens{3 * 13, 3 * 100}));
+}
+
+TEST(ApplyAdmission, TheLastHoldIsLoweredToWhatTheEarlierOnesLeft) {
+  AllocationSnapshot s = open_snapshot();
+  s.terms.allowance = {100'000, 250};
+  const AdmissionDecision first = decide_admission(s, facts(200), kNow);
+  apply_admission(s, first);
+  const AdmissionDecision second = decide_admission(s, facts(200), kNow);
+  apply_admission(s, second);
+  ASSERT_TRUE(second.admitted());
+  EXPECT_EQ(std::get<Admitted>(second.outcome).hold.output, 50);
+  EXPECT_EQ(s.remaining().output, 0);
+  EXPECT_EQ(refused(decide_admission(s, facts(200), kNow)).reason, Refusal::allowance_exhausted);
+}
+
+TEST(ApplyAdmission, ARefusalChangesOnlyTheStatesItNames) {
+  AllocationSnapshot s = open_snapshot();
+  s.agreement_state = AgreementState::in_force;
+  const AdmissionDecision d = decide_admission(s, facts(), s.terms.window.ends_at);
+  apply_admission(s, d);
+  EXPECT_EQ(refused(d).reason, Refusal::expired);
+  EXPECT_EQ(s.state, AllocationState::expired);
+  EXPECT_EQ(s.agreement_state, AgreementState::expired);
+  EXPECT_EQ(s.in_flight, 0);
+  EXPECT_EQ(s.requests_last_minute, 0);
+  EXPECT_EQ(s.held, (Tokens{0, 0}));
+}
+
 TEST(EffectiveState, InForceAgreementExpiresAtWindowEndOthersKeepTheirState) {
   const Window w{100, 200};
   EXPECT_EQ(effective_agreement_state(AgreementState::in_force, w, 199), AgreementState::in_force);

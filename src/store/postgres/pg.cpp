@@ -221,6 +221,15 @@ Status Transaction::run_and_commit(const Statement& st, const Params& p, PgResul
   return r.error();  // the destructor rolls back whatever is left open
 }
 
+Status Transaction::run_all_and_commit(std::vector<Connection::Step> steps) {
+  if (steps.empty()) return commit();
+  steps.push_back({nullptr, nullptr, "COMMIT"});
+  auto r = c_.pipeline(steps);
+  if (!r.ok()) return r.error();  // the destructor rolls back whatever is left open
+  open_ = false;
+  return {};
+}
+
 Status Transaction::commit() {
   auto r = c_.exec("COMMIT");
   open_ = false;  // a failed COMMIT has ended the transaction too

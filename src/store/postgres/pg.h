@@ -122,6 +122,9 @@ class Transaction {
   // The transaction's last statement and COMMIT in one round trip (shorter row-lock hold);
   // `result`, when given, gets the statement's result.
   Status run_and_commit(const Statement& st, const Params& p, PgResult* result = nullptr);
+  // The transaction's last statements and COMMIT in one round trip; COMMIT alone when
+  // `steps` is empty.
+  Status run_all_and_commit(std::vector<Connection::Step> steps);
 
  private:
   Connection& c_;

@@ -3,6 +3,7 @@
 #include "store/postgres/postgres_store.h"
 
 #include <algorithm>
+#include <iterator>
 
 #include "base/ids.h"
 #include "core/ledger.h"
@@ -79,19 +80,71 @@ Result<KeyGrant> PostgresStore::authenticate_on(Connection& c, const std::string
 
 void PostgresStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
   const std::string allocation_id = cmd.allocation_id;
-  run_async<AdmitResult>(
-      std::move(done), [this, cmd = std::move(cmd)](Connection& c) { return admit_on(c, cmd); }, &allocation_id);
+  bool first;
+  {
+    std::lock_guard lock(admissions_mu_);
+    auto [it, added] = admissions_.try_emplace(allocation_id);
+    it->second.push_back({std::move(cmd), std::move(done)});
+    first = added;  // otherwise the allocation's job is queued or running and takes it
+  }
+  if (first && !schedule_admissions(allocation_id)) {
+    fail_admissions(allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
+  }
 }
 
-Result<AdmitResult> PostgresStore::admit_on(Connection& c, const AdmitCommand& cmd) {
+bool PostgresStore::schedule_admissions(const std::string& allocation_id) {
+  return workers_.post_in_order(allocation_id, [this, allocation_id] { run_admissions(allocation_id); });
+}
+
+void PostgresStore::fail_admissions(const std::string& allocation_id, const Error& error) {
+  Admissions failed;
+  {
+    std::lock_guard lock(admissions_mu_);
+    auto it = admissions_.find(allocation_id);
+    if (it == admissions_.end()) return;
+    failed = std::move(it->second);
+    admissions_.erase(it);
+  }
+  for (auto& p : failed) p.done(error);
+}
+
+void PostgresStore::run_admissions(const std::string& allocation_id) {
+  Admissions batch;
+  bool more;
+  {
+    std::lock_guard lock(admissions_mu_);
+    auto it = admissions_.find(allocation_id);
+    if (it == admissions_.end()) return;
+    Admissions& waiting = it->second;
+    const size_t n = std::min(waiting.size(), admissions_per_transaction_max);
+    batch.assign(std::make_move_iterator(waiting.begin()), std::make_move_iterator(waiting.begin() + static_cast<std::ptrdiff_t>(n)));
+    waiting.erase(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(n));
+    more = !waiting.empty();
+    if (!more) admissions_.erase(it);  // the next admission schedules a job again
+  }
+  // Queued behind this job (same key): runs once this transaction is over.
+  if (more && !schedule_admissions(allocation_id)) {
+    fail_admissions(allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
+  }
+  auto results = with_connection<std::vector<AdmitResult>>([this, &batch](Connection& c) { return admit_on(c, batch); });
+  if (results.ok() && options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(batch.size()));
+  for (size_t i = 0; i < batch.size(); ++i) {  // after COMMIT (or failure), holding no lock
+    if (results.ok()) batch[i].done(std::move((*results)[i]));
+    else batch[i].done(results.error());
+  }
+}
+
+Result<std::vector<AdmitResult>> PostgresStore::admit_on(Connection& c, const Admissions& batch) {
+  CAIRVA_ASSERT(!batch.empty());
+  const std::string& allocation_id = batch.front().cmd.allocation_id;
   Transaction tx(c);
   // BEGIN, the row lock and the window counts in one round trip. The counts statement
   // starts only once the lock statement has finished (the server runs a pipeline in
   // order), so its snapshot and its clock reading come after the lock: start times follow
   // admission order and every earlier holder's commit is visible.
-  const Params lock_params = Params().text(cmd.allocation_id);
+  const Params lock_params = Params().text(allocation_id);
   const Params count_params = Params()
-                                  .text(cmd.allocation_id)
+                                  .text(allocation_id)
                                   .opt_i64(injected_now())
                                   .i64(options_.in_flight_timeout_s * micros_per_second)
                                   .i64(core::rate_window_us);
@@ -104,48 +157,52 @@ Result<AdmitResult> PostgresStore::admit_on(Connection& c, const AdmitCommand& c
   if (!alloc.ok()) return alloc.error();
   core::AllocationSnapshot snap = alloc->snap;
   const UnixMicros now = parse_counts(counts.get(), 0, 0, snap);
+  const core::AllocationSnapshot before = snap;
 
-  AdmitResult out{core::decide_admission(snap, cmd.facts, now), snap};
-  const auto& d = out.decision;
-  out.after.state = d.new_state.value_or(snap.state);
-  out.after.agreement_state = d.new_agreement_state.value_or(snap.agreement_state);
-  const bool write_states = out.after.agreement_state != snap.agreement_state ||
-                            (!d.admitted() && out.after.state != snap.state);
-  // The transaction's last write goes with COMMIT in one round trip: the row lock is held
-  // one round trip shorter.
-  if (write_states) {
-    auto states = Params()
-                      .text(cmd.allocation_id)
-                      .text(core::to_string(out.after.state))
-                      .text(alloc->agreement_id)
-                      .text(core::to_string(out.after.agreement_state));
-    if (d.admitted()) {
-      auto w = c.run(sql::set_states, states);
-      if (!w.ok()) return w.error();
-    } else if (Status w = tx.run_and_commit(sql::set_states, states); !w.ok()) {
-      return w.error();
-    }
+  // Each admission is decided on the snapshot the ones before it left, as if each had its
+  // own transaction in this order.
+  std::vector<AdmitResult> out;
+  out.reserve(batch.size());
+  for (const auto& p : batch) {
+    CAIRVA_ASSERT(p.cmd.allocation_id == allocation_id);
+    AdmitResult r{core::decide_admission(snap, p.cmd.facts, now), {}};
+    core::apply_admission(snap, r.decision);
+    r.after = snap;
+    out.push_back(std::move(r));
   }
-  if (d.admitted()) {
-    const auto& admitted = std::get<core::Admitted>(d.outcome);
-    Status w = tx.run_and_commit(sql::insert_request, Params()
-                                                          .text(cmd.allocation_id)
-                                                          .text(cmd.request_id)
-                                                          .text(cmd.key_id)
-                                                          .i64(now)
-                                                          .text(cmd.model)
-                                                          .boolean(cmd.stream)
-                                                          .i64(admitted.hold.input)
-                                                          .i64(admitted.hold.output)
-                                                          .text(core::to_string(out.after.state)));
-    if (!w.ok()) return w.error();
-    out.after.held.input += admitted.hold.input;
-    out.after.held.output += admitted.hold.output;
-    out.after.requests_last_minute += 1;
-    out.after.in_flight += 1;
-  } else if (!write_states) {
-    if (Status s = tx.commit(); !s.ok()) return s.error();
+  // The writes and COMMIT in one round trip (the row lock is held one round trip less).
+  // Each insert sets the allocation's state as the batch leaves it; the states' own write
+  // is needed only for the agreement's, or when no insert carries the allocation's.
+  const std::string final_state(core::to_string(snap.state));
+  const bool any_admitted = snap.in_flight != before.in_flight;
+  std::vector<Params> params;
+  params.reserve(batch.size() + 1);  // the steps point into it
+  std::vector<Connection::Step> steps;
+  if (snap.agreement_state != before.agreement_state || (!any_admitted && snap.state != before.state)) {
+    params.push_back(Params()
+                         .text(allocation_id)
+                         .text(final_state)
+                         .text(alloc->agreement_id)
+                         .text(core::to_string(snap.agreement_state)));
+    steps.push_back({&sql::set_states, &params.back(), nullptr});
   }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const auto* admitted = std::get_if<core::Admitted>(&out[i].decision.outcome);
+    if (admitted == nullptr) continue;
+    const AdmitCommand& cmd = batch[i].cmd;
+    params.push_back(Params()
+                         .text(allocation_id)
+                         .text(cmd.request_id)
+                         .text(cmd.key_id)
+                         .i64(now)
+                         .text(cmd.model)
+                         .boolean(cmd.stream)
+                         .i64(admitted->hold.input)
+                         .i64(admitted->hold.output)
+                         .text(final_state));
+    steps.push_back({&sql::insert_request, &params.back(), nullptr});
+  }
+  if (Status s = tx.run_all_and_commit(std::move(steps)); !s.ok()) return s.error();
   return out;
 }
 

@@ -1,10 +1,12 @@
 // PostgresStore: the Store for several gateway processes sharing one PostgreSQL database.
 //
-// Every admission and settlement is one transaction holding the allocation's row lock
+// Every admission and settlement runs in a transaction holding the allocation's row lock
 // (SELECT … FOR NO KEY UPDATE on allocations), reading the clock after the lock, and
 // calling the pure core (decide_admission, the AllocationLedger's transitions) on a
 // snapshot computed from indexed tables; so any number of processes together never exceed
-// a limit or the allowance.
+// a limit or the allowance. Admissions to one allocation that wait in this process while
+// its previous transaction runs go together in the next one (one lock, one commit, each
+// decided on the snapshot its predecessors left).
 //
 // Threads: the asynchronous methods run on a small fixed set of worker threads (libpq is
 // blocking) and call back on them after COMMIT, holding no lock. Connections come from a
@@ -12,8 +14,11 @@
 #pragma once
 
 #include <memory>
-#include <string>
+#include <mutex>
 #include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "base/result.h"
 #include "base/time.h"
@@ -25,6 +30,9 @@ namespace cairva::store::pg {
 
 // Worker threads running libpq calls for the asynchronous methods (at most pool_size).
 inline constexpr int async_worker_threads_max = 8;
+// Admissions to one allocation decided in one transaction, at most: a longer wait would
+// hold the row lock (and the first admission's answer) for longer than it saves.
+inline constexpr size_t admissions_per_transaction_max = 64;
 // A transaction that hit a deadlock or serialization failure is retried this many times.
 inline constexpr int transaction_attempts_max = 3;
 // Page bounds for the admin listings.
@@ -78,8 +86,22 @@ class PostgresStore final : public Store {
   template <class T, class F>
   void run_async(Callback<T> done, F work, const std::string* allocation_id = nullptr);
 
+  struct PendingAdmission {
+    AdmitCommand cmd;
+    Callback<AdmitResult> done;
+  };
+  using Admissions = std::vector<PendingAdmission>;
+
   Result<KeyGrant> authenticate_on(Connection& c, const std::string& hash);
-  Result<AdmitResult> admit_on(Connection& c, const AdmitCommand& cmd);
+  // Queues the job that admits what waits for `allocation_id`; false when the queue is full.
+  bool schedule_admissions(const std::string& allocation_id);
+  // Takes up to admissions_per_transaction_max waiting admissions, decides them in one
+  // transaction and answers each; schedules itself again when more wait.
+  void run_admissions(const std::string& allocation_id);
+  // Answers every admission waiting for `allocation_id` with `error`.
+  void fail_admissions(const std::string& allocation_id, const Error& error);
+  // One transaction for all of `batch` (same allocation), in order: one result each.
+  Result<std::vector<AdmitResult>> admit_on(Connection& c, const Admissions& batch);
   // `look_up_first`: a usage settlement first reads the event already booked under its
   // provider request id; without, it books as if there were none, and only when the
   // booking finds one (nothing written) settles again, looking first.
@@ -94,6 +116,9 @@ class PostgresStore final : public Store {
   const StoreOptions options_;
   const std::shared_ptr<const Clock> clock_;
   ConnectionPool pool_;
+  std::mutex admissions_mu_;
+  // Admissions waiting per allocation; a key is present while its job is queued or running.
+  std::unordered_map<std::string, Admissions> admissions_;  // GUARDED_BY(admissions_mu_)
   Workers workers_;  // last: joined first, while the pool still exists
 };
 

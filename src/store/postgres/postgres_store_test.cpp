@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -111,6 +112,74 @@ TEST_F(PostgresStoreTest, TwoStoresManyThreadsNeverExceedMaxConcurrency) {
   EXPECT_EQ(admitted + refused, 200);
   EXPECT_GT(admitted.load(), 0);
   auto audit = a->audit();
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
+
+TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrder) {
+  std::mutex mu;
+  std::vector<int64_t> transactions;  // admissions per transaction
+  StoreOptions o = options();
+  o.on_commit_batch = [&](int64_t n) {
+    std::lock_guard lock(mu);
+    transactions.push_back(n);
+  };
+  auto opened = PostgresStore::open(o, clock_);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  PostgresStore& store = **opened;
+  // Ten at once; output for nine holds of 100 and half of a tenth.
+  const auto created = agreement(store, {100000, 100000000, 10}, {100000000, 950});
+  const std::string alloc = created.allocation.id;
+
+  // Another session holds the allocation's row lock until every admission has been sent:
+  // the first transaction waits for it, the others wait in the store behind it.
+  PGconn* holder = PQconnectdb(schema_.url().c_str());
+  ASSERT_EQ(PQstatus(holder), CONNECTION_OK);
+  auto run = [holder](const std::string& sql) {
+    PGresult* r = PQexec(holder, sql.c_str());
+    const auto st = PQresultStatus(r);
+    PQclear(r);
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+  };
+  ASSERT_TRUE(run("BEGIN"));
+  ASSERT_TRUE(run("SELECT 1 FROM allocations WHERE id = '" + alloc + "' FOR UPDATE"));
+  constexpr int n = 30;
+  std::vector<std::promise<Result<AdmitResult>>> answers(n);
+  std::vector<std::future<Result<AdmitResult>>> results;
+  for (auto& a : answers) results.push_back(a.get_future());
+  for (int i = 0; i < n; ++i) {
+    store.admit(command(alloc), [&answers, i](Result<AdmitResult> r) { answers[i].set_value(std::move(r)); });
+  }
+  ASSERT_TRUE(run("COMMIT"));
+  PQfinish(holder);
+
+  for (int i = 0; i < n; ++i) {
+    auto r = results[i].get();
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    if (i < 10) {
+      ASSERT_TRUE(r->decision.admitted()) << i;
+      const auto& a = std::get<core::Admitted>(r->decision.outcome);
+      EXPECT_EQ(a.hold.output, i < 9 ? 100 : 50) << i;
+      EXPECT_EQ(a.lowered_to, i < 9 ? std::nullopt : std::optional<int64_t>(50)) << i;
+      EXPECT_EQ(r->after.in_flight, i + 1);
+    } else {
+      ASSERT_FALSE(r->decision.admitted()) << i;
+      EXPECT_EQ(std::get<core::Refused>(r->decision.outcome).reason, core::Refusal::max_concurrency) << i;
+    }
+  }
+  {
+    std::lock_guard lock(mu);
+    int64_t total = 0;
+    for (int64_t t : transactions) total += t;
+    EXPECT_EQ(total, n);
+    EXPECT_LE(transactions.size(), 2u);  // the one that waited for the lock, and the rest
+  }
+  const std::string where = " FROM requests WHERE allocation_id = '" + alloc + "'";
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*)" + where), 10);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(DISTINCT start_ordinal)" + where), 10);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT sum(hold_output)" + where), 950);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output FROM allocations WHERE id = '" + alloc + "'"), 950);
+  auto audit = store.audit();
   ASSERT_TRUE(audit.ok());
   EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
 }
