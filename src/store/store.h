@@ -165,9 +165,10 @@ struct StoreOptions {
   bool use_database_clock = true;
   int64_t in_flight_timeout_s = 600;
   std::vector<std::string> providers;  // configured provider names (agreements must name one)
-  // Called after each commit with the number of writes it carried, for the
+  // Called after each commit with the number of writes it carried (SQLite: records per
+  // oplog commit; PostgreSQL: admissions per transaction), for the
   // cairva_store_commit_batch_writes histogram (admin::metrics().observe_commit_batch).
-  // May be empty. Must be cheap and must not block: it runs on the writer's thread.
+  // May be empty. Must be cheap and must not block: it runs on the store's own thread.
   std::function<void(int64_t writes)> on_commit_batch;
 };
 
