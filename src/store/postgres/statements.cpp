@@ -19,13 +19,24 @@ constexpr const char* lock_columns =
 
 // An allocation's last request start and last booking, in the windows' order (schema.cpp,
 // migration 2): `what` of that row, or 0 when there is none.
+struct Ordered {
+  const char* table;
+  const char* alias;
+  const char* order;
+};
+constexpr Ordered starts{"requests", "r", "r.started_at DESC, r.start_ordinal DESC"};
+constexpr Ordered bookings{"usage_events", "e", "e.booked_at DESC, e.seq DESC"};
+
+std::string last_of(const Ordered& o, const std::string& what, const std::string& alloc, const std::string& at_or_before) {
+  const std::string a = o.alias;
+  return "COALESCE((SELECT " + a + "." + what + " FROM " + o.table + " " + a + " WHERE " + a + ".allocation_id = " +
+         alloc + at_or_before + " ORDER BY " + o.order + " LIMIT 1), 0)";
+}
 std::string last_start(const std::string& what, const std::string& alloc, const std::string& at_or_before = "") {
-  return "COALESCE((SELECT r." + what + " FROM requests r WHERE r.allocation_id = " + alloc +
-         at_or_before + " ORDER BY r.started_at DESC, r.start_ordinal DESC LIMIT 1), 0)";
+  return last_of(starts, what, alloc, at_or_before);
 }
 std::string last_booking(const std::string& what, const std::string& alloc, const std::string& at_or_before = "") {
-  return "COALESCE((SELECT e." + what + " FROM usage_events e WHERE e.allocation_id = " + alloc +
-         at_or_before + " ORDER BY e.booked_at DESC, e.seq DESC LIMIT 1), 0)";
+  return last_of(bookings, what, alloc, at_or_before);
 }
 
 // The four window counts for allocation `alloc` (an SQL expression) at c.now. The first two
