@@ -12,6 +12,9 @@
 #include <boost/url/parse.hpp>
 #include <chrono>
 #include <optional>
+#include <utility>
+
+#include "base/call_within.h"
 
 namespace cairva::cli {
 
@@ -52,12 +55,29 @@ net::awaitable<Result<HttpReply>> exchange(Stream& stream, const bhttp::request<
   co_return HttpReply{static_cast<int>(res.result_int()), std::move(res.body())};
 }
 
-net::awaitable<Result<HttpReply>> call_admin(const Target& t, const std::string& token, const HttpCall& call) {
+using Endpoints = net::ip::tcp::resolver::results_type;
+
+// getaddrinfo cannot be interrupted (Asio's resolver runs it on a thread and waits for it
+// too): it runs on a thread of its own, and a call whose deadline passes stops waiting.
+Result<Endpoints> resolve_within(const Target& t, std::chrono::steady_clock::time_point deadline) {
+  auto answer = call_within(
+      [host = t.host, port = t.port] {
+        net::io_context ioc;
+        net::ip::tcp::resolver resolver(ioc);
+        boost::system::error_code ec;
+        Endpoints endpoints = resolver.resolve(host, port, ec);
+        return std::make_pair(ec, std::move(endpoints));
+      },
+      deadline);
+  if (!answer) return failure(t, "cannot resolve " + t.host, beast::error::timeout);
+  if (answer->first) return failure(t, "cannot resolve " + t.host, answer->first);
+  return std::move(answer->second);
+}
+
+net::awaitable<Result<HttpReply>> call_admin(const Target& t, const Endpoints& endpoints,
+                                             std::chrono::steady_clock::time_point deadline, const std::string& token,
+                                             const HttpCall& call) {
   auto ex = co_await net::this_coro::executor;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(t.timeout_s);
-  net::ip::tcp::resolver resolver(ex);
-  auto [nec, endpoints] = co_await resolver.async_resolve(t.host, t.port, nothrow);
-  if (nec) co_return failure(t, "cannot resolve " + t.host, nec);
   beast::tcp_stream stream(ex);
   stream.expires_at(deadline);  // covers every later operation on the stream
   auto [cec, ep] = co_await stream.async_connect(endpoints, nothrow);
@@ -109,10 +129,14 @@ Result<HttpReply> admin_http(const std::string& admin_url, const std::string& to
            std::string(url->encoded_path()), std::string(url->encoded_host_and_port()), tls, call.timeout_s};
   while (!t.prefix.empty() && t.prefix.back() == '/') t.prefix.pop_back();
 
+  // One deadline for the whole call, name resolution included.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(t.timeout_s);
+  auto endpoints = resolve_within(t, deadline);
+  if (!endpoints) return endpoints.error();
   net::io_context ioc;
   std::optional<Result<HttpReply>> out;
   net::co_spawn(
-      ioc, [&]() -> net::awaitable<void> { out = co_await call_admin(t, token, call); },
+      ioc, [&]() -> net::awaitable<void> { out = co_await call_admin(t, *endpoints, deadline, token, call); },
       [&](std::exception_ptr e) {
         if (e) out = make_error(ErrorCode::provider_unavailable, "admin API at " + admin_url + ": the call failed");
       });

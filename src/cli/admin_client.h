@@ -8,9 +8,8 @@
 
 namespace cairva::cli {
 
-// The exchange after name resolution (connect, TLS handshake, send, receive) must finish
-// within this unless the call says otherwise (`--admin-timeout`); resolution is bounded by
-// the system resolver's own timeouts.
+// The whole call (name resolution, connect, TLS handshake, send, receive) must finish
+// within this unless the call says otherwise (`--admin-timeout`).
 inline constexpr int admin_call_timeout_s = 30;
 inline constexpr int admin_call_timeout_s_max = 3600;
 
