@@ -126,7 +126,8 @@ std::string Metrics::render(const std::vector<store::AllocationStatus>& allocati
   for (int i = 0; i < store_wait_count; ++i) {
     histogram(out, "cairva_store_wait_seconds", store_wait_[i], true, label("op", store_wait_names[i]));
   }
-  header(out, "cairva_store_commit_batch_writes", "histogram", "Writes per store commit batch (SQLite: records per oplog commit; PostgreSQL: admissions per transaction).");
+  header(out, "cairva_store_commit_batch_writes", "histogram",
+         "Writes per store commit batch (SQLite: records per oplog commit; PostgreSQL: admissions per transaction).");
   histogram(out, "cairva_store_commit_batch_writes", commit_batch_, false);
   allocation_gauges(out, allocations);
   return out;

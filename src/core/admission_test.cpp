@@ -455,7 +455,6 @@ TEST(Types, StatesRoundTripThroughTheirWireNames) {
   EXPECT_FALSE(parse_request_state("").has_value());
 }
 
-}  // namespace
 TEST(ApplyAdmission, EachDecisionOnTheSnapshotTheLastOneLeftStopsAtMaxConcurrency) {
   AllocationSnapshot s = open_snapshot();
   s.state = AllocationState::ready;  // the first admission activates it
@@ -507,4 +506,5 @@ TEST(EffectiveState, InForceAgreementExpiresAtWindowEndOthersKeepTheirState) {
   EXPECT_EQ(effective_agreement_state(AgreementState::cancelled, w, 500), AgreementState::cancelled);
 }
 
+}  // namespace
 }  // namespace cairva::core

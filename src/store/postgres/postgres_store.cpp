@@ -116,9 +116,10 @@ void PostgresStore::run_admissions(const std::string& allocation_id) {
     auto it = admissions_.find(allocation_id);
     if (it == admissions_.end()) return;
     Admissions& waiting = it->second;
-    const size_t n = std::min(waiting.size(), admissions_per_transaction_max);
-    batch.assign(std::make_move_iterator(waiting.begin()), std::make_move_iterator(waiting.begin() + static_cast<std::ptrdiff_t>(n)));
-    waiting.erase(waiting.begin(), waiting.begin() + static_cast<std::ptrdiff_t>(n));
+    const auto taken = waiting.begin() +
+                       static_cast<std::ptrdiff_t>(std::min(waiting.size(), admissions_per_transaction_max));
+    batch.assign(std::make_move_iterator(waiting.begin()), std::make_move_iterator(taken));
+    waiting.erase(waiting.begin(), taken);
     more = !waiting.empty();
     if (!more) admissions_.erase(it);  // the next admission schedules a job again
   }
@@ -126,7 +127,8 @@ void PostgresStore::run_admissions(const std::string& allocation_id) {
   if (more && !schedule_admissions(allocation_id)) {
     fail_admissions(allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
   }
-  auto results = with_connection<std::vector<AdmitResult>>([this, &batch](Connection& c) { return admit_on(c, batch); });
+  auto results =
+      with_connection<std::vector<AdmitResult>>([this, &batch](Connection& c) { return admit_on(c, batch); });
   if (results.ok() && options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(batch.size()));
   for (size_t i = 0; i < batch.size(); ++i) {  // after COMMIT (or failure), holding no lock
     if (results.ok()) batch[i].done(std::move((*results)[i]));

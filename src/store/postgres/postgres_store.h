@@ -96,7 +96,8 @@ class PostgresStore final : public Store {
   // Queues the job that admits what waits for `allocation_id`; false when the queue is full.
   bool schedule_admissions(const std::string& allocation_id);
   // Takes up to admissions_per_transaction_max waiting admissions, decides them in one
-  // transaction and answers each; schedules itself again when more wait.
+  // transaction and answers each; schedules itself again when more wait. A transaction
+  // that fails (after its retries) answers each with its error and wrote nothing.
   void run_admissions(const std::string& allocation_id);
   // Answers every admission waiting for `allocation_id` with `error`.
   void fail_admissions(const std::string& allocation_id, const Error& error);

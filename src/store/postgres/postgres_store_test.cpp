@@ -6,6 +6,7 @@
 #include <array>
 #include <atomic>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -133,10 +134,11 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
 
   // Another session holds the allocation's row lock until every admission has been sent:
   // the first transaction waits for it, the others wait in the store behind it.
-  PGconn* holder = PQconnectdb(schema_.url().c_str());
-  ASSERT_EQ(PQstatus(holder), CONNECTION_OK);
-  auto run = [holder](const std::string& sql) {
-    PGresult* r = PQexec(holder, sql.c_str());
+  // Closed however the test ends: an open transaction would keep the lock (and the schema).
+  std::unique_ptr<PGconn, decltype(&PQfinish)> holder(PQconnectdb(schema_.url().c_str()), &PQfinish);
+  ASSERT_EQ(PQstatus(holder.get()), CONNECTION_OK);
+  auto run = [&holder](const std::string& sql) {
+    PGresult* r = PQexec(holder.get(), sql.c_str());
     const auto st = PQresultStatus(r);
     PQclear(r);
     return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
@@ -150,11 +152,14 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
   for (int i = 0; i < n; ++i) {
     store.admit(command(alloc), [&answers, i](Result<AdmitResult> r) { answers[i].set_value(std::move(r)); });
   }
-  ASSERT_TRUE(run("COMMIT"));
-  PQfinish(holder);
-
+  const bool committed = run("COMMIT");
+  holder.reset();  // the lock goes with the session whatever COMMIT said
+  // Every answer first: no callback may still be pending when an assertion below returns.
+  std::vector<Result<AdmitResult>> got;
+  for (auto& f : results) got.push_back(f.get());
+  ASSERT_TRUE(committed);
   for (int i = 0; i < n; ++i) {
-    auto r = results[i].get();
+    const auto& r = got[static_cast<size_t>(i)];
     ASSERT_TRUE(r.ok()) << r.error().message;
     if (i < 10) {
       ASSERT_TRUE(r->decision.admitted()) << i;

@@ -27,7 +27,8 @@ struct Ordered {
 constexpr Ordered starts{"requests", "r", "r.started_at DESC, r.start_ordinal DESC"};
 constexpr Ordered bookings{"usage_events", "e", "e.booked_at DESC, e.seq DESC"};
 
-std::string last_of(const Ordered& o, const std::string& what, const std::string& alloc, const std::string& at_or_before) {
+std::string last_of(const Ordered& o, const std::string& what, const std::string& alloc,
+                    const std::string& at_or_before) {
   const std::string a = o.alias;
   return "COALESCE((SELECT " + a + "." + what + " FROM " + o.table + " " + a + " WHERE " + a + ".allocation_id = " +
          alloc + at_or_before + " ORDER BY " + o.order + " LIMIT 1), 0)";
