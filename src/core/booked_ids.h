@@ -90,7 +90,7 @@ class BookedIds {
   size_t size_ = 0;
   // Counts of the slots marked overflow_mark. Each such booking is of at least 2^32 - 1
   // tokens, so an allocation has about allowance / 2^32 of them (plus requests open when
-  // it depleted): the map stays small beside `slots_`.
+  // it depleted): the map stays small beside the shards.
   std::unordered_map<Digest96, Tokens, Digest96Hash> overflow_;
 };
 
