@@ -11,6 +11,21 @@ Params& Params::text(std::string_view s) {
   values_.emplace_back(std::string(s));
   return *this;
 }
+Params& Params::text_array(const std::vector<std::string>& items) {
+  std::string out = "{";
+  for (const std::string& item : items) {
+    if (out.size() > 1) out += ',';
+    out += '"';
+    for (char ch : item) {
+      if (ch == '"' || ch == '\\') out += '\\';
+      out += ch;
+    }
+    out += '"';
+  }
+  out += '}';
+  values_.emplace_back(std::move(out));
+  return *this;
+}
 Params& Params::i64(int64_t v) {
   values_.emplace_back(std::to_string(v));
   return *this;

@@ -39,6 +39,8 @@ struct Statement {
 class Params {
  public:
   Params& text(std::string_view s);
+  // A text[] value: each element quoted, so any string is one element.
+  Params& text_array(const std::vector<std::string>& items);
   Params& i64(int64_t v);
   Params& boolean(bool v);
   Params& null();

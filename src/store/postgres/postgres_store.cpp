@@ -3,7 +3,7 @@
 #include "store/postgres/postgres_store.h"
 
 #include <algorithm>
-#include <iterator>
+#include <unordered_map>
 
 #include "base/ids.h"
 #include "core/ledger.h"
@@ -78,55 +78,38 @@ Result<KeyGrant> PostgresStore::authenticate_on(Connection& c, const std::string
   return g;
 }
 
+template <class Pending>
+bool PostgresStore::schedule(Waiting<Pending>& waiting, const std::string& allocation_id) {
+  return workers_.post_in_order(allocation_id, [this, &waiting, allocation_id] { run_job(waiting, allocation_id); });
+}
+
+template <class Pending>
+void PostgresStore::fail_all(Waiting<Pending>& waiting, const std::string& allocation_id, const Error& error) {
+  for (auto& p : waiting.drain(allocation_id)) p.done(error);
+}
+
+template <class Pending>
+std::vector<Pending> PostgresStore::take(Waiting<Pending>& waiting, const std::string& allocation_id, size_t max) {
+  bool more = false;
+  std::vector<Pending> batch = waiting.take(allocation_id, max, more);
+  // Queued behind this job (same key): runs once this transaction is over.
+  if (more && !schedule(waiting, allocation_id)) {
+    fail_all(waiting, allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
+  }
+  return batch;
+}
+
 void PostgresStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
   const std::string allocation_id = cmd.allocation_id;
-  bool first;
-  {
-    std::lock_guard lock(admissions_mu_);
-    auto [it, added] = admissions_.try_emplace(allocation_id);
-    it->second.push_back({std::move(cmd), std::move(done)});
-    first = added;  // otherwise the allocation's job is queued or running and takes it
+  // Otherwise the allocation's job is queued or running and takes it.
+  if (admissions_.add(allocation_id, {std::move(cmd), std::move(done)}) && !schedule(admissions_, allocation_id)) {
+    fail_all(admissions_, allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
   }
-  if (first && !schedule_admissions(allocation_id)) {
-    fail_admissions(allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
-  }
-}
-
-bool PostgresStore::schedule_admissions(const std::string& allocation_id) {
-  return workers_.post_in_order(allocation_id, [this, allocation_id] { run_admissions(allocation_id); });
-}
-
-void PostgresStore::fail_admissions(const std::string& allocation_id, const Error& error) {
-  Admissions failed;
-  {
-    std::lock_guard lock(admissions_mu_);
-    auto it = admissions_.find(allocation_id);
-    if (it == admissions_.end()) return;
-    failed = std::move(it->second);
-    admissions_.erase(it);
-  }
-  for (auto& p : failed) p.done(error);
 }
 
 void PostgresStore::run_admissions(const std::string& allocation_id) {
-  Admissions batch;
-  bool more;
-  {
-    std::lock_guard lock(admissions_mu_);
-    auto it = admissions_.find(allocation_id);
-    if (it == admissions_.end()) return;
-    Admissions& waiting = it->second;
-    const auto taken = waiting.begin() +
-                       static_cast<std::ptrdiff_t>(std::min(waiting.size(), admissions_per_transaction_max));
-    batch.assign(std::make_move_iterator(waiting.begin()), std::make_move_iterator(taken));
-    waiting.erase(waiting.begin(), taken);
-    more = !waiting.empty();
-    if (!more) admissions_.erase(it);  // the next admission schedules a job again
-  }
-  // Queued behind this job (same key): runs once this transaction is over.
-  if (more && !schedule_admissions(allocation_id)) {
-    fail_admissions(allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
-  }
+  const Admissions batch = take(admissions_, allocation_id, admissions_per_transaction_max);
+  if (batch.empty()) return;
   auto results =
       with_connection<std::vector<AdmitResult>>([this, &batch](Connection& c) { return admit_on(c, batch); });
   if (results.ok() && options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(batch.size()));
@@ -210,8 +193,139 @@ Result<std::vector<AdmitResult>> PostgresStore::admit_on(Connection& c, const Ad
 
 void PostgresStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
   const std::string allocation_id = cmd.allocation_id;
-  run_async<SettleResult>(
-      std::move(done), [this, cmd = std::move(cmd)](Connection& c) { return settle_on(c, cmd); }, &allocation_id);
+  if (settlements_.add(allocation_id, {std::move(cmd), std::move(done)}) && !schedule(settlements_, allocation_id)) {
+    fail_all(settlements_, allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
+  }
+}
+
+void PostgresStore::run_settlements(const std::string& allocation_id) {
+  const Settlements batch = take(settlements_, allocation_id, settlements_per_transaction_max);
+  if (batch.empty()) return;
+  auto results = with_connection<std::optional<std::vector<SettleResult>>>(
+      [this, &batch](Connection& c) { return settle_batch_on(c, batch); });
+  if (!results.ok()) {
+    for (const auto& p : batch) p.done(results.error());
+    return;
+  }
+  if (results->has_value()) {
+    for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move((**results)[i]));
+    return;
+  }
+  // A provider request id was booked before: each settles in its own transaction, which
+  // looks the event up when its booking meets it.
+  for (const auto& p : batch) {
+    p.done(with_connection<SettleResult>([this, &p](Connection& c) { return settle_on(c, p.cmd); }));
+  }
+}
+
+Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(Connection& c,
+                                                                                const Settlements& batch) {
+  CAIRVA_ASSERT(!batch.empty());
+  const std::string& allocation_id = batch.front().cmd.allocation_id;
+  std::vector<std::string> ids;
+  ids.reserve(batch.size());
+  for (const auto& p : batch) ids.push_back(p.cmd.request_id);
+  Transaction tx(c);
+  // BEGIN, the row lock and the requests' rows (locked too, the clock read after the
+  // allocation's lock) in one round trip; see admit_on.
+  const Params lock_params = Params().text(allocation_id);
+  const Params request_params = Params().text_array(ids).text(allocation_id).opt_i64(injected_now());
+  auto first = tx.begin_with(sql::lock_allocation, lock_params, sql::read_requests_locked, request_params);
+  if (!first.ok()) return first.error();
+  std::vector<SettleResult> out(batch.size());  // unknown_request unless found below
+  if (rows((*first)[0]) == 0) return std::optional(std::move(out));
+  auto alloc = parse_allocation((*first)[0].get(), 0, 0);
+  if (!alloc.ok()) return alloc.error();
+  auto locked = parse_locked_requests((*first)[1].get());
+  if (!locked.ok()) return locked.error();
+  // One time for the batch, the latest row's: bookings keep the order of their seq.
+  UnixMicros now = 0;
+  for (const auto& [id, rq] : *locked) now = std::max(now, rq.now);
+  core::AllocationLedger ledger = ledger_for(*alloc, *locked);
+  std::unordered_map<std::string, core::RequestState> state;  // as the batch leaves each
+  for (const auto& [id, rq] : *locked) state.emplace(id, rq.state);
+  int64_t seq = alloc->event_seq;
+
+  std::vector<Params> params;
+  params.reserve(2 * batch.size());  // the steps point into it
+  std::vector<Connection::Step> steps;
+  auto write = [&](const Statement& st, Params p) {
+    params.push_back(std::move(p));
+    steps.push_back({&st, &params.back(), nullptr});
+  };
+  auto close = [&](const SettleCommand& cmd, const char* new_state, const core::Tokens& hold) {
+    write(sql::close_request, Params()
+                                  .text(allocation_id)
+                                  .text(cmd.request_id)
+                                  .text(new_state)
+                                  .i64(now)
+                                  .text(cmd.provider_request_id)
+                                  .i64(hold.input)
+                                  .i64(hold.output));
+  };
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const SettleCommand& cmd = batch[i].cmd;
+    CAIRVA_ASSERT(cmd.allocation_id == allocation_id);
+    auto st = state.find(cmd.request_id);
+    if (st == state.end()) continue;  // unknown_request
+    SettleResult& r = out[i];
+    r.request_state = st->second;
+    const core::OpenRequest* open = ledger.find_open(cmd.request_id);
+    const core::Tokens hold = open != nullptr ? open->hold : core::Tokens{};
+    switch (cmd.kind) {
+      case SettleKind::usage: {
+        if (open == nullptr) {
+          r.book = core::BookResult::already_settled;
+          break;
+        }
+        const core::BookOutcome b = ledger.book(cmd.request_id, cmd.provider_request_id, cmd.usage, now);
+        r.book = b.result;
+        r.request_state = core::RequestState::booked;
+        if (b.result == core::BookResult::booked) {
+          // book_new_event: an event booked before this transaction fails it (unique
+          // violation), and run_settlements settles one at a time.
+          write(sql::book_new_event,
+                booking_params(allocation_id, *alloc, ledger, ++seq, new_id("evt"), cmd.request_id,
+                               cmd.provider_request_id, cmd.usage, core::EventSource::provider,
+                               core::Finality::reported, "", now, hold));
+          break;
+        }
+        // A duplicate or conflict of an event booked earlier in this batch.
+        CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);
+        close(cmd, "booked", hold);
+        if (b.result == core::BookResult::conflict) {
+          write(sql::insert_conflict, Params()
+                                          .text(new_id("cfl"))
+                                          .text(allocation_id)
+                                          .text(cmd.request_id)
+                                          .text(cmd.provider_request_id)
+                                          .i64(cmd.usage.input)
+                                          .i64(cmd.usage.output)
+                                          .i64(b.booked_event.input)
+                                          .i64(b.booked_event.output)
+                                          .i64(now));
+        }
+        break;
+      }
+      case SettleKind::usage_missing:
+        if (!ledger.mark_usage_pending(cmd.request_id)) break;  // already pending or settled
+        write(sql::mark_usage_pending, Params().text(cmd.request_id).i64(now).text(cmd.provider_request_id));
+        r.request_state = core::RequestState::usage_pending;
+        break;
+      case SettleKind::failed:
+        if (!ledger.fail(cmd.request_id)) break;  // already settled
+        close(cmd, "failed", hold);
+        r.request_state = core::RequestState::failed;
+        break;
+    }
+    st->second = r.request_state;
+  }
+  // The writes and COMMIT in one round trip (the row lock is held one round trip less).
+  if (Status s = tx.run_all_and_commit(std::move(steps)); !s.ok()) {
+    if (c.last_sqlstate() == sqlstate_unique_violation) return std::optional<std::vector<SettleResult>>();
+    return s.error();
+  }
+  return std::optional(std::move(out));
 }
 
 Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand& cmd, bool look_up_first) {

@@ -6,7 +6,7 @@
 // snapshot computed from indexed tables; so any number of processes together never exceed
 // a limit or the allowance. Admissions to one allocation that wait in this process while
 // its previous transaction runs go together in the next one (one lock, one commit, each
-// decided on the snapshot its predecessors left).
+// decided on the snapshot its predecessors left); so do settlements.
 //
 // Threads: the asynchronous methods run on a small fixed set of worker threads (libpq is
 // blocking) and call back on them after COMMIT, holding no lock. Connections come from a
@@ -14,15 +14,14 @@
 #pragma once
 
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
 #include "base/time.h"
 #include "store/postgres/pool.h"
+#include "store/postgres/waiting.h"
 #include "store/postgres/workers.h"
 #include "store/store.h"
 
@@ -33,6 +32,8 @@ inline constexpr int async_worker_threads_max = 8;
 // Admissions to one allocation decided in one transaction, at most: a longer wait would
 // hold the row lock (and the first admission's answer) for longer than it saves.
 inline constexpr size_t admissions_per_transaction_max = 64;
+// Settlements of one allocation in one transaction, at most (the same trade).
+inline constexpr size_t settlements_per_transaction_max = 64;
 // A transaction that hit a deadlock or serialization failure is retried this many times.
 inline constexpr int transaction_attempts_max = 3;
 // Page bounds for the admin listings.
@@ -91,18 +92,40 @@ class PostgresStore final : public Store {
     Callback<AdmitResult> done;
   };
   using Admissions = std::vector<PendingAdmission>;
+  struct PendingSettlement {
+    SettleCommand cmd;
+    Callback<SettleResult> done;
+  };
+  using Settlements = std::vector<PendingSettlement>;
 
   Result<KeyGrant> authenticate_on(Connection& c, const std::string& hash);
-  // Queues the job that admits what waits for `allocation_id`; false when the queue is full.
-  bool schedule_admissions(const std::string& allocation_id);
+  // Queues the job that takes what waits in `waiting` for `allocation_id` (run_admissions
+  // or run_settlements); false when the queue is full.
+  template <class Pending>
+  bool schedule(Waiting<Pending>& waiting, const std::string& allocation_id);
+  // Answers every item waiting in `waiting` for `allocation_id` with `error`.
+  template <class Pending>
+  void fail_all(Waiting<Pending>& waiting, const std::string& allocation_id, const Error& error);
+  // Takes up to `max` items waiting for `allocation_id` and schedules the job again when
+  // more wait.
+  template <class Pending>
+  std::vector<Pending> take(Waiting<Pending>& waiting, const std::string& allocation_id, size_t max);
+  void run_job(const Waiting<PendingAdmission>&, const std::string& allocation_id) { run_admissions(allocation_id); }
+  void run_job(const Waiting<PendingSettlement>&, const std::string& allocation_id) { run_settlements(allocation_id); }
   // Takes up to admissions_per_transaction_max waiting admissions, decides them in one
-  // transaction and answers each; schedules itself again when more wait. A transaction
-  // that fails (after its retries) answers each with its error and wrote nothing.
+  // transaction and answers each. A transaction that fails (after its retries) answers
+  // each with its error and wrote nothing.
   void run_admissions(const std::string& allocation_id);
-  // Answers every admission waiting for `allocation_id` with `error`.
-  void fail_admissions(const std::string& allocation_id, const Error& error);
   // One transaction for all of `batch` (same allocation), in order: one result each.
   Result<std::vector<AdmitResult>> admit_on(Connection& c, const Admissions& batch);
+  // Takes up to settlements_per_transaction_max waiting settlements and settles them in
+  // one transaction (settle_batch_on), or, when a booking meets a provider request id
+  // booked before, one transaction each (settle_on), and answers each.
+  void run_settlements(const std::string& allocation_id);
+  // One transaction for all of `batch` (same allocation), in order, one result each, as
+  // if each had its own; nullopt (and nothing written) when a booking meets an event
+  // already booked under its provider request id.
+  Result<std::optional<std::vector<SettleResult>>> settle_batch_on(Connection& c, const Settlements& batch);
   // `look_up_first`: a usage settlement first reads the event already booked under its
   // provider request id; without, it books as if there were none, and only when the
   // booking finds one (nothing written) settles again, looking first.
@@ -117,9 +140,8 @@ class PostgresStore final : public Store {
   const StoreOptions options_;
   const std::shared_ptr<const Clock> clock_;
   ConnectionPool pool_;
-  std::mutex admissions_mu_;
-  // Admissions waiting per allocation; a key is present while its job is queued or running.
-  std::unordered_map<std::string, Admissions> admissions_;  // GUARDED_BY(admissions_mu_)
+  Waiting<PendingAdmission> admissions_;
+  Waiting<PendingSettlement> settlements_;
   Workers workers_;  // last: joined first, while the pool still exists
 };
 

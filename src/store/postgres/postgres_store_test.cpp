@@ -82,6 +82,49 @@ class PostgresStoreTest : public ::testing::Test {
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(t0);
 };
 
+// Another session holding an allocation's row lock until released or destroyed: work the
+// store sends meanwhile waits for it. Closed however a test ends (an open transaction
+// would keep the lock, and the schema).
+class RowLockHolder {
+ public:
+  RowLockHolder(const std::string& url, const std::string& allocation_id) : conn_(PQconnectdb(url.c_str()), &PQfinish) {
+    held_ = PQstatus(conn_.get()) == CONNECTION_OK && run("BEGIN") &&
+            run("SELECT 1 FROM allocations WHERE id = '" + allocation_id + "' FOR UPDATE");
+  }
+  bool held() const { return held_; }
+  bool release() {
+    const bool committed = run("COMMIT");
+    conn_.reset();  // the lock goes with the session whatever COMMIT said
+    return committed;
+  }
+
+ private:
+  bool run(const std::string& sql) {
+    PGresult* r = PQexec(conn_.get(), sql.c_str());
+    const auto st = PQresultStatus(r);
+    PQclear(r);
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+  }
+  std::unique_ptr<PGconn, decltype(&PQfinish)> conn_;
+  bool held_ = false;
+};
+
+// Sends every command to `store` at once and returns the answers in order, each after
+// every callback has run (none may be pending when an assertion returns).
+std::vector<Result<SettleResult>> settle_all(Store& store, std::vector<SettleCommand> cmds, RowLockHolder& holder,
+                                             bool& released) {
+  std::vector<std::promise<Result<SettleResult>>> answers(cmds.size());
+  std::vector<std::future<Result<SettleResult>>> results;
+  for (auto& a : answers) results.push_back(a.get_future());
+  for (size_t i = 0; i < cmds.size(); ++i) {
+    store.settle(std::move(cmds[i]), [&answers, i](Result<SettleResult> r) { answers[i].set_value(std::move(r)); });
+  }
+  released = holder.release();
+  std::vector<Result<SettleResult>> got;
+  for (auto& f : results) got.push_back(f.get());
+  return got;
+}
+
 TEST_F(PostgresStoreTest, TwoStoresManyThreadsNeverExceedMaxConcurrency) {
   auto a = open(), b = open();
   ASSERT_TRUE(a && b);
@@ -134,17 +177,8 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
 
   // Another session holds the allocation's row lock until every admission has been sent:
   // the first transaction waits for it, the others wait in the store behind it.
-  // Closed however the test ends: an open transaction would keep the lock (and the schema).
-  std::unique_ptr<PGconn, decltype(&PQfinish)> holder(PQconnectdb(schema_.url().c_str()), &PQfinish);
-  ASSERT_EQ(PQstatus(holder.get()), CONNECTION_OK);
-  auto run = [&holder](const std::string& sql) {
-    PGresult* r = PQexec(holder.get(), sql.c_str());
-    const auto st = PQresultStatus(r);
-    PQclear(r);
-    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
-  };
-  ASSERT_TRUE(run("BEGIN"));
-  ASSERT_TRUE(run("SELECT 1 FROM allocations WHERE id = '" + alloc + "' FOR UPDATE"));
+  RowLockHolder holder(schema_.url(), alloc);
+  ASSERT_TRUE(holder.held());
   constexpr int n = 30;
   std::vector<std::promise<Result<AdmitResult>>> answers(n);
   std::vector<std::future<Result<AdmitResult>>> results;
@@ -152,8 +186,7 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
   for (int i = 0; i < n; ++i) {
     store.admit(command(alloc), [&answers, i](Result<AdmitResult> r) { answers[i].set_value(std::move(r)); });
   }
-  const bool committed = run("COMMIT");
-  holder.reset();  // the lock goes with the session whatever COMMIT said
+  const bool committed = holder.release();
   // Every answer first: no callback may still be pending when an assertion below returns.
   std::vector<Result<AdmitResult>> got;
   for (auto& f : results) got.push_back(f.get());
@@ -185,6 +218,110 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT sum(hold_output)" + where), 950);
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output FROM allocations WHERE id = '" + alloc + "'"), 950);
   auto audit = store.audit();
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
+
+TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrder) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  const auto created = agreement(*store, {100000, 100000000, 100}, {100000000, 100000000});
+  const std::string alloc = created.allocation.id;
+  constexpr int n = 30;
+  std::vector<std::string> ids;
+  for (int i = 0; i < n; ++i) {
+    auto cmd = command(alloc);
+    ids.push_back(cmd.request_id);
+    auto r = admit(*store, std::move(cmd));
+    ASSERT_TRUE(r.ok() && r->decision.admitted()) << i;
+  }
+  auto usage = [&](int i, const std::string& provider_id, core::Tokens counts = {10, 20}) {
+    return SettleCommand{ids[static_cast<size_t>(i)], alloc, SettleKind::usage, provider_id, counts};
+  };
+  // The first waits for the lock in its own transaction; the rest wait in the store and
+  // go together in the next one, in this order.
+  std::vector<SettleCommand> cmds;
+  cmds.push_back(usage(0, "p-0"));
+  for (int i = 1; i < n; ++i) cmds.push_back(usage(i, "p-" + std::to_string(i)));
+  cmds[5] = {ids[5], alloc, SettleKind::failed, "", {}};
+  cmds[6] = {ids[6], alloc, SettleKind::usage_missing, "p-6", {}};
+  cmds[7] = usage(7, "p-3");            // the same event as 3's: a duplicate
+  cmds[8] = usage(8, "p-4", {10, 21});  // another count under 4's id: a conflict
+  cmds.push_back(usage(1, "p-1"));      // 1 again: already settled
+  cmds.push_back({"req_\"quoted\\", alloc, SettleKind::usage, "p-x", {1, 1}});  // no such request
+  cmds.push_back({ids[5], alloc, SettleKind::usage, "p-5", {1, 1}});           // failed before: settled
+
+  RowLockHolder holder(schema_.url(), alloc);
+  ASSERT_TRUE(holder.held());
+  bool released = false;
+  const auto got = settle_all(*store, std::move(cmds), holder, released);
+  ASSERT_TRUE(released);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
+  for (int i = 0; i < n; ++i) {
+    const SettleResult& r = *got[static_cast<size_t>(i)];
+    if (i == 5) {
+      EXPECT_EQ(r.request_state, core::RequestState::failed);
+    } else if (i == 6) {
+      EXPECT_EQ(r.request_state, core::RequestState::usage_pending);
+    } else {
+      EXPECT_EQ(r.book, i == 7 ? core::BookResult::duplicate : i == 8 ? core::BookResult::conflict : core::BookResult::booked) << i;
+      EXPECT_EQ(r.request_state, core::RequestState::booked) << i;
+    }
+  }
+  EXPECT_EQ(got[n]->book, core::BookResult::already_settled);
+  EXPECT_EQ(got[n]->request_state, core::RequestState::booked);
+  EXPECT_EQ(got[n + 1]->book, core::BookResult::unknown_request);
+  EXPECT_EQ(got[n + 2]->book, core::BookResult::already_settled);
+  EXPECT_EQ(got[n + 2]->request_state, core::RequestState::failed);
+
+  const std::string events = " FROM usage_events WHERE allocation_id = '" + alloc + "'";
+  constexpr int booked = n - 4;  // 5 failed, 6 pending, 7 and 8 booked without an event
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*)" + events), booked);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(seq)" + events), booked);
+  // The transactions that wrote the events: the one that waited for the lock, and the rest.
+  EXPECT_LE(testing::query_i64(schema_.url(), "SELECT count(DISTINCT xmin::text)" + events), 2);
+  const std::string row = " FROM allocations WHERE id = '" + alloc + "'";
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_output" + row), 20 * booked);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output" + row), 100);  // 6's hold, pending
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM conflicts WHERE allocation_id = '" + alloc + "'"), 1);
+  auto audit = store->audit();
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
+
+TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeSettlesEachAlone) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  const auto created = agreement(*store, {100000, 100000000, 100}, {100000000, 100000000});
+  const std::string alloc = created.allocation.id;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto cmd = command(alloc);
+    ids.push_back(cmd.request_id);
+    ASSERT_TRUE(admit(*store, std::move(cmd))->decision.admitted());
+  }
+  auto first = settle(*store, {ids[0], alloc, SettleKind::usage, "p-seen", {10, 20}});
+  ASSERT_TRUE(first.ok() && first->book == core::BookResult::booked);
+
+  // Whichever batch holds 1's settlement meets the event 0 booked: it writes nothing and
+  // each of its settlements goes alone.
+  RowLockHolder holder(schema_.url(), alloc);
+  ASSERT_TRUE(holder.held());
+  bool released = false;
+  const auto got = settle_all(*store,
+                              {{ids[3], alloc, SettleKind::failed, "", {}},
+                               {ids[1], alloc, SettleKind::usage, "p-seen", {10, 20}},
+                               {ids[2], alloc, SettleKind::usage, "p-new", {10, 20}}},
+                              holder, released);
+  ASSERT_TRUE(released);
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
+  EXPECT_EQ(got[0]->request_state, core::RequestState::failed);
+  EXPECT_EQ(got[1]->book, core::BookResult::duplicate);
+  EXPECT_EQ(got[2]->book, core::BookResult::booked);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 2);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_output FROM allocations WHERE id = '" + alloc + "'"), 40);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output FROM allocations WHERE id = '" + alloc + "'"), 0);
+  auto audit = store->audit();
   ASSERT_TRUE(audit.ok());
   EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
 }

@@ -62,6 +62,35 @@ constexpr const char* event_columns =
     "id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens, source, "
     "finality, evidence, booked_at";
 
+// Request rows locked for settlement: `first` columns, then state, hold_input, hold_output,
+// started_at, provider_request_id, now ($3|NULL, never before the allocation's ($2) last
+// booking: see window_counts).
+std::string locked_requests_sql(const char* first, const char* match) {
+  return std::string("SELECT ") + first + "state, hold_input, hold_output, started_at, provider_request_id, GREATEST(" +
+         now_param(3) + ", " + last_booking("booked_at", "$2") + ") FROM requests WHERE " + match +
+         " AND allocation_id = $2 FOR NO KEY UPDATE";
+}
+
+// $1 event id, $2 allocation, $3 seq, $4 request, $5 provider request id, $6/$7 counts,
+// $8 source, $9 finality, $10 evidence, $11 booked_at, $12/$13 the request's hold,
+// $14 agreement id, $15 agreement state, $16 allocation state. With `on_conflict`, it writes
+// nothing when the allocation has an event under that provider request id already (the
+// unique index finds it, with no lookup before: write_booking) and updates one allocation
+// row only when it booked; without, that event fails the statement (unique violation).
+std::string book_event_sql(const char* on_conflict) {
+  return "WITH ev AS (INSERT INTO usage_events (id, allocation_id, seq, request_id,"
+         " provider_request_id, input_tokens, output_tokens, source, finality, evidence, booked_at,"
+         " cum_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, " +
+         last_booking("cum_tokens", "$2") + " + $6 + $7)" + on_conflict +
+         " RETURNING 1),"
+         " rq AS (UPDATE requests SET state = 'booked', finished_at = $11, provider_request_id = $5"
+         " WHERE id = $4 AND EXISTS (SELECT 1 FROM ev)),"
+         " ag AS (UPDATE agreements SET state = $15 WHERE id = $14 AND EXISTS (SELECT 1 FROM ev))"
+         " UPDATE allocations SET booked_input = booked_input + $6, booked_output = booked_output + $7,"
+         " held_input = held_input - $12, held_output = held_output - $13, event_seq = $3, state = $16"
+         " WHERE id = $2 AND EXISTS (SELECT 1 FROM ev)";
+}
+
 }  // namespace
 
 const Statement lock_allocation{
@@ -100,10 +129,11 @@ const Statement set_states{
 // $1 request, $2 allocation, $3 now|NULL. Columns: state, hold_input, hold_output,
 // started_at, provider_request_id, now — never before the allocation's last booking (see
 // window_counts).
-const Statement read_request_locked{
-    "cv_read_request_locked",
-    "SELECT state, hold_input, hold_output, started_at, provider_request_id, GREATEST(" + now_param(3) +
-        ", " + last_booking("booked_at", "$2") + ") FROM requests WHERE id = $1 AND allocation_id = $2 FOR NO KEY UPDATE"};
+const Statement read_request_locked{"cv_read_request_locked", locked_requests_sql("", "id = $1")};
+
+// The settlement batch's rows: $1 request ids (text[]), $2 allocation, $3 now|NULL.
+// Columns: id, then read_request_locked's.
+const Statement read_requests_locked{"cv_read_requests_locked", locked_requests_sql("id, ", "id = ANY($1::text[])")};
 
 // $1 allocation, $2 provider request id. Columns: input_tokens, output_tokens.
 const Statement booked_event_by_provider_id{
@@ -111,25 +141,10 @@ const Statement booked_event_by_provider_id{
     "SELECT input_tokens, output_tokens FROM usage_events"
     " WHERE allocation_id = $1 AND provider_request_id = $2"};
 
-// $1 event id, $2 allocation, $3 seq, $4 request, $5 provider request id, $6/$7 counts,
-// $8 source, $9 finality, $10 evidence, $11 booked_at, $12/$13 the request's hold,
-// $14 agreement id, $15 agreement state, $16 allocation state. Writes nothing when the
-// allocation has an event under that provider request id already: the unique index finds
-// it (ON CONFLICT), with no lookup before (write_booking). Updates one allocation row
-// when it booked, none otherwise.
-const Statement book_event{
-    "cv_book_event",
-    "WITH ev AS (INSERT INTO usage_events (id, allocation_id, seq, request_id,"
-    " provider_request_id, input_tokens, output_tokens, source, finality, evidence, booked_at,"
-    " cum_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, " +
-        last_booking("cum_tokens", "$2") + " + $6 + $7)"
-    " ON CONFLICT (allocation_id, provider_request_id) DO NOTHING RETURNING 1),"
-    " rq AS (UPDATE requests SET state = 'booked', finished_at = $11, provider_request_id = $5"
-    " WHERE id = $4 AND EXISTS (SELECT 1 FROM ev)),"
-    " ag AS (UPDATE agreements SET state = $15 WHERE id = $14 AND EXISTS (SELECT 1 FROM ev))"
-    " UPDATE allocations SET booked_input = booked_input + $6, booked_output = booked_output + $7,"
-    " held_input = held_input - $12, held_output = held_output - $13, event_seq = $3, state = $16"
-    " WHERE id = $2 AND EXISTS (SELECT 1 FROM ev)"};
+
+const Statement book_event{"cv_book_event",
+                           book_event_sql(" ON CONFLICT (allocation_id, provider_request_id) DO NOTHING")};
+const Statement book_new_event{"cv_book_new_event", book_event_sql("")};
 
 // $1 allocation, $2 request, $3 new state, $4 finished_at, $5 provider request id ('' keeps),
 // $6/$7 hold to release.

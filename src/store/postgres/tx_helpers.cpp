@@ -12,26 +12,60 @@ Result<std::optional<LockedRequest>> read_locked_request(Connection& c, const st
   return parse_locked_request(r->get());
 }
 
-Result<std::optional<LockedRequest>> parse_locked_request(const PGresult* res) {
-  if (PQntuples(res) == 0) return std::optional<LockedRequest>();
-  const std::string state = get_text(res, 0, 0);
+namespace {
+
+// read_request_locked's columns, from `offset` of `row`.
+Result<LockedRequest> parse_locked_row(const PGresult* res, int row, int offset) {
+  const std::string state = get_text(res, row, offset);
   auto st = core::parse_request_state(state);
   if (!st) return make_error(ErrorCode::internal_error, "postgres: bad request state " + state);
-  LockedRequest out{*st, {}, get_text(res, 0, 4), get_i64(res, 0, 5)};
+  LockedRequest out{*st, {}, get_text(res, row, offset + 4), get_i64(res, row, offset + 5)};
   out.open.state = *st;
-  out.open.hold = {get_i64(res, 0, 1), get_i64(res, 0, 2)};
-  out.open.started_at = get_i64(res, 0, 3);
-  return std::optional<LockedRequest>(std::move(out));
+  out.open.hold = {get_i64(res, row, offset + 1), get_i64(res, row, offset + 2)};
+  out.open.started_at = get_i64(res, row, offset + 3);
+  return out;
 }
 
-// A one-request AllocationLedger restored from the locked rows: the core decides what a
-// settlement does (duplicate, conflict, depletion, …); the store writes the differences.
-core::AllocationLedger ledger_for(const AllocationRow& alloc, const std::string& request_id,
-                                  const LockedRequest* req) {
+}  // namespace
+
+Result<std::optional<LockedRequest>> parse_locked_request(const PGresult* res) {
+  if (PQntuples(res) == 0) return std::optional<LockedRequest>();
+  auto row = parse_locked_row(res, 0, 0);
+  if (!row.ok()) return row.error();
+  return std::optional<LockedRequest>(std::move(row).value());
+}
+
+Result<LockedRequests> parse_locked_requests(const PGresult* res) {
+  LockedRequests out;
+  for (int i = 0; i < PQntuples(res); ++i) {
+    auto row = parse_locked_row(res, i, 1);
+    if (!row.ok()) return row.error();
+    out.emplace(get_text(res, i, 0), std::move(row).value());
+  }
+  return out;
+}
+
+namespace {
+
+core::AllocationLedger ledger_of(const AllocationRow& alloc) {
   core::AllocationLedger ledger(alloc.snap.terms);
   ledger.restore_states(alloc.snap.agreement_state, alloc.snap.state);
   ledger.restore_booked(alloc.snap.booked);
+  return ledger;
+}
+
+}  // namespace
+
+core::AllocationLedger ledger_for(const AllocationRow& alloc, const std::string& request_id,
+                                  const LockedRequest* req) {
+  core::AllocationLedger ledger = ledger_of(alloc);
   if (req != nullptr) ledger.restore_open_request(request_id, req->open);
+  return ledger;
+}
+
+core::AllocationLedger ledger_for(const AllocationRow& alloc, const LockedRequests& requests) {
+  core::AllocationLedger ledger = ledger_of(alloc);
+  for (const auto& [id, req] : requests) ledger.restore_open_request(id, req.open);
   return ledger;
 }
 
@@ -45,28 +79,37 @@ Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::stri
   return std::optional<core::Tokens>(core::Tokens{get_i64(r->get(), 0, 0), get_i64(r->get(), 0, 1)});
 }
 
+Params booking_params(const std::string& allocation_id, const AllocationRow& alloc,
+                      const core::AllocationLedger& ledger, int64_t seq, const std::string& event_id,
+                      const std::string& request_id, const std::string& provider_request_id,
+                      const core::Tokens& usage, core::EventSource source, core::Finality finality,
+                      const std::string& evidence, UnixMicros now, const core::Tokens& hold) {
+  return Params()
+      .text(event_id)
+      .text(allocation_id)
+      .i64(seq)
+      .text(request_id)
+      .text(provider_request_id)
+      .i64(usage.input)
+      .i64(usage.output)
+      .text(core::to_string(source))
+      .text(core::to_string(finality))
+      .text(evidence)
+      .i64(now)
+      .i64(hold.input)
+      .i64(hold.output)
+      .text(alloc.agreement_id)
+      .text(core::to_string(ledger.agreement_state()))
+      .text(core::to_string(ledger.state()));
+}
+
 Result<bool> write_booking(Connection& c, Transaction* commit_with, const std::string& allocation_id, const AllocationRow& alloc,
                      const core::AllocationLedger& ledger, const std::string& event_id,
                      const std::string& request_id, const std::string& provider_request_id,
                      const core::Tokens& usage, core::EventSource source, core::Finality finality,
                      const std::string& evidence, UnixMicros now, const core::Tokens& hold) {
-  auto params = Params()
-                                      .text(event_id)
-                                      .text(allocation_id)
-                                      .i64(alloc.event_seq + 1)
-                                      .text(request_id)
-                                      .text(provider_request_id)
-                                      .i64(usage.input)
-                                      .i64(usage.output)
-                                      .text(core::to_string(source))
-                                      .text(core::to_string(finality))
-                                      .text(evidence)
-                                      .i64(now)
-                                      .i64(hold.input)
-                                      .i64(hold.output)
-                                      .text(alloc.agreement_id)
-                                      .text(core::to_string(ledger.agreement_state()))
-                                      .text(core::to_string(ledger.state()));
+  const Params params = booking_params(allocation_id, alloc, ledger, alloc.event_seq + 1, event_id, request_id,
+                                       provider_request_id, usage, source, finality, evidence, now, hold);
   PgResult result;
   if (commit_with != nullptr) {
     if (Status s = commit_with->run_and_commit(sql::book_event, params, &result); !s.ok()) return s.error();

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "base/result.h"
 #include "core/ledger.h"
@@ -29,14 +30,28 @@ Result<std::optional<LockedRequest>> read_locked_request(Connection& c, const st
 // The row of sql::read_request_locked ($1 request, $2 allocation, $3 now|NULL).
 Result<std::optional<LockedRequest>> parse_locked_request(const PGresult* res);
 
-// A one-request AllocationLedger restored from the locked rows: the core decides what a
-// settlement does (duplicate, conflict, depletion, …); the store writes the differences.
+// The rows of sql::read_requests_locked, by request id.
+using LockedRequests = std::unordered_map<std::string, LockedRequest>;
+Result<LockedRequests> parse_locked_requests(const PGresult* res);
+
+// An AllocationLedger restored from the locked rows (one request, or a batch's): the core
+// decides what a settlement does (duplicate, conflict, depletion, …); the store writes the
+// differences.
 core::AllocationLedger ledger_for(const AllocationRow& alloc, const std::string& request_id,
                                   const LockedRequest* req);
+core::AllocationLedger ledger_for(const AllocationRow& alloc, const LockedRequests& requests);
 
 // The counts already booked under (allocation, provider_request_id), if any.
 Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::string& allocation_id,
                                                   const std::string& provider_request_id);
+
+// sql::book_event's (and book_new_event's) parameters for a booking the ledger accepted,
+// as event number `seq` of the allocation.
+Params booking_params(const std::string& allocation_id, const AllocationRow& alloc,
+                      const core::AllocationLedger& ledger, int64_t seq, const std::string& event_id,
+                      const std::string& request_id, const std::string& provider_request_id,
+                      const core::Tokens& usage, core::EventSource source, core::Finality finality,
+                      const std::string& evidence, UnixMicros now, const core::Tokens& hold);
 
 // Writes a booking the ledger accepted: the event (next per-allocation seq), the request
 // booked, the hold released, booked totals and states as the ledger now has them. With
