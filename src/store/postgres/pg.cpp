@@ -8,6 +8,7 @@
 namespace cairva::store::pg {
 
 Params& Params::text(std::string_view s) {
+  has_nul_ = has_nul_ || s.find('\0') != std::string_view::npos;
   values_.emplace_back(std::string(s));
   return *this;
 }
@@ -17,6 +18,7 @@ Params& Params::text_array(const std::vector<std::string>& items) {
     if (out.size() > 1) out += ',';
     out += '"';
     for (char ch : item) {
+      has_nul_ = has_nul_ || ch == '\0';
       if (ch == '"' || ch == '\\') out += '\\';
       out += ch;
     }
@@ -110,7 +112,18 @@ Status Connection::prepare(const Statement& st) {
   return {};
 }
 
+namespace {
+
+Status refuse_nul(const Statement& st, const Params& p) {
+  if (!p.has_nul()) return {};
+  return make_error(ErrorCode::invalid_request,
+                    std::string("postgres: ") + st.name + ": a text value holds a NUL byte, which PostgreSQL cannot store");
+}
+
+}  // namespace
+
 Result<PgResult> Connection::run(const Statement& st, const Params& p) {
+  if (Status s = refuse_nul(st, p); !s.ok()) return s.error();
   if (Status s = prepare(st); !s.ok()) return s.error();
   auto ptrs = p.pointers();
   return check(PQexecPrepared(conn_, st.name, p.size(), ptrs.data(), nullptr, nullptr, 0), st.name);
@@ -119,6 +132,7 @@ Result<PgResult> Connection::run(const Statement& st, const Params& p) {
 Result<std::vector<PgResult>> Connection::pipeline(const std::vector<Step>& steps) {
   for (const Step& step : steps) {
     if (step.st != nullptr) {
+      if (Status s = refuse_nul(*step.st, *step.params); !s.ok()) return s.error();
       if (Status s = prepare(*step.st); !s.ok()) return s.error();
     }
   }

@@ -49,9 +49,13 @@ class Params {
 
   int size() const { return static_cast<int>(values_.size()); }
   std::vector<const char*> pointers() const;
+  // A text value holds a NUL byte: libpq would cut it there (text values travel as C
+  // strings) and PostgreSQL's text cannot hold one, so Connection refuses to send it.
+  bool has_nul() const { return has_nul_; }
 
  private:
   std::vector<std::optional<std::string>> values_;
+  bool has_nul_ = false;
 };
 
 // Row access helpers (column values as text; NULL → default/nullopt).

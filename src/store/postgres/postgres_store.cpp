@@ -203,16 +203,19 @@ void PostgresStore::run_settlements(const std::string& allocation_id) {
   if (batch.empty()) return;
   auto results = with_connection<std::optional<std::vector<SettleResult>>>(
       [this, &batch](Connection& c) { return settle_batch_on(c, batch); });
-  if (!results.ok()) {
-    for (const auto& p : batch) p.done(results.error());
-    return;
-  }
-  if (results->has_value()) {
+  if (results.ok() && results->has_value()) {
     for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move((**results)[i]));
     return;
   }
-  // A provider request id was booked before: each settles in its own transaction, which
-  // looks the event up when its booking meets it.
+  if (!results.ok() && batch.size() == 1) {
+    batch.front().done(results.error());
+    return;
+  }
+  // A provider request id booked before the batch (its own transaction looks the event up
+  // when the booking meets it), or a failure that may be one settlement's (a value the
+  // database refuses) and must not fail the others: each settles alone. The batch wrote
+  // nothing — or, had its COMMIT's answer been lost, everything, and each finds its
+  // request settled.
   for (const auto& p : batch) {
     p.done(with_connection<SettleResult>([this, &p](Connection& c) { return settle_on(c, p.cmd); }));
   }

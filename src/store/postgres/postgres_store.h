@@ -120,7 +120,8 @@ class PostgresStore final : public Store {
   Result<std::vector<AdmitResult>> admit_on(Connection& c, const Admissions& batch);
   // Takes up to settlements_per_transaction_max waiting settlements and settles them in
   // one transaction (settle_batch_on), or, when a booking meets a provider request id
-  // booked before, one transaction each (settle_on), and answers each.
+  // booked before or the transaction fails, one transaction each (settle_on), and answers
+  // each.
   void run_settlements(const std::string& allocation_id);
   // One transaction for all of `batch` (same allocation), in order, one result each, as
   // if each had its own; nullopt (and nothing written) when a booking meets an event

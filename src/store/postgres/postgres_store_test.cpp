@@ -326,6 +326,49 @@ TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeSettlesEachAlone) {
   EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
 }
 
+TEST_F(PostgresStoreTest, ASettlementTheDatabaseRefusesFailsAlone) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  const auto created = agreement(*store, {100000, 100000000, 100}, {100000000, 100000000});
+  const std::string alloc = created.allocation.id;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) {
+    auto cmd = command(alloc);
+    ids.push_back(cmd.request_id);
+    ASSERT_TRUE(admit(*store, std::move(cmd))->decision.admitted());
+  }
+  RowLockHolder holder(schema_.url(), alloc);
+  ASSERT_TRUE(holder.held());
+  bool released = false;
+  // Not UTF-8: the database refuses the id, and so the transaction that carries it. A NUL
+  // byte: libpq would cut the id there (and "p-" could then take another's booking), so
+  // the store refuses to send it.
+  using namespace std::string_literals;
+  const auto got = settle_all(*store,
+                              {{ids[0], alloc, SettleKind::usage, "p-0", {10, 20}},
+                               {ids[1], alloc, SettleKind::usage, "p-\xff", {10, 20}},
+                               {ids[2], alloc, SettleKind::usage, "p-\0x"s, {10, 20}},
+                               {ids[3], alloc, SettleKind::usage, "p-3", {10, 20}},
+                               {ids[4], alloc, SettleKind::usage, "p-", {10, 20}}},
+                              holder, released);
+  ASSERT_TRUE(released);
+  for (size_t i : {0u, 3u, 4u}) {
+    ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
+    EXPECT_EQ(got[i]->book, core::BookResult::booked) << i;
+  }
+  ASSERT_FALSE(got[1].ok());
+  EXPECT_EQ(got[1].error().code, ErrorCode::store_unavailable);
+  ASSERT_FALSE(got[2].ok());
+  EXPECT_EQ(got[2].error().code, ErrorCode::invalid_request);
+  EXPECT_NE(got[2].error().message.find("NUL"), std::string::npos) << got[2].error().message;
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 3);
+  // The two refused requests are still in flight, their holds kept for the sweep.
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output FROM allocations WHERE id = '" + alloc + "'"), 200);
+  auto audit = store->audit();
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
+
 TEST_F(PostgresStoreTest, TwoStoresAdmitExactlyRequestsPerMinute) {
   auto a = open(), b = open();
   ASSERT_TRUE(a && b);
