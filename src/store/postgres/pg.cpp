@@ -12,22 +12,6 @@ Params& Params::text(std::string_view s) {
   values_.emplace_back(std::string(s));
   return *this;
 }
-Params& Params::text_array(const std::vector<std::string>& items) {
-  std::string out = "{";
-  for (const std::string& item : items) {
-    if (out.size() > 1) out += ',';
-    out += '"';
-    for (char ch : item) {
-      has_nul_ = has_nul_ || ch == '\0';
-      if (ch == '"' || ch == '\\') out += '\\';
-      out += ch;
-    }
-    out += '"';
-  }
-  out += '}';
-  values_.emplace_back(std::move(out));
-  return *this;
-}
 Params& Params::i64(int64_t v) {
   values_.emplace_back(std::to_string(v));
   return *this;
@@ -233,8 +217,13 @@ Result<PgResult> Transaction::begin_with(const Statement& st, const Params& p) {
 
 Result<std::vector<PgResult>> Transaction::begin_with(const Statement& first, const Params& p1,
                                                      const Statement& second, const Params& p2) {
-  open_ = true;
-  auto r = c_.pipeline({{nullptr, nullptr, "BEGIN"}, {&first, &p1, nullptr}, {&second, &p2, nullptr}});
+  return begin_with_all({{&first, &p1, nullptr}, {&second, &p2, nullptr}});
+}
+
+Result<std::vector<PgResult>> Transaction::begin_with_all(std::vector<Connection::Step> steps) {
+  open_ = true;  // even if a statement fails, BEGIN may have opened the transaction
+  steps.insert(steps.begin(), {nullptr, nullptr, "BEGIN"});
+  auto r = c_.pipeline(steps);
   if (!r.ok()) return r.error();
   r->erase(r->begin());  // BEGIN's
   return r;

@@ -39,8 +39,6 @@ struct Statement {
 class Params {
  public:
   Params& text(std::string_view s);
-  // A text[] value: each element quoted, so any string is one element.
-  Params& text_array(const std::vector<std::string>& items);
   Params& i64(int64_t v);
   Params& boolean(bool v);
   Params& null();
@@ -125,6 +123,9 @@ class Transaction {
   // finished (e.g. after the row lock is granted) with a snapshot taken then.
   Result<std::vector<PgResult>> begin_with(const Statement& first, const Params& p1,
                                            const Statement& second, const Params& p2);
+  // BEGIN and every step in one round trip, each after the one before has finished; one
+  // result per step.
+  Result<std::vector<PgResult>> begin_with_all(std::vector<Connection::Step> steps);
   // The transaction's last statement and COMMIT in one round trip (shorter row-lock hold);
   // `result`, when given, gets the statement's result.
   Status run_and_commit(const Statement& st, const Params& p, PgResult* result = nullptr);

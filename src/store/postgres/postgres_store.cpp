@@ -225,28 +225,37 @@ Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(
                                                                                 const Settlements& batch) {
   CAIRVA_ASSERT(!batch.empty());
   const std::string& allocation_id = batch.front().cmd.allocation_id;
-  std::vector<std::string> ids;
-  ids.reserve(batch.size());
-  for (const auto& p : batch) ids.push_back(p.cmd.request_id);
   Transaction tx(c);
-  // BEGIN, the row lock and the requests' rows (locked too, the clock read after the
-  // allocation's lock) in one round trip; see admit_on.
+  // BEGIN, the row lock and each request's row (locked too, the clock read after the
+  // allocation's lock) in one round trip; see admit_on. One statement per request, not one
+  // `id = ANY($1)`: that one's generic plan intersects the allocation's whole index of
+  // requests with the ids (docs/benchmarks.md, session 11).
   const Params lock_params = Params().text(allocation_id);
-  const Params request_params = Params().text_array(ids).text(allocation_id).opt_i64(injected_now());
-  auto first = tx.begin_with(sql::lock_allocation, lock_params, sql::read_requests_locked, request_params);
+  std::vector<Params> reads;
+  reads.reserve(batch.size());  // the steps point into it
+  std::vector<Connection::Step> first_steps{{&sql::lock_allocation, &lock_params, nullptr}};
+  for (const auto& p : batch) {
+    reads.push_back(Params().text(p.cmd.request_id).text(allocation_id).opt_i64(injected_now()));
+    first_steps.push_back({&sql::read_request_locked, &reads.back(), nullptr});
+  }
+  auto first = tx.begin_with_all(std::move(first_steps));
   if (!first.ok()) return first.error();
   std::vector<SettleResult> out(batch.size());  // unknown_request unless found below
   if (rows((*first)[0]) == 0) return std::optional(std::move(out));
   auto alloc = parse_allocation((*first)[0].get(), 0, 0);
   if (!alloc.ok()) return alloc.error();
-  auto locked = parse_locked_requests((*first)[1].get());
-  if (!locked.ok()) return locked.error();
+  LockedRequests locked;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto rq = parse_locked_request((*first)[i + 1].get());
+    if (!rq.ok()) return rq.error();
+    if (rq->has_value()) locked.emplace(batch[i].cmd.request_id, std::move(**rq));
+  }
   // One time for the batch, the latest row's: bookings keep the order of their seq.
   UnixMicros now = 0;
-  for (const auto& [id, rq] : *locked) now = std::max(now, rq.now);
-  core::AllocationLedger ledger = ledger_for(*alloc, *locked);
+  for (const auto& [id, rq] : locked) now = std::max(now, rq.now);
+  core::AllocationLedger ledger = ledger_for(*alloc, locked);
   std::unordered_map<std::string, core::RequestState> state;  // as the batch leaves each
-  for (const auto& [id, rq] : *locked) state.emplace(id, rq.state);
+  for (const auto& [id, rq] : locked) state.emplace(id, rq.state);
   int64_t seq = alloc->event_seq;
 
   std::vector<Params> params;

@@ -62,15 +62,6 @@ constexpr const char* event_columns =
     "id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens, source, "
     "finality, evidence, booked_at";
 
-// Request rows locked for settlement: `first` columns, then state, hold_input, hold_output,
-// started_at, provider_request_id, now ($3|NULL, never before the allocation's ($2) last
-// booking: see window_counts).
-std::string locked_requests_sql(const char* first, const char* match) {
-  return std::string("SELECT ") + first + "state, hold_input, hold_output, started_at, provider_request_id, GREATEST(" +
-         now_param(3) + ", " + last_booking("booked_at", "$2") + ") FROM requests WHERE " + match +
-         " AND allocation_id = $2 FOR NO KEY UPDATE";
-}
-
 // $1 event id, $2 allocation, $3 seq, $4 request, $5 provider request id, $6/$7 counts,
 // $8 source, $9 finality, $10 evidence, $11 booked_at, $12/$13 the request's hold,
 // $14 agreement id, $15 agreement state, $16 allocation state. With `on_conflict`, it writes
@@ -129,11 +120,10 @@ const Statement set_states{
 // $1 request, $2 allocation, $3 now|NULL. Columns: state, hold_input, hold_output,
 // started_at, provider_request_id, now — never before the allocation's last booking (see
 // window_counts).
-const Statement read_request_locked{"cv_read_request_locked", locked_requests_sql("", "id = $1")};
-
-// The settlement batch's rows: $1 request ids (text[]), $2 allocation, $3 now|NULL.
-// Columns: id, then read_request_locked's.
-const Statement read_requests_locked{"cv_read_requests_locked", locked_requests_sql("id, ", "id = ANY($1::text[])")};
+const Statement read_request_locked{
+    "cv_read_request_locked",
+    "SELECT state, hold_input, hold_output, started_at, provider_request_id, GREATEST(" + now_param(3) +
+        ", " + last_booking("booked_at", "$2") + ") FROM requests WHERE id = $1 AND allocation_id = $2 FOR NO KEY UPDATE"};
 
 // $1 allocation, $2 provider request id. Columns: input_tokens, output_tokens.
 const Statement booked_event_by_provider_id{

@@ -12,37 +12,16 @@ Result<std::optional<LockedRequest>> read_locked_request(Connection& c, const st
   return parse_locked_request(r->get());
 }
 
-namespace {
-
-// read_request_locked's columns, from `offset` of `row`.
-Result<LockedRequest> parse_locked_row(const PGresult* res, int row, int offset) {
-  const std::string state = get_text(res, row, offset);
-  auto st = core::parse_request_state(state);
-  if (!st) return make_error(ErrorCode::internal_error, "postgres: bad request state " + state);
-  LockedRequest out{*st, {}, get_text(res, row, offset + 4), get_i64(res, row, offset + 5)};
-  out.open.state = *st;
-  out.open.hold = {get_i64(res, row, offset + 1), get_i64(res, row, offset + 2)};
-  out.open.started_at = get_i64(res, row, offset + 3);
-  return out;
-}
-
-}  // namespace
-
 Result<std::optional<LockedRequest>> parse_locked_request(const PGresult* res) {
   if (PQntuples(res) == 0) return std::optional<LockedRequest>();
-  auto row = parse_locked_row(res, 0, 0);
-  if (!row.ok()) return row.error();
-  return std::optional<LockedRequest>(std::move(row).value());
-}
-
-Result<LockedRequests> parse_locked_requests(const PGresult* res) {
-  LockedRequests out;
-  for (int i = 0; i < PQntuples(res); ++i) {
-    auto row = parse_locked_row(res, i, 1);
-    if (!row.ok()) return row.error();
-    out.emplace(get_text(res, i, 0), std::move(row).value());
-  }
-  return out;
+  const std::string state = get_text(res, 0, 0);
+  auto st = core::parse_request_state(state);
+  if (!st) return make_error(ErrorCode::internal_error, "postgres: bad request state " + state);
+  LockedRequest out{*st, {}, get_text(res, 0, 4), get_i64(res, 0, 5)};
+  out.open.state = *st;
+  out.open.hold = {get_i64(res, 0, 1), get_i64(res, 0, 2)};
+  out.open.started_at = get_i64(res, 0, 3);
+  return std::optional<LockedRequest>(std::move(out));
 }
 
 namespace {

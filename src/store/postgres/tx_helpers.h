@@ -30,9 +30,8 @@ Result<std::optional<LockedRequest>> read_locked_request(Connection& c, const st
 // The row of sql::read_request_locked ($1 request, $2 allocation, $3 now|NULL).
 Result<std::optional<LockedRequest>> parse_locked_request(const PGresult* res);
 
-// The rows of sql::read_requests_locked, by request id.
+// A settlement batch's locked requests, by id.
 using LockedRequests = std::unordered_map<std::string, LockedRequest>;
-Result<LockedRequests> parse_locked_requests(const PGresult* res);
 
 // An AllocationLedger restored from the locked rows (one request, or a batch's): the core
 // decides what a settlement does (duplicate, conflict, depletion, …); the store writes the
