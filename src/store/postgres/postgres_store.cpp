@@ -89,6 +89,14 @@ void PostgresStore::fail_all(Waiting<Pending>& waiting, const std::string& alloc
 }
 
 template <class Pending>
+void PostgresStore::enqueue(Waiting<Pending>& waiting, const std::string& allocation_id, Pending item) {
+  // Otherwise the allocation's job is queued or running and takes it.
+  if (waiting.add(allocation_id, std::move(item)) && !schedule(waiting, allocation_id)) {
+    fail_all(waiting, allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
+  }
+}
+
+template <class Pending>
 std::vector<Pending> PostgresStore::take(Waiting<Pending>& waiting, const std::string& allocation_id, size_t max) {
   bool more = false;
   std::vector<Pending> batch = waiting.take(allocation_id, max, more);
@@ -101,10 +109,7 @@ std::vector<Pending> PostgresStore::take(Waiting<Pending>& waiting, const std::s
 
 void PostgresStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
   const std::string allocation_id = cmd.allocation_id;
-  // Otherwise the allocation's job is queued or running and takes it.
-  if (admissions_.add(allocation_id, {std::move(cmd), std::move(done)}) && !schedule(admissions_, allocation_id)) {
-    fail_all(admissions_, allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
-  }
+  enqueue(admissions_, allocation_id, {std::move(cmd), std::move(done)});
 }
 
 void PostgresStore::run_admissions(const std::string& allocation_id) {
@@ -193,9 +198,7 @@ Result<std::vector<AdmitResult>> PostgresStore::admit_on(Connection& c, const Ad
 
 void PostgresStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
   const std::string allocation_id = cmd.allocation_id;
-  if (settlements_.add(allocation_id, {std::move(cmd), std::move(done)}) && !schedule(settlements_, allocation_id)) {
-    fail_all(settlements_, allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
-  }
+  enqueue(settlements_, allocation_id, {std::move(cmd), std::move(done)});
 }
 
 void PostgresStore::run_settlements(const std::string& allocation_id) {

@@ -99,6 +99,10 @@ class PostgresStore final : public Store {
   using Settlements = std::vector<PendingSettlement>;
 
   Result<KeyGrant> authenticate_on(Connection& c, const std::string& hash);
+  // Adds `item` to what waits for `allocation_id`, scheduling the job that takes it unless
+  // one is queued or running (answers it store_unavailable when the queue is full).
+  template <class Pending>
+  void enqueue(Waiting<Pending>& waiting, const std::string& allocation_id, Pending item);
   // Queues the job that takes what waits in `waiting` for `allocation_id` (run_admissions
   // or run_settlements); false when the queue is full.
   template <class Pending>

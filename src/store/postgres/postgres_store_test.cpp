@@ -77,6 +77,18 @@ class PostgresStoreTest : public ::testing::Test {
   static Result<SettleResult> settle(Store& s, SettleCommand cmd) {
     return wait_for<SettleResult>([&](auto done) { s.settle(std::move(cmd), done); });
   }
+  // An allocation with room for everything, and the ids of `n` requests admitted to it.
+  std::pair<std::string, std::vector<std::string>> admitted(Store& s, int n) {
+    const auto created = agreement(s, {100000, 100000000, 100}, {100000000, 100000000});
+    std::vector<std::string> ids;
+    for (int i = 0; i < n; ++i) {
+      auto cmd = command(created.allocation.id);
+      ids.push_back(cmd.request_id);
+      auto r = admit(s, std::move(cmd));
+      EXPECT_TRUE(r.ok() && r->decision.admitted()) << i;
+    }
+    return {created.allocation.id, ids};
+  }
 
   testing::TestSchema schema_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(t0);
@@ -225,16 +237,8 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
 TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrder) {
   auto store = open();
   ASSERT_TRUE(store);
-  const auto created = agreement(*store, {100000, 100000000, 100}, {100000000, 100000000});
-  const std::string alloc = created.allocation.id;
   constexpr int n = 30;
-  std::vector<std::string> ids;
-  for (int i = 0; i < n; ++i) {
-    auto cmd = command(alloc);
-    ids.push_back(cmd.request_id);
-    auto r = admit(*store, std::move(cmd));
-    ASSERT_TRUE(r.ok() && r->decision.admitted()) << i;
-  }
+  const auto [alloc, ids] = admitted(*store, n);
   auto usage = [&](int i, const std::string& provider_id, core::Tokens counts = {10, 20}) {
     return SettleCommand{ids[static_cast<size_t>(i)], alloc, SettleKind::usage, provider_id, counts};
   };
@@ -292,14 +296,7 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
 TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeSettlesEachAlone) {
   auto store = open();
   ASSERT_TRUE(store);
-  const auto created = agreement(*store, {100000, 100000000, 100}, {100000000, 100000000});
-  const std::string alloc = created.allocation.id;
-  std::vector<std::string> ids;
-  for (int i = 0; i < 4; ++i) {
-    auto cmd = command(alloc);
-    ids.push_back(cmd.request_id);
-    ASSERT_TRUE(admit(*store, std::move(cmd))->decision.admitted());
-  }
+  const auto [alloc, ids] = admitted(*store, 4);
   auto first = settle(*store, {ids[0], alloc, SettleKind::usage, "p-seen", {10, 20}});
   ASSERT_TRUE(first.ok() && first->book == core::BookResult::booked);
 
@@ -329,14 +326,7 @@ TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeSettlesEachAlone) {
 TEST_F(PostgresStoreTest, ASettlementTheDatabaseRefusesFailsAlone) {
   auto store = open();
   ASSERT_TRUE(store);
-  const auto created = agreement(*store, {100000, 100000000, 100}, {100000000, 100000000});
-  const std::string alloc = created.allocation.id;
-  std::vector<std::string> ids;
-  for (int i = 0; i < 5; ++i) {
-    auto cmd = command(alloc);
-    ids.push_back(cmd.request_id);
-    ASSERT_TRUE(admit(*store, std::move(cmd))->decision.admitted());
-  }
+  const auto [alloc, ids] = admitted(*store, 5);
   RowLockHolder holder(schema_.url(), alloc);
   ASSERT_TRUE(holder.held());
   bool released = false;
