@@ -229,11 +229,15 @@ TEST_F(AdminApiTest, CreateAgreementRefusesBadStrings) {
     expect_invalid(body, std::string(field) + ": must be a non-empty string");
     body[field] = 7;
     expect_invalid(body, std::string(field) + ": must be a string, got an integer");
+    body[field] = json::string("a\0b", 3);
+    expect_invalid(body, std::string(field) + ": must not contain a NUL character");
   }
   json::object body = agreement_body();
   body["models"] = json::array{"a", 3};
   expect_invalid(body, "models: must be an array");
   body["models"] = "gpt-a";
+  expect_invalid(body, "models: must be an array");
+  body["models"] = json::array{json::string("a\0b", 3)};
   expect_invalid(body, "models: must be an array");
 }
 

@@ -31,6 +31,10 @@ std::string kind_of(const json::value& v) {
 
 bool blank(std::string_view s) { return s.find_first_not_of(" \t\r\n") == std::string_view::npos; }
 
+// Every string the admin API takes is stored as text, and PostgreSQL's text cannot hold a
+// NUL byte (libpq would cut it there).
+bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+
 }  // namespace
 
 BodyReader::BodyReader(std::string_view body, std::initializer_list<std::string_view> known) {
@@ -91,6 +95,10 @@ std::optional<std::string> BodyReader::string(std::string_view key, size_t max_b
          " bytes");
     return std::nullopt;
   }
+  if (has_nul(s)) {
+    fail(std::string(key) + ": must not contain a NUL character");
+    return std::nullopt;
+  }
   return std::string(s);
 }
 
@@ -120,7 +128,7 @@ std::optional<std::vector<std::string>> BodyReader::string_list(std::string_view
   std::vector<std::string> out;
   for (const auto& item : v->get_array()) {
     if (!item.is_string() || item.get_string().empty() ||
-        item.get_string().size() > max_item_bytes) {
+        item.get_string().size() > max_item_bytes || has_nul(item.get_string())) {
       fail(problem);
       return std::nullopt;
     }

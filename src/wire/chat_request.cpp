@@ -147,6 +147,8 @@ Status Inspector::member(Member m, od::value v, ChatRequest& out) {
     case member_model: {
       std::string_view model;
       if (v.get_string().get(model)) return invalid("model must be a string");
+      // Kept on the request's row: PostgreSQL's text cannot hold a NUL byte.
+      if (model.find('\0') != std::string_view::npos) return invalid("model must not contain a NUL character");
       out.model.assign(model);
       return {};
     }

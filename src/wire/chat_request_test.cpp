@@ -274,6 +274,8 @@ TEST(InspectChatRequest, NamesTheFieldInTypeErrors) {
 TEST(InspectChatRequest, RequiresModelAndNonEmptyMessages) {
   EXPECT_EQ(inspect_error(R"({"messages":[{"role":"user","content":"hi"}]})"), "model is required");
   EXPECT_EQ(inspect_error(R"({"model":5,"messages":[{"role":"user","content":"hi"}]})"), "model must be a string");
+  EXPECT_EQ(inspect_error(R"({"model":"m\u0000x","messages":[{"role":"user","content":"hi"}]})"),
+            "model must not contain a NUL character");
   EXPECT_EQ(inspect_error(R"({"model":"m"})"), "messages is required");
   const std::string must = "messages must be a non-empty array of objects";
   EXPECT_EQ(inspect_error(R"({"model":"m","messages":[]})"), must);
