@@ -14,6 +14,35 @@
 #include "store/postgres/tx_helpers.h"
 
 namespace cairva::store::pg {
+namespace {
+
+// sql::close_request's parameters: `cmd`'s request closed as `state`, its hold released.
+Params close_params(const SettleCommand& cmd, const char* state, UnixMicros now, const core::Tokens& hold) {
+  return Params()
+      .text(cmd.allocation_id)
+      .text(cmd.request_id)
+      .text(state)
+      .i64(now)
+      .text(cmd.provider_request_id)
+      .i64(hold.input)
+      .i64(hold.output);
+}
+
+// sql::insert_conflict's parameters: `cmd`'s counts against those booked under its id.
+Params conflict_params(const SettleCommand& cmd, const core::Tokens& booked, UnixMicros now) {
+  return Params()
+      .text(new_id("cfl"))
+      .text(cmd.allocation_id)
+      .text(cmd.request_id)
+      .text(cmd.provider_request_id)
+      .i64(cmd.usage.input)
+      .i64(cmd.usage.output)
+      .i64(booked.input)
+      .i64(booked.output)
+      .i64(now);
+}
+
+}  // namespace
 
 PostgresStore::PostgresStore(const StoreOptions& options, std::shared_ptr<const Clock> clock)
     : options_(options),
@@ -268,16 +297,6 @@ Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(
     params.push_back(std::move(p));
     steps.push_back({&st, &params.back(), nullptr});
   };
-  auto close = [&](const SettleCommand& cmd, const char* new_state, const core::Tokens& hold) {
-    write(sql::close_request, Params()
-                                  .text(allocation_id)
-                                  .text(cmd.request_id)
-                                  .text(new_state)
-                                  .i64(now)
-                                  .text(cmd.provider_request_id)
-                                  .i64(hold.input)
-                                  .i64(hold.output));
-  };
   for (size_t i = 0; i < batch.size(); ++i) {
     const SettleCommand& cmd = batch[i].cmd;
     CAIRVA_ASSERT(cmd.allocation_id == allocation_id);
@@ -307,19 +326,8 @@ Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(
         }
         // A duplicate or conflict of an event booked earlier in this batch.
         CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);
-        close(cmd, "booked", hold);
-        if (b.result == core::BookResult::conflict) {
-          write(sql::insert_conflict, Params()
-                                          .text(new_id("cfl"))
-                                          .text(allocation_id)
-                                          .text(cmd.request_id)
-                                          .text(cmd.provider_request_id)
-                                          .i64(cmd.usage.input)
-                                          .i64(cmd.usage.output)
-                                          .i64(b.booked_event.input)
-                                          .i64(b.booked_event.output)
-                                          .i64(now));
-        }
+        write(sql::close_request, close_params(cmd, "booked", now, hold));
+        if (b.result == core::BookResult::conflict) write(sql::insert_conflict, conflict_params(cmd, b.booked_event, now));
         break;
       }
       case SettleKind::usage_missing:
@@ -329,7 +337,7 @@ Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(
         break;
       case SettleKind::failed:
         if (!ledger.fail(cmd.request_id)) break;  // already settled
-        close(cmd, "failed", hold);
+        write(sql::close_request, close_params(cmd, "failed", now, hold));
         r.request_state = core::RequestState::failed;
         break;
     }
@@ -409,30 +417,8 @@ Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand
       }
       CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);
       const bool conflict = b.result == core::BookResult::conflict;
-      w = write(sql::close_request,
-                Params()
-                    .text(cmd.allocation_id)
-                    .text(cmd.request_id)
-                    .text("booked")
-                    .i64(rq.now)
-                    .text(cmd.provider_request_id)
-                    .i64(rq.open.hold.input)
-                    .i64(rq.open.hold.output),
-                !conflict);
-      if (w.ok() && conflict) {
-        w = write(sql::insert_conflict,
-                  Params()
-                      .text(new_id("cfl"))
-                      .text(cmd.allocation_id)
-                      .text(cmd.request_id)
-                      .text(cmd.provider_request_id)
-                      .i64(cmd.usage.input)
-                      .i64(cmd.usage.output)
-                      .i64(b.booked_event.input)
-                      .i64(b.booked_event.output)
-                      .i64(rq.now),
-                  true);
-      }
+      w = write(sql::close_request, close_params(cmd, "booked", rq.now, rq.open.hold), !conflict);
+      if (w.ok() && conflict) w = write(sql::insert_conflict, conflict_params(cmd, b.booked_event, rq.now), true);
       break;
     }
     case SettleKind::usage_missing: {
@@ -444,16 +430,7 @@ Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand
     }
     case SettleKind::failed: {
       if (!ledger.fail(cmd.request_id)) break;  // already settled
-      w = write(sql::close_request,
-                Params()
-                    .text(cmd.allocation_id)
-                    .text(cmd.request_id)
-                    .text("failed")
-                    .i64(rq.now)
-                    .text(cmd.provider_request_id)
-                    .i64(rq.open.hold.input)
-                    .i64(rq.open.hold.output),
-                true);
+      w = write(sql::close_request, close_params(cmd, "failed", rq.now, rq.open.hold), true);
       out.request_state = core::RequestState::failed;
       break;
     }
