@@ -71,14 +71,12 @@ std::optional<UnixMicros> PostgresStore::injected_now() const {
 }
 
 template <class T, class F>
-void PostgresStore::run_async(Callback<T> done, F work, const std::string* allocation_id) {
+void PostgresStore::run_async(Callback<T> done, F work) {
   auto job = [this, done, work = std::move(work)]() mutable {
     Result<T> r = with_connection<T>(work);
     done(std::move(r));  // after COMMIT (or failure), holding no lock
   };
-  const bool queued = allocation_id != nullptr ? workers_.post_in_order(*allocation_id, std::move(job))
-                                               : workers_.post(std::move(job));
-  if (!queued) {
+  if (!workers_.post(std::move(job))) {
     done(make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
   }
 }

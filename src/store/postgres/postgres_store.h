@@ -81,11 +81,11 @@ class PostgresStore final : public Store {
   // Runs `work` on a pooled connection, retrying deadlocks/serialization failures.
   template <class T, class F>
   Result<T> with_connection(F&& work);
-  // Runs `work` on a worker thread, then `done` with its result (exactly once). With
-  // `allocation_id`, after this process's earlier work under that allocation's row lock
+  // Runs `work` on a worker thread, then `done` with its result (exactly once). Work under
+  // an allocation's row lock goes through `schedule` instead: in order per allocation
   // (workers.h says why).
   template <class T, class F>
-  void run_async(Callback<T> done, F work, const std::string* allocation_id = nullptr);
+  void run_async(Callback<T> done, F work);
 
   struct PendingAdmission {
     AdmitCommand cmd;
@@ -104,7 +104,8 @@ class PostgresStore final : public Store {
   template <class Pending>
   void enqueue(Waiting<Pending>& waiting, const std::string& allocation_id, Pending item);
   // Queues the job that takes what waits in `waiting` for `allocation_id` (run_admissions
-  // or run_settlements); false when the queue is full.
+  // or run_settlements), after this process's earlier work under that allocation's row
+  // lock; false when the queue is full.
   template <class Pending>
   bool schedule(Waiting<Pending>& waiting, const std::string& allocation_id);
   // Answers every item waiting in `waiting` for `allocation_id` with `error`.

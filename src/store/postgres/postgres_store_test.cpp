@@ -8,6 +8,7 @@
 #include <future>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -121,19 +122,26 @@ class RowLockHolder {
   bool held_ = false;
 };
 
-// Sends every command to `store` at once and returns the answers in order, each after
-// every callback has run (none may be pending when an assertion returns).
-std::vector<Result<SettleResult>> settle_all(Store& store, std::vector<SettleCommand> cmds, RowLockHolder& holder,
-                                             bool& released) {
+// Sends every command to `store` while another session holds `allocation_id`'s row lock,
+// then releases it: the first settlement's transaction waits for the lock, the rest wait
+// in the store. The answers in order, each after every callback has run (none may be
+// pending when an assertion returns); nullopt when the lock could not be held or its
+// COMMIT failed.
+std::optional<std::vector<Result<SettleResult>>> settle_behind_lock(Store& store, const std::string& url,
+                                                                   const std::string& allocation_id,
+                                                                   std::vector<SettleCommand> cmds) {
+  RowLockHolder holder(url, allocation_id);
+  if (!holder.held()) return std::nullopt;
   std::vector<std::promise<Result<SettleResult>>> answers(cmds.size());
   std::vector<std::future<Result<SettleResult>>> results;
   for (auto& a : answers) results.push_back(a.get_future());
   for (size_t i = 0; i < cmds.size(); ++i) {
     store.settle(std::move(cmds[i]), [&answers, i](Result<SettleResult> r) { answers[i].set_value(std::move(r)); });
   }
-  released = holder.release();
+  const bool released = holder.release();
   std::vector<Result<SettleResult>> got;
   for (auto& f : results) got.push_back(f.get());
+  if (!released) return std::nullopt;
   return got;
 }
 
@@ -255,11 +263,9 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
   cmds.push_back({"req_\"quoted\\", alloc, SettleKind::usage, "p-x", {1, 1}});  // no such request
   cmds.push_back({ids[5], alloc, SettleKind::usage, "p-5", {1, 1}});           // failed before: settled
 
-  RowLockHolder holder(schema_.url(), alloc);
-  ASSERT_TRUE(holder.held());
-  bool released = false;
-  const auto got = settle_all(*store, std::move(cmds), holder, released);
-  ASSERT_TRUE(released);
+  const auto settled = settle_behind_lock(*store, schema_.url(), alloc, std::move(cmds));
+  ASSERT_TRUE(settled);
+  const auto& got = *settled;
   for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
   for (int i = 0; i < n; ++i) {
     const SettleResult& r = *got[static_cast<size_t>(i)];
@@ -302,15 +308,12 @@ TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeSettlesEachAlone) {
 
   // Whichever batch holds 1's settlement meets the event 0 booked: it writes nothing and
   // each of its settlements goes alone.
-  RowLockHolder holder(schema_.url(), alloc);
-  ASSERT_TRUE(holder.held());
-  bool released = false;
-  const auto got = settle_all(*store,
-                              {{ids[3], alloc, SettleKind::failed, "", {}},
-                               {ids[1], alloc, SettleKind::usage, "p-seen", {10, 20}},
-                               {ids[2], alloc, SettleKind::usage, "p-new", {10, 20}}},
-                              holder, released);
-  ASSERT_TRUE(released);
+  const auto settled = settle_behind_lock(*store, schema_.url(), alloc,
+                                          {{ids[3], alloc, SettleKind::failed, "", {}},
+                                           {ids[1], alloc, SettleKind::usage, "p-seen", {10, 20}},
+                                           {ids[2], alloc, SettleKind::usage, "p-new", {10, 20}}});
+  ASSERT_TRUE(settled);
+  const auto& got = *settled;
   for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
   EXPECT_EQ(got[0]->request_state, core::RequestState::failed);
   EXPECT_EQ(got[1]->book, core::BookResult::duplicate);
@@ -327,21 +330,18 @@ TEST_F(PostgresStoreTest, ASettlementTheDatabaseRefusesFailsAlone) {
   auto store = open();
   ASSERT_TRUE(store);
   const auto [alloc, ids] = admitted(*store, 5);
-  RowLockHolder holder(schema_.url(), alloc);
-  ASSERT_TRUE(holder.held());
-  bool released = false;
   // Not UTF-8: the database refuses the id, and so the transaction that carries it. A NUL
   // byte: libpq would cut the id there (and "p-" could then take another's booking), so
   // the store refuses to send it.
   using namespace std::string_literals;
-  const auto got = settle_all(*store,
-                              {{ids[0], alloc, SettleKind::usage, "p-0", {10, 20}},
-                               {ids[1], alloc, SettleKind::usage, "p-\xff", {10, 20}},
-                               {ids[2], alloc, SettleKind::usage, "p-\0x"s, {10, 20}},
-                               {ids[3], alloc, SettleKind::usage, "p-3", {10, 20}},
-                               {ids[4], alloc, SettleKind::usage, "p-", {10, 20}}},
-                              holder, released);
-  ASSERT_TRUE(released);
+  const auto settled = settle_behind_lock(*store, schema_.url(), alloc,
+                                          {{ids[0], alloc, SettleKind::usage, "p-0", {10, 20}},
+                                           {ids[1], alloc, SettleKind::usage, "p-\xff", {10, 20}},
+                                           {ids[2], alloc, SettleKind::usage, "p-\0x"s, {10, 20}},
+                                           {ids[3], alloc, SettleKind::usage, "p-3", {10, 20}},
+                                           {ids[4], alloc, SettleKind::usage, "p-", {10, 20}}});
+  ASSERT_TRUE(settled);
+  const auto& got = *settled;
   for (size_t i : {0u, 3u, 4u}) {
     ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
     EXPECT_EQ(got[i]->book, core::BookResult::booked) << i;

@@ -131,7 +131,7 @@ const Statement booked_event_by_provider_id{
     "SELECT input_tokens, output_tokens FROM usage_events"
     " WHERE allocation_id = $1 AND provider_request_id = $2"};
 
-
+// Bookings with and without ON CONFLICT; book_event_sql lists their parameters.
 const Statement book_event{"cv_book_event",
                            book_event_sql(" ON CONFLICT (allocation_id, provider_request_id) DO NOTHING")};
 const Statement book_new_event{"cv_book_new_event", book_event_sql("")};
