@@ -16,12 +16,16 @@ Stmt::~Stmt() {
   }
 }
 
+// A default-constructed view has no data pointer, which SQLite would bind as NULL: text is
+// never NULL here (opt_text and null() say so).
+static const char* text_data(std::string_view v) { return v.data() != nullptr ? v.data() : ""; }
+
 Stmt& Stmt::text(std::string_view v) {
-  sqlite3_bind_text(s_, next_++, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(s_, next_++, text_data(v), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   return *this;
 }
 Stmt& Stmt::text_ref(std::string_view v) {
-  sqlite3_bind_text(s_, next_++, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  sqlite3_bind_text(s_, next_++, text_data(v), static_cast<int>(v.size()), SQLITE_STATIC);
   return *this;
 }
 Stmt& Stmt::i64(int64_t v) {

@@ -172,7 +172,7 @@ bool known_kind(int64_t kind) {
 
 // ---------------------------------------------------------------- coalesced application
 
-Coalescer::Start* Coalescer::held(const std::string& request_id) {
+Coalescer::Start* Coalescer::held(std::string_view request_id) {
   const auto it = start_of_.find(request_id);
   if (it == start_of_.end()) return nullptr;
   Start* s = &starts_[it->second];
@@ -182,7 +182,7 @@ Coalescer::Start* Coalescer::held(const std::string& request_id) {
 
 Status Coalescer::write(Db& db, Start& s) {
   s.written = true;
-  const Record& r = s.record;
+  const Record& r = *s.record;
   auto st = db.cached(
       "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
       " hold_input, hold_output, finished_at, provider_request_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
@@ -198,11 +198,11 @@ Status Coalescer::write(Db& db, Start& s) {
 Status Coalescer::add(Db& db, const Record& r, size_t op) {
   failed_op_ = op;
   // Settlement records carry the request id and the provider's id at these positions.
-  auto end_held = [&](const std::string& request_id, const std::string& provider_request_id,
+  auto end_held = [&](std::string_view request_id, std::string_view provider_request_id,
                       std::string_view state, std::optional<int64_t> finished_at) -> std::optional<Status> {
     Start* s = held(request_id);
     if (s == nullptr) return std::nullopt;
-    s->state = std::string(state);
+    s->state = state;
     if (finished_at) s->finished_at = finished_at;
     if (!provider_request_id.empty()) s->provider_request_id = provider_request_id;
     return write(db, *s);
@@ -210,7 +210,7 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
   switch (r.kind) {
     case Record::Kind::insert_request:
       start_of_[r.text[0]] = starts_.size();
-      starts_.push_back({r, r.text[3], std::nullopt, "", op, false});
+      starts_.push_back({&r, r.text[3], std::nullopt, {}, op, false});
       return {};
     case Record::Kind::book: {
       auto& u = used_[r.text[1]];

@@ -54,17 +54,20 @@ Status apply(Db& db, const Record& r);
 class Coalescer {
  public:
   // `op`: the caller's index for the record's op, which failed_op() names on an error.
+  // `r` is held by reference, not copied (the applier's records live until its commit):
+  // it must outlive the next flush().
   Status add(Db& db, const Record& r, size_t op);
   // Writes what is held back: before anything else reads or writes the tables, and last.
   Status flush(Db& db);
   size_t failed_op() const { return failed_op_; }
 
  private:
+  // Views into the caller's records (add()'s contract): no string is copied per request.
   struct Start {
-    Record record;  // insert_request
-    std::string state;
+    const Record* record = nullptr;  // insert_request
+    std::string_view state;
     std::optional<int64_t> finished_at;
-    std::string provider_request_id;
+    std::string_view provider_request_id;
     size_t op = 0;
     bool written = false;
   };
@@ -75,9 +78,9 @@ class Coalescer {
   };
   Status write(Db& db, Start& s);
   // The request's start held back in this transaction, or nullptr.
-  Start* held(const std::string& request_id);
+  Start* held(std::string_view request_id);
   std::vector<Start> starts_;
-  std::unordered_map<std::string, size_t> start_of_;  // request id -> starts_ index
+  std::unordered_map<std::string_view, size_t> start_of_;  // request id -> starts_ index
   std::unordered_map<std::string, Used> used_;        // allocation id -> tokens booked
   size_t failed_op_ = 0;
 };

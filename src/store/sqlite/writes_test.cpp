@@ -117,6 +117,31 @@ Db fresh(const std::filesystem::path& path) {
   return std::move(db).value();
 }
 
+// The Coalescer's held starts are views; an empty one (no data pointer) must still bind ''.
+TEST(Stmt, AnEmptyViewBindsTheEmptyStringNotNull) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cairva-stmt-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    Db db = fresh(dir / "s.db");
+    for (const bool by_ref : {false, true}) {
+      auto s = db.prepare("SELECT ? IS NULL, length(?)");
+      ASSERT_TRUE(s.ok());
+      const std::string_view empty;
+      ASSERT_EQ(empty.data(), nullptr);
+      if (by_ref) {
+        s->text_ref(empty).text_ref(empty);
+      } else {
+        s->text(empty).text(empty);
+      }
+      auto row = s->step();
+      ASSERT_TRUE(row.ok() && *row);
+      EXPECT_EQ(s->col_text(0), "0") << (by_ref ? "text_ref" : "text");
+      EXPECT_EQ(s->col_text(1), "0");
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Coalescer, LeavesTheTablesAsApplyingEachRecordDoes) {
   const auto dir = std::filesystem::temp_directory_path() / ("cairva-writes-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
