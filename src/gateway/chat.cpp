@@ -136,7 +136,14 @@ struct Flow {
   }
 
   // The provider's x-request-id field, for a response whose body names no id.
-  std::string header_request_id() const { return std::string(head->field(http::ResponseReader::request_id_field)); }
+  // The booking key (SPEC "Accounting"): the response's id, else the provider's
+  // x-request-id, else the gateway's request id; one no store could keep counts as absent.
+  std::string provider_request_id(std::string_view from_body) const {
+    for (const std::string_view id : {from_body, head->field(http::ResponseReader::request_id_field)}) {
+      if (wire::usable_provider_id(id)) return std::string(id);
+    }
+    return ex.request_id;
+  }
 
   void maybe_release(bool clean) {
     if (conn && clean) pool.release(*provider, std::move(conn));
@@ -185,9 +192,7 @@ struct Flow {
       co_await settle(store::SettleKind::usage_missing);
       co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider sent a malformed response");
     }
-    std::string provider_id = info->id.empty() ? header_request_id() : info->id;
-    if (provider_id.empty()) provider_id = ex.request_id;
-    auto settled = co_await settle_reported(info->usage, std::move(provider_id));
+    auto settled = co_await settle_reported(info->usage, provider_request_id(info->id));
     if (!settled) co_return co_await ex.send_error(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message);
     co_return co_await ex.send_json(client_head(), wire::with_usage_source(body, *info, !info->usage.has_value()));
   }
@@ -234,9 +239,7 @@ struct Flow {
       }
     }
     maybe_release(!cut && p.keep_alive());
-    std::string provider_id = relay.provider_id().empty() ? header_request_id() : std::string(relay.provider_id());
-    if (provider_id.empty()) provider_id = ex.request_id;
-    auto settled = co_await settle_reported(relay.usage(), std::move(provider_id));
+    auto settled = co_await settle_reported(relay.usage(), provider_request_id(relay.provider_id()));
     if (!settled) {
       // Without a durable booking the client must not see a successful end: the stream
       // ends with an error event and no [DONE]. The request stays open in the store and

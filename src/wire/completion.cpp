@@ -4,6 +4,7 @@
 
 #include "wire/chat_request.h"
 #include "wire/json.h"
+#include "wire/limits.h"
 #include "wire/splice.h"
 #include "wire/usage.h"
 
@@ -19,6 +20,10 @@ Error malformed(std::string_view why) {
 }
 
 }  // namespace
+
+bool usable_provider_id(std::string_view id) {
+  return !id.empty() && id.size() <= provider_id_bytes_max && id.find('\0') == std::string_view::npos;
+}
 
 Result<CompletionInfo> read_completion(std::string_view body) {
   return json::with_scratch(body.size(), [&](json::Scratch& scratch) -> Result<CompletionInfo> {

@@ -28,6 +28,12 @@ struct CompletionInfo {
   CompletionLayout layout;            // of the body it was read from
 };
 
+// Whether a provider's response id (a body's "id", a stream's first chunk's, an
+// x-request-id header) can key a booking on either store: non-empty, at most
+// provider_id_bytes_max bytes, no NUL byte (PostgreSQL's text cannot hold one; libpq would
+// cut it short into another id). One that cannot counts as absent.
+bool usable_provider_id(std::string_view id);
+
 // Reads a provider's completion body. `usage` is set only when "usage" is an object whose
 // prompt_tokens and completion_tokens are integers in [0, usage_tokens_max]; anything else
 // counts as usage missing. A body that is not a valid JSON object is an

@@ -31,6 +31,18 @@ TEST(ReadCompletion, UnescapesTheId) {
   EXPECT_EQ(info->id, "a\"b\xC3\xA9");
 }
 
+TEST(UsableProviderId, OnlyIdsEveryStoreCanKeepKeyABooking) {
+  EXPECT_TRUE(usable_provider_id("chatcmpl-1"));
+  EXPECT_TRUE(usable_provider_id(std::string(provider_id_bytes_max, 'x')));
+  EXPECT_FALSE(usable_provider_id(""));
+  EXPECT_FALSE(usable_provider_id(std::string(provider_id_bytes_max + 1, 'x')));
+  EXPECT_FALSE(usable_provider_id(std::string("p-\0x", 4)));  // PostgreSQL would keep "p-"
+  // An id with a NUL is read as sent; the gateway books it under its next id.
+  auto info = read_completion(R"({"id":"p-\u0000x","choices":[]})");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->id, std::string("p-\0x", 4));
+}
+
 TEST(ReadCompletion, TreatsAbsentOrInvalidUsageAsMissing) {
   const std::vector<std::string> bodies = {
       R"({"id":"x"})",

@@ -22,6 +22,11 @@ inline constexpr size_t sse_event_bytes_max = size_t{1} << 20;
 // far above any real context window) and the usage is treated as missing.
 inline constexpr int64_t usage_tokens_max = int64_t{1} << 40;
 
+// A provider's response id longer than this does not key a booking (the gateway books under
+// its next id instead, SPEC "Accounting"): real ids are tens of bytes, and each booked one is
+// stored with its event and kept in its allocation's booked set for the allocation's life.
+inline constexpr size_t provider_id_bytes_max = 512;
+
 // Parsing scratch (padded copy + simdjson parser) each thread keeps between calls. Larger
 // documents use a scratch of their own, freed afterwards, so one 16 MiB body does not pin
 // tens of MiB per thread.

@@ -197,6 +197,24 @@ test('the same provider response id through two gateways is booked once; other c
   assert.deepEqual(s.body.held, { input_tokens: 0, output_tokens: 0 });
 });
 
+test('a provider id no store can keep (a NUL byte, over 512 bytes) counts as absent: booked under the gateway request id', async () => {
+  const { allocation, secret } = await createAgreement(gws[0]);
+  const nul = 'mock?id=p-\\u0000x';  // the mock writes the id into its JSON as sent: "p-", NUL, "x"
+  const long = `mock?id=${'x'.repeat(513)}`;
+  const rs = [
+    await chatVia(gws[0], secret, { model: nul, messages: msg }),
+    await chatVia(gws[1], secret, { model: nul, messages: msg, stream: true }),
+    await chatVia(gws[2], secret, { model: long, messages: msg }),
+  ];
+  for (const r of rs) assert.equal(r.status, 200, r.text);
+  assert.equal(rs[0].body.id, 'p-\u0000x', 'the client gets the provider\'s id as sent');
+  const events = await allEvents(gws[0], allocation.id);
+  assert.deepEqual(events.map((e) => e.provider_request_id).sort(),
+    rs.map((r) => r.headers.get('x-cairva-request-id')).sort());
+  const s = await gws[0].admin('GET', `/admin/v1/allocations/${allocation.id}`);
+  assert.deepEqual(s.body.held, { input_tokens: 0, output_tokens: 0 });
+});
+
 test('a gateway SIGKILLed mid-stream: the others keep serving and its request becomes usage_pending after the timeout', async () => {
   const { allocation, secret } = await createAgreement(gws[0]);
   const victim = gws[2];
