@@ -3,6 +3,7 @@
 #include "store/postgres/postgres_store.h"
 
 #include <algorithm>
+#include <deque>
 #include <unordered_map>
 
 #include "base/ids.h"
@@ -105,9 +106,18 @@ Result<KeyGrant> PostgresStore::authenticate_on(Connection& c, const std::string
   return g;
 }
 
-template <class Pending>
-bool PostgresStore::schedule(Waiting<Pending>& waiting, const std::string& allocation_id) {
-  return workers_.post_in_order(allocation_id, [this, &waiting, allocation_id] { run_job(waiting, allocation_id); });
+// Statements for one pipeline; the steps point into `params` (a deque: stable addresses).
+struct PostgresStore::Writes {
+  std::deque<Params> params;
+  std::vector<Connection::Step> steps;
+  void add(const Statement& st, Params p) {
+    params.push_back(std::move(p));
+    steps.push_back({&st, &params.back(), nullptr});
+  }
+};
+
+bool PostgresStore::schedule(const std::string& allocation_id) {
+  return workers_.post_in_order(allocation_id, [this, allocation_id] { run_allocation(allocation_id); });
 }
 
 template <class Pending>
@@ -118,7 +128,7 @@ void PostgresStore::fail_all(Waiting<Pending>& waiting, const std::string& alloc
 template <class Pending>
 void PostgresStore::enqueue(Waiting<Pending>& waiting, const std::string& allocation_id, Pending item) {
   // Otherwise the allocation's job is queued or running and takes it.
-  if (waiting.add(allocation_id, std::move(item)) && !schedule(waiting, allocation_id)) {
+  if (waiting.add(allocation_id, std::move(item)) && !schedule(allocation_id)) {
     fail_all(waiting, allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
   }
 }
@@ -128,7 +138,7 @@ std::vector<Pending> PostgresStore::take(Waiting<Pending>& waiting, const std::s
   bool more = false;
   std::vector<Pending> batch = waiting.take(allocation_id, max, more);
   // Queued behind this job (same key): runs once this transaction is over.
-  if (more && !schedule(waiting, allocation_id)) {
+  if (more && !schedule(allocation_id)) {
     fail_all(waiting, allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
   }
   return batch;
@@ -139,9 +149,32 @@ void PostgresStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
   enqueue(admissions_, allocation_id, {std::move(cmd), std::move(done)});
 }
 
-void PostgresStore::run_admissions(const std::string& allocation_id) {
-  const Admissions batch = take(admissions_, allocation_id, admissions_per_transaction_max);
-  if (batch.empty()) return;
+void PostgresStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
+  const std::string allocation_id = cmd.allocation_id;
+  enqueue(settlements_, allocation_id, {std::move(cmd), std::move(done)});
+}
+
+void PostgresStore::run_allocation(const std::string& allocation_id) {
+  const Settlements settlements = take(settlements_, allocation_id, settlements_per_transaction_max);
+  const Admissions admissions = take(admissions_, allocation_id, admissions_per_transaction_max);
+  if (!settlements.empty() && !admissions.empty()) {
+    auto both = with_connection<std::optional<SettledAndAdmitted>>(
+        [&](Connection& c) { return settle_and_admit_on(c, settlements, admissions); });
+    if (both.ok() && both->has_value()) {
+      if (options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(admissions.size()));
+      for (size_t i = 0; i < settlements.size(); ++i) settlements[i].done(std::move((*both)->settled[i]));
+      for (size_t i = 0; i < admissions.size(); ++i) admissions[i].done(std::move((*both)->admitted[i]));
+      return;
+    }
+    // The transaction wrote nothing (or, had its COMMIT's answer been lost, everything: each
+    // settlement then finds its request settled, each admission its request id taken): each
+    // kind goes alone, as when only one waits, so one refused value fails only its own.
+  }
+  if (!settlements.empty()) settle_batch(settlements);
+  if (!admissions.empty()) admit_batch(admissions);
+}
+
+void PostgresStore::admit_batch(const Admissions& batch) {
   auto results =
       with_connection<std::vector<AdmitResult>>([this, &batch](Connection& c) { return admit_on(c, batch); });
   if (results.ok() && options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(batch.size()));
@@ -149,6 +182,14 @@ void PostgresStore::run_admissions(const std::string& allocation_id) {
     if (results.ok()) batch[i].done(std::move((*results)[i]));
     else batch[i].done(results.error());
   }
+}
+
+Params PostgresStore::window_count_params(const std::string& allocation_id) const {
+  return Params()
+      .text(allocation_id)
+      .opt_i64(injected_now())
+      .i64(options_.in_flight_timeout_s * micros_per_second)
+      .i64(core::rate_window_us);
 }
 
 Result<std::vector<AdmitResult>> PostgresStore::admit_on(Connection& c, const Admissions& batch) {
@@ -159,16 +200,20 @@ Result<std::vector<AdmitResult>> PostgresStore::admit_on(Connection& c, const Ad
   // starts only once the lock statement has finished (the server runs a pipeline in
   // order), so its snapshot and its clock reading come after the lock: start times follow
   // admission order and every earlier holder's commit is visible.
-  const Params lock_params = Params().text(allocation_id);
-  const Params count_params = Params()
-                                  .text(allocation_id)
-                                  .opt_i64(injected_now())
-                                  .i64(options_.in_flight_timeout_s * micros_per_second)
-                                  .i64(core::rate_window_us);
-  auto first = tx.begin_with(sql::lock_allocation, lock_params, sql::window_counts, count_params);
+  auto first = tx.begin_with(sql::lock_allocation, Params().text(allocation_id), sql::window_counts,
+                             window_count_params(allocation_id));
   if (!first.ok()) return first.error();
-  const PgResult& locked = (*first)[0];
-  const PgResult& counts = (*first)[1];
+  Writes w;
+  auto out = decide_admissions(batch, (*first)[0], (*first)[1], w);
+  if (!out.ok()) return out.error();
+  // The writes and COMMIT in one round trip (the row lock is held one round trip less).
+  if (Status s = tx.run_all_and_commit(std::move(w.steps)); !s.ok()) return s.error();
+  return out;
+}
+
+Result<std::vector<AdmitResult>> PostgresStore::decide_admissions(const Admissions& batch, const PgResult& locked,
+                                                                  const PgResult& counts, Writes& w) {
+  const std::string& allocation_id = batch.front().cmd.allocation_id;
   if (rows(locked) == 0) return make_error(ErrorCode::not_found, "allocation not found");
   auto alloc = parse_allocation(locked.get(), 0, 0);
   if (!alloc.ok()) return alloc.error();
@@ -187,50 +232,36 @@ Result<std::vector<AdmitResult>> PostgresStore::admit_on(Connection& c, const Ad
     r.after = snap;
     out.push_back(std::move(r));
   }
-  // The writes and COMMIT in one round trip (the row lock is held one round trip less).
   // Each insert sets the allocation's state as the batch leaves it; the states' own write
   // is needed only for the agreement's, or when no insert carries the allocation's.
   const std::string final_state(core::to_string(snap.state));
   const bool any_admitted = snap.in_flight != before.in_flight;
-  std::vector<Params> params;
-  params.reserve(batch.size() + 1);  // the steps point into it
-  std::vector<Connection::Step> steps;
   if (snap.agreement_state != before.agreement_state || (!any_admitted && snap.state != before.state)) {
-    params.push_back(Params()
-                         .text(allocation_id)
-                         .text(final_state)
-                         .text(alloc->agreement_id)
-                         .text(core::to_string(snap.agreement_state)));
-    steps.push_back({&sql::set_states, &params.back(), nullptr});
+    w.add(sql::set_states, Params()
+                               .text(allocation_id)
+                               .text(final_state)
+                               .text(alloc->agreement_id)
+                               .text(core::to_string(snap.agreement_state)));
   }
   for (size_t i = 0; i < batch.size(); ++i) {
     const auto* admitted = std::get_if<core::Admitted>(&out[i].decision.outcome);
     if (admitted == nullptr) continue;
     const AdmitCommand& cmd = batch[i].cmd;
-    params.push_back(Params()
-                         .text(allocation_id)
-                         .text(cmd.request_id)
-                         .text(cmd.key_id)
-                         .i64(now)
-                         .text(cmd.model)
-                         .boolean(cmd.stream)
-                         .i64(admitted->hold.input)
-                         .i64(admitted->hold.output)
-                         .text(final_state));
-    steps.push_back({&sql::insert_request, &params.back(), nullptr});
+    w.add(sql::insert_request, Params()
+                                   .text(allocation_id)
+                                   .text(cmd.request_id)
+                                   .text(cmd.key_id)
+                                   .i64(now)
+                                   .text(cmd.model)
+                                   .boolean(cmd.stream)
+                                   .i64(admitted->hold.input)
+                                   .i64(admitted->hold.output)
+                                   .text(final_state));
   }
-  if (Status s = tx.run_all_and_commit(std::move(steps)); !s.ok()) return s.error();
   return out;
 }
 
-void PostgresStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
-  const std::string allocation_id = cmd.allocation_id;
-  enqueue(settlements_, allocation_id, {std::move(cmd), std::move(done)});
-}
-
-void PostgresStore::run_settlements(const std::string& allocation_id) {
-  const Settlements batch = take(settlements_, allocation_id, settlements_per_transaction_max);
-  if (batch.empty()) return;
+void PostgresStore::settle_batch(const Settlements& batch) {
   auto results = with_connection<std::optional<std::vector<SettleResult>>>(
       [this, &batch](Connection& c) { return settle_batch_on(c, batch); });
   if (results.ok() && results->has_value()) {
@@ -251,32 +282,82 @@ void PostgresStore::run_settlements(const std::string& allocation_id) {
   }
 }
 
+void PostgresStore::settlement_reads(const Settlements& batch, Writes& w) const {
+  // The row lock, then each request's row (locked too, the clock read after the
+  // allocation's lock). One statement per request, not one `id = ANY($1)`: that one's
+  // generic plan intersects the allocation's whole index of requests with the ids
+  // (docs/benchmarks.md, session 11).
+  const std::string& allocation_id = batch.front().cmd.allocation_id;
+  w.add(sql::lock_allocation, Params().text(allocation_id));
+  for (const auto& p : batch) {
+    w.add(sql::read_request_locked, Params().text(p.cmd.request_id).text(allocation_id).opt_i64(injected_now()));
+  }
+}
+
 Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(Connection& c,
                                                                                 const Settlements& batch) {
   CAIRVA_ASSERT(!batch.empty());
-  const std::string& allocation_id = batch.front().cmd.allocation_id;
   Transaction tx(c);
-  // BEGIN, the row lock and each request's row (locked too, the clock read after the
-  // allocation's lock) in one round trip; see admit_on. One statement per request, not one
-  // `id = ANY($1)`: that one's generic plan intersects the allocation's whole index of
-  // requests with the ids (docs/benchmarks.md, session 11).
-  const Params lock_params = Params().text(allocation_id);
-  std::vector<Params> reads;
-  reads.reserve(batch.size());  // the steps point into it
-  std::vector<Connection::Step> first_steps{{&sql::lock_allocation, &lock_params, nullptr}};
-  for (const auto& p : batch) {
-    reads.push_back(Params().text(p.cmd.request_id).text(allocation_id).opt_i64(injected_now()));
-    first_steps.push_back({&sql::read_request_locked, &reads.back(), nullptr});
-  }
-  auto first = tx.begin_with_all(std::move(first_steps));
+  Writes reads;
+  settlement_reads(batch, reads);
+  // BEGIN and the reads in one round trip; see admit_on.
+  auto first = tx.begin_with_all(std::move(reads.steps));
   if (!first.ok()) return first.error();
+  Writes w;
+  auto out = decide_settlements(batch, *first, w);
+  if (!out.ok()) return out.error();
+  // The writes and COMMIT in one round trip (the row lock is held one round trip less).
+  if (Status s = tx.run_all_and_commit(std::move(w.steps)); !s.ok()) {
+    if (c.last_sqlstate() == sqlstate_unique_violation) return std::optional<std::vector<SettleResult>>();
+    return s.error();
+  }
+  return std::optional(std::move(*out));
+}
+
+Result<std::optional<PostgresStore::SettledAndAdmitted>> PostgresStore::settle_and_admit_on(
+    Connection& c, const Settlements& settlements, const Admissions& admissions) {
+  CAIRVA_ASSERT(!settlements.empty() && !admissions.empty());
+  CAIRVA_ASSERT(settlements.front().cmd.allocation_id == admissions.front().cmd.allocation_id);
+  const std::string& allocation_id = admissions.front().cmd.allocation_id;
+  Transaction tx(c);
+  Writes reads;
+  settlement_reads(settlements, reads);
+  auto first = tx.begin_with_all(std::move(reads.steps));
+  if (!first.ok()) return first.error();
+  SettledAndAdmitted out;
+  Writes w;
+  auto settled = decide_settlements(settlements, *first, w);
+  if (!settled.ok()) return settled.error();
+  out.settled = std::move(*settled);
+  // The settlements' writes, then the allocation's row and window counts as they leave
+  // it (the same transaction sees its own writes): the admissions are decided as if their
+  // transaction came right after the settlements'.
+  const size_t writes = w.steps.size();
+  w.add(sql::lock_allocation, Params().text(allocation_id));
+  w.add(sql::window_counts, window_count_params(allocation_id));
+  auto second = c.pipeline(w.steps);
+  if (!second.ok()) {
+    if (c.last_sqlstate() == sqlstate_unique_violation) return std::optional<SettledAndAdmitted>();
+    return second.error();
+  }
+  Writes admit;
+  auto admitted = decide_admissions(admissions, (*second)[writes], (*second)[writes + 1], admit);
+  if (!admitted.ok()) return admitted.error();
+  out.admitted = std::move(*admitted);
+  if (Status s = tx.run_all_and_commit(std::move(admit.steps)); !s.ok()) return s.error();
+  return std::optional(std::move(out));
+}
+
+Result<std::vector<SettleResult>> PostgresStore::decide_settlements(const Settlements& batch,
+                                                                    const std::vector<PgResult>& read, Writes& w) {
+  const std::string& allocation_id = batch.front().cmd.allocation_id;
   std::vector<SettleResult> out(batch.size());  // unknown_request unless found below
-  if (rows((*first)[0]) == 0) return std::optional(std::move(out));
-  auto alloc = parse_allocation((*first)[0].get(), 0, 0);
+  if (rows(read[0]) == 0) return out;
+  auto alloc = parse_allocation(read[0].get(), 0, 0);
   if (!alloc.ok()) return alloc.error();
   LockedRequests locked;
   for (size_t i = 0; i < batch.size(); ++i) {
-    auto rq = parse_locked_request((*first)[i + 1].get());
+    auto rq = parse_locked_request(read[i + 1].get());
     if (!rq.ok()) return rq.error();
     if (rq->has_value()) locked.emplace(batch[i].cmd.request_id, std::move(**rq));
   }
@@ -288,13 +369,6 @@ Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(
   for (const auto& [id, rq] : locked) state.emplace(id, rq.state);
   int64_t seq = alloc->event_seq;
 
-  std::vector<Params> params;
-  params.reserve(2 * batch.size());  // the steps point into it
-  std::vector<Connection::Step> steps;
-  auto write = [&](const Statement& st, Params p) {
-    params.push_back(std::move(p));
-    steps.push_back({&st, &params.back(), nullptr});
-  };
   for (size_t i = 0; i < batch.size(); ++i) {
     const SettleCommand& cmd = batch[i].cmd;
     CAIRVA_ASSERT(cmd.allocation_id == allocation_id);
@@ -315,8 +389,8 @@ Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(
         r.request_state = core::RequestState::booked;
         if (b.result == core::BookResult::booked) {
           // book_new_event: an event booked before this transaction fails it (unique
-          // violation), and run_settlements settles one at a time.
-          write(sql::book_new_event,
+          // violation), and its settlements go one at a time (settle_batch).
+          w.add(sql::book_new_event,
                 booking_params(allocation_id, *alloc, ledger, ++seq, new_id("evt"), cmd.request_id,
                                cmd.provider_request_id, cmd.usage, core::EventSource::provider,
                                core::Finality::reported, "", now, hold));
@@ -324,29 +398,24 @@ Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(
         }
         // A duplicate or conflict of an event booked earlier in this batch.
         CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);
-        write(sql::close_request, close_params(cmd, "booked", now, hold));
-        if (b.result == core::BookResult::conflict) write(sql::insert_conflict, conflict_params(cmd, b.booked_event, now));
+        w.add(sql::close_request, close_params(cmd, "booked", now, hold));
+        if (b.result == core::BookResult::conflict) w.add(sql::insert_conflict, conflict_params(cmd, b.booked_event, now));
         break;
       }
       case SettleKind::usage_missing:
         if (!ledger.mark_usage_pending(cmd.request_id)) break;  // already pending or settled
-        write(sql::mark_usage_pending, Params().text(cmd.request_id).i64(now).text(cmd.provider_request_id));
+        w.add(sql::mark_usage_pending, Params().text(cmd.request_id).i64(now).text(cmd.provider_request_id));
         r.request_state = core::RequestState::usage_pending;
         break;
       case SettleKind::failed:
         if (!ledger.fail(cmd.request_id)) break;  // already settled
-        write(sql::close_request, close_params(cmd, "failed", now, hold));
+        w.add(sql::close_request, close_params(cmd, "failed", now, hold));
         r.request_state = core::RequestState::failed;
         break;
     }
     st->second = r.request_state;
   }
-  // The writes and COMMIT in one round trip (the row lock is held one round trip less).
-  if (Status s = tx.run_all_and_commit(std::move(steps)); !s.ok()) {
-    if (c.last_sqlstate() == sqlstate_unique_violation) return std::optional<std::vector<SettleResult>>();
-    return s.error();
-  }
-  return std::optional(std::move(out));
+  return out;
 }
 
 Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand& cmd, bool look_up_first) {

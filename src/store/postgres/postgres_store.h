@@ -103,11 +103,9 @@ class PostgresStore final : public Store {
   // one is queued or running (answers it store_unavailable when the queue is full).
   template <class Pending>
   void enqueue(Waiting<Pending>& waiting, const std::string& allocation_id, Pending item);
-  // Queues the job that takes what waits in `waiting` for `allocation_id` (run_admissions
-  // or run_settlements), after this process's earlier work under that allocation's row
-  // lock; false when the queue is full.
-  template <class Pending>
-  bool schedule(Waiting<Pending>& waiting, const std::string& allocation_id);
+  // Queues the allocation's job (run_allocation), after this process's earlier work under
+  // that allocation's row lock; false when the queue is full.
+  bool schedule(const std::string& allocation_id);
   // Answers every item waiting in `waiting` for `allocation_id` with `error`.
   template <class Pending>
   void fail_all(Waiting<Pending>& waiting, const std::string& allocation_id, const Error& error);
@@ -115,23 +113,46 @@ class PostgresStore final : public Store {
   // more wait.
   template <class Pending>
   std::vector<Pending> take(Waiting<Pending>& waiting, const std::string& allocation_id, size_t max);
-  void run_job(const Waiting<PendingAdmission>&, const std::string& allocation_id) { run_admissions(allocation_id); }
-  void run_job(const Waiting<PendingSettlement>&, const std::string& allocation_id) { run_settlements(allocation_id); }
-  // Takes up to admissions_per_transaction_max waiting admissions, decides them in one
-  // transaction and answers each. A transaction that fails (after its retries) answers
-  // each with its error and wrote nothing.
-  void run_admissions(const std::string& allocation_id);
+
+  // The job both queues schedule. Takes up to settlements_per_transaction_max waiting
+  // settlements and admissions_per_transaction_max waiting admissions of the allocation;
+  // when both kinds wait, runs them in one transaction (settle_and_admit_on), else — or
+  // when that transaction fails — each kind in its own (settle_batch, admit_batch).
+  void run_allocation(const std::string& allocation_id);
+  // Decides `batch` in one transaction (admit_on) and answers each. A transaction that
+  // fails (after its retries) answers each with its error and wrote nothing.
+  void admit_batch(const Admissions& batch);
+  // Settles `batch` in one transaction (settle_batch_on), or, when a booking meets a
+  // provider request id booked before or the transaction fails, one transaction each
+  // (settle_on), and answers each.
+  void settle_batch(const Settlements& batch);
   // One transaction for all of `batch` (same allocation), in order: one result each.
   Result<std::vector<AdmitResult>> admit_on(Connection& c, const Admissions& batch);
-  // Takes up to settlements_per_transaction_max waiting settlements and settles them in
-  // one transaction (settle_batch_on), or, when a booking meets a provider request id
-  // booked before or the transaction fails, one transaction each (settle_on), and answers
-  // each.
-  void run_settlements(const std::string& allocation_id);
   // One transaction for all of `batch` (same allocation), in order, one result each, as
   // if each had its own; nullopt (and nothing written) when a booking meets an event
   // already booked under its provider request id.
   Result<std::optional<std::vector<SettleResult>>> settle_batch_on(Connection& c, const Settlements& batch);
+  struct SettledAndAdmitted {
+    std::vector<SettleResult> settled;
+    std::vector<AdmitResult> admitted;
+  };
+  // One transaction: `settlements` as settle_batch_on decides them, then `admissions` as
+  // admit_on does, on the allocation as the settlements leave it (one row lock and one
+  // commit instead of two). nullopt (and nothing written) as for settle_batch_on.
+  Result<std::optional<SettledAndAdmitted>> settle_and_admit_on(Connection& c, const Settlements& settlements,
+                                                                const Admissions& admissions);
+  // The steps those transactions share (statements appended to one pipeline's Writes).
+  struct Writes;
+  Params window_count_params(const std::string& allocation_id) const;
+  // The allocation's row lock and each request's row, locked.
+  void settlement_reads(const Settlements& batch, Writes& w) const;
+  // REQUIRES: `read` is settlement_reads' results, in this transaction.
+  static Result<std::vector<SettleResult>> decide_settlements(const Settlements& batch,
+                                                              const std::vector<PgResult>& read, Writes& w);
+  // REQUIRES: `locked` and `counts` are sql::lock_allocation's and sql::window_counts'
+  // results, in this transaction, in that order.
+  static Result<std::vector<AdmitResult>> decide_admissions(const Admissions& batch, const PgResult& locked,
+                                                            const PgResult& counts, Writes& w);
   // `look_up_first`: a usage settlement first reads the event already booked under its
   // provider request id; without, it books as if there were none, and only when the
   // booking finds one (nothing written) settles again, looking first.

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -122,62 +123,51 @@ class RowLockHolder {
   bool held_ = false;
 };
 
-// Sends every command to `store` while another session holds `allocation_id`'s row lock,
-// then releases it: the first settlement's transaction waits for the lock, the rest wait
-// in the store. The answers in order, each after every callback has run (none may be
-// pending when an assertion returns); nullopt when the lock could not be held or its
-// COMMIT failed.
-std::optional<std::vector<Result<SettleResult>>> settle_behind_lock(Store& store, const std::string& url,
-                                                                   const std::string& allocation_id,
-                                                                   std::vector<SettleCommand> cmds) {
-  RowLockHolder holder(url, allocation_id);
-  if (!holder.held()) return std::nullopt;
-  std::vector<std::promise<Result<SettleResult>>> answers(cmds.size());
-  std::vector<std::future<Result<SettleResult>>> results;
-  for (auto& a : answers) results.push_back(a.get_future());
-  for (size_t i = 0; i < cmds.size(); ++i) {
-    store.settle(std::move(cmds[i]), [&answers, i](Result<SettleResult> r) { answers[i].set_value(std::move(r)); });
+// Whether a session of this test's database waits for a lock within a few seconds (the
+// store's first transaction, queued behind a RowLockHolder).
+bool some_session_waits_for_a_lock(const std::string& url) {
+  for (int i = 0; i < 1000; ++i) {
+    if (testing::query_i64(url, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                                " AND wait_event_type = 'Lock'") > 0) {
+      return true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  const bool released = holder.release();
-  std::vector<Result<SettleResult>> got;
-  for (auto& f : results) got.push_back(f.get());
-  if (!released) return std::nullopt;
-  return got;
+  return false;
 }
 
-TEST_F(PostgresStoreTest, TwoStoresManyThreadsNeverExceedMaxConcurrency) {
-  auto a = open(), b = open();
-  ASSERT_TRUE(a && b);
-  const auto created = agreement(*a, {100000, 100000000, 4}, {100000000, 100000000});
-  std::atomic<int> running{0}, peak{0}, admitted{0}, refused{0};
-  auto worker = [&](Store& s) {
-    for (int i = 0; i < 25; ++i) {
-      auto cmd = command(created.allocation.id);
-      const std::string id = cmd.request_id;
-      auto r = admit(s, std::move(cmd));
-      ASSERT_TRUE(r.ok()) << r.error().message;
-      if (!r->decision.admitted()) {
-        ++refused;
-        continue;
-      }
-      ++admitted;
-      const int now_running = ++running;
-      int prev = peak.load();
-      while (now_running > prev && !peak.compare_exchange_weak(prev, now_running)) {}
-      --running;  // before the settlement starts: the store still counts it in flight
-      auto st = settle(s, SettleCommand{id, created.allocation.id, SettleKind::failed, "", {}});
-      ASSERT_TRUE(st.ok()) << st.error().message;
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 8; ++t) threads.emplace_back(worker, std::ref(t % 2 ? *a : *b));
-  for (auto& t : threads) t.join();
-  EXPECT_LE(peak.load(), 4);
-  EXPECT_EQ(admitted + refused, 200);
-  EXPECT_GT(admitted.load(), 0);
-  auto audit = a->audit();
-  ASSERT_TRUE(audit.ok());
-  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+struct Answers {
+  std::vector<Result<SettleResult>> settled;
+  std::vector<Result<AdmitResult>> admitted;
+};
+
+// Sends every settlement, then every admission, to `store` while another session holds
+// `allocation_id`'s row lock, then releases it. With `first_alone`, the first settlement
+// goes first and the rest only once its transaction waits for the lock: the rest then
+// all wait in the store, for the next job. The answers in order, each after every
+// callback has run (none may be pending when an assertion returns); nullopt when the
+// lock could not be held or released, or the first settlement never waited for it.
+std::optional<Answers> behind_lock(Store& store, const std::string& url, const std::string& allocation_id,
+                                   std::vector<SettleCommand> settle, std::vector<AdmitCommand> admit = {},
+                                   bool first_alone = false) {
+  RowLockHolder holder(url, allocation_id);
+  if (!holder.held()) return std::nullopt;
+  std::vector<std::promise<Result<SettleResult>>> settled(settle.size());
+  std::vector<std::promise<Result<AdmitResult>>> admitted(admit.size());
+  bool waited = true;
+  for (size_t i = 0; i < settle.size(); ++i) {
+    store.settle(std::move(settle[i]), [&settled, i](Result<SettleResult> r) { settled[i].set_value(std::move(r)); });
+    if (i == 0 && first_alone) waited = some_session_waits_for_a_lock(url);
+  }
+  for (size_t i = 0; i < admit.size(); ++i) {
+    store.admit(std::move(admit[i]), [&admitted, i](Result<AdmitResult> r) { admitted[i].set_value(std::move(r)); });
+  }
+  const bool released = holder.release();
+  Answers got;
+  for (auto& p : settled) got.settled.push_back(p.get_future().get());
+  for (auto& p : admitted) got.admitted.push_back(p.get_future().get());
+  if (!released || !waited) return std::nullopt;
+  return got;
 }
 
 TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrder) {
@@ -263,9 +253,9 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
   cmds.push_back({"req_\"quoted\\", alloc, SettleKind::usage, "p-x", {1, 1}});  // no such request
   cmds.push_back({ids[5], alloc, SettleKind::usage, "p-5", {1, 1}});           // failed before: settled
 
-  const auto settled = settle_behind_lock(*store, schema_.url(), alloc, std::move(cmds));
-  ASSERT_TRUE(settled);
-  const auto& got = *settled;
+  const auto answers = behind_lock(*store, schema_.url(), alloc, std::move(cmds));
+  ASSERT_TRUE(answers);
+  const auto& got = answers->settled;
   for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
   for (int i = 0; i < n; ++i) {
     const SettleResult& r = *got[static_cast<size_t>(i)];
@@ -308,12 +298,12 @@ TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeSettlesEachAlone) {
 
   // Whichever batch holds 1's settlement meets the event 0 booked: it writes nothing and
   // each of its settlements goes alone.
-  const auto settled = settle_behind_lock(*store, schema_.url(), alloc,
+  const auto answers = behind_lock(*store, schema_.url(), alloc,
                                           {{ids[3], alloc, SettleKind::failed, "", {}},
                                            {ids[1], alloc, SettleKind::usage, "p-seen", {10, 20}},
                                            {ids[2], alloc, SettleKind::usage, "p-new", {10, 20}}});
-  ASSERT_TRUE(settled);
-  const auto& got = *settled;
+  ASSERT_TRUE(answers);
+  const auto& got = answers->settled;
   for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
   EXPECT_EQ(got[0]->request_state, core::RequestState::failed);
   EXPECT_EQ(got[1]->book, core::BookResult::duplicate);
@@ -334,14 +324,14 @@ TEST_F(PostgresStoreTest, ASettlementTheDatabaseRefusesFailsAlone) {
   // byte: libpq would cut the id there (and "p-" could then take another's booking), so
   // the store refuses to send it.
   using namespace std::string_literals;
-  const auto settled = settle_behind_lock(*store, schema_.url(), alloc,
+  const auto answers = behind_lock(*store, schema_.url(), alloc,
                                           {{ids[0], alloc, SettleKind::usage, "p-0", {10, 20}},
                                            {ids[1], alloc, SettleKind::usage, "p-\xff", {10, 20}},
                                            {ids[2], alloc, SettleKind::usage, "p-\0x"s, {10, 20}},
                                            {ids[3], alloc, SettleKind::usage, "p-3", {10, 20}},
                                            {ids[4], alloc, SettleKind::usage, "p-", {10, 20}}});
-  ASSERT_TRUE(settled);
-  const auto& got = *settled;
+  ASSERT_TRUE(answers);
+  const auto& got = answers->settled;
   for (size_t i : {0u, 3u, 4u}) {
     ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
     EXPECT_EQ(got[i]->book, core::BookResult::booked) << i;
@@ -354,6 +344,109 @@ TEST_F(PostgresStoreTest, ASettlementTheDatabaseRefusesFailsAlone) {
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 3);
   // The two refused requests are still in flight, their holds kept for the sweep.
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output FROM allocations WHERE id = '" + alloc + "'"), 200);
+  auto audit = store->audit();
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
+
+TEST_F(PostgresStoreTest, SettlementsAndAdmissionsWaitingTogetherShareOneTransaction) {
+  std::mutex mu;
+  std::vector<int64_t> transactions;  // admissions per transaction
+  StoreOptions o = options();
+  o.on_commit_batch = [&](int64_t n) {
+    std::lock_guard lock(mu);
+    transactions.push_back(n);
+  };
+  auto opened = PostgresStore::open(o, clock_);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  PostgresStore& store = **opened;
+  const auto created = agreement(store, {100000, 100000000, 4}, {100000000, 100000000});  // 4 at once
+  const std::string alloc = created.allocation.id;
+  std::vector<std::string> ids;
+  for (int i = 0; i < 4; ++i) {
+    auto cmd = command(alloc);
+    ids.push_back(cmd.request_id);
+    ASSERT_TRUE(admit(store, std::move(cmd))->decision.admitted()) << i;
+  }
+  {
+    std::lock_guard lock(mu);
+    transactions.clear();
+  }
+  // 0 settles alone (its transaction waits for the lock); the other settlements and five
+  // admissions wait in the store and go in the next transaction, the settlements first:
+  // the four places they free admit four, the fifth is refused.
+  std::vector<AdmitCommand> admissions;
+  for (int i = 0; i < 5; ++i) admissions.push_back(command(alloc));
+  const auto answers = behind_lock(store, schema_.url(), alloc,
+                                   {{ids[0], alloc, SettleKind::usage, "p-0", {10, 20}},
+                                    {ids[1], alloc, SettleKind::usage, "p-1", {10, 20}},
+                                    {ids[2], alloc, SettleKind::usage, "p-2", {10, 20}},
+                                    {ids[3], alloc, SettleKind::failed, "", {}}},
+                                   std::move(admissions), /*first_alone=*/true);
+  ASSERT_TRUE(answers);
+  for (size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(answers->settled[i].ok()) << i << ": " << answers->settled[i].error().message;
+    EXPECT_EQ(answers->settled[i]->book, core::BookResult::booked) << i;
+  }
+  ASSERT_TRUE(answers->settled[3].ok()) << answers->settled[3].error().message;
+  EXPECT_EQ(answers->settled[3]->request_state, core::RequestState::failed);
+  for (int i = 0; i < 5; ++i) {
+    const auto& r = answers->admitted[static_cast<size_t>(i)];
+    ASSERT_TRUE(r.ok()) << i << ": " << r.error().message;
+    if (i < 4) {
+      EXPECT_TRUE(r->decision.admitted()) << i;
+      EXPECT_EQ(r->after.in_flight, i + 1) << i;
+    } else {
+      ASSERT_FALSE(r->decision.admitted());
+      EXPECT_EQ(std::get<core::Refused>(r->decision.outcome).reason, core::Refusal::max_concurrency);
+    }
+  }
+  {
+    std::lock_guard lock(mu);
+    EXPECT_EQ(transactions, std::vector<int64_t>{5});
+  }
+  // 1's and 2's events and the four new requests: written by one transaction.
+  const std::string settled_later = "'" + ids[1] + "','" + ids[2] + "'";
+  const std::string before = "'" + ids[0] + "','" + ids[1] + "','" + ids[2] + "','" + ids[3] + "'";
+  EXPECT_EQ(testing::query_i64(schema_.url(),
+                               "SELECT count(DISTINCT x) FROM (SELECT xmin::text AS x FROM usage_events WHERE request_id IN (" +
+                                   settled_later + ") UNION ALL SELECT xmin::text FROM requests WHERE allocation_id = '" +
+                                   alloc + "' AND id NOT IN (" + before + ")) t"),
+            1);
+  const std::string row = " FROM allocations WHERE id = '" + alloc + "'";
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_output" + row), 60);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output" + row), 400);
+  auto audit = store.audit();
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
+
+TEST_F(PostgresStoreTest, ASharedTransactionMeetingAnEventBookedBeforeRunsEachKindAlone) {
+  auto store = open();
+  ASSERT_TRUE(store);
+  const auto [alloc, ids] = admitted(*store, 3);
+  auto first = settle(*store, {ids[0], alloc, SettleKind::usage, "p-seen", {10, 20}});
+  ASSERT_TRUE(first.ok() && first->book == core::BookResult::booked);
+  // 2 fails alone, waiting for the lock; 1's booking then meets 0's event inside the
+  // transaction it shares with two admissions: nothing of it is written, and the
+  // settlement and the admissions go again, each kind in its own.
+  const auto answers = behind_lock(*store, schema_.url(), alloc,
+                                   {{ids[2], alloc, SettleKind::failed, "", {}},
+                                    {ids[1], alloc, SettleKind::usage, "p-seen", {10, 20}}},
+                                   {command(alloc), command(alloc)}, /*first_alone=*/true);
+  ASSERT_TRUE(answers);
+  for (const auto& r : answers->settled) ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(answers->settled[0]->request_state, core::RequestState::failed);
+  EXPECT_EQ(answers->settled[1]->book, core::BookResult::duplicate);
+  for (const auto& r : answers->admitted) {
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_TRUE(r->decision.admitted());
+  }
+  const std::string row = " FROM allocations WHERE id = '" + alloc + "'";
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 1);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM requests WHERE allocation_id = '" + alloc + "'"), 5);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_output" + row), 20);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output" + row), 200);  // the two new holds
   auto audit = store->audit();
   ASSERT_TRUE(audit.ok());
   EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
