@@ -6,7 +6,8 @@
 // snapshot computed from indexed tables; so any number of processes together never exceed
 // a limit or the allowance. Admissions to one allocation that wait in this process while
 // its previous transaction runs go together in the next one (one lock, one commit, each
-// decided on the snapshot its predecessors left); so do settlements.
+// decided on the snapshot its predecessors left); so do settlements, and when both kinds
+// wait they share one transaction, the settlements first.
 //
 // Threads: the asynchronous methods run on a small fixed set of worker threads (libpq is
 // blocking) and call back on them after COMMIT, holding no lock. Connections come from a
@@ -117,7 +118,9 @@ class PostgresStore final : public Store {
   // The job both queues schedule. Takes up to settlements_per_transaction_max waiting
   // settlements and admissions_per_transaction_max waiting admissions of the allocation;
   // when both kinds wait, runs them in one transaction (settle_and_admit_on), else — or
-  // when that transaction fails — each kind in its own (settle_batch, admit_batch).
+  // when that transaction fails — each kind in its own (settle_batch, admit_batch). Each
+  // queue schedules it for its own first item, so a job may find both taken by the one
+  // before it: it then has nothing to do.
   void run_allocation(const std::string& allocation_id);
   // Decides `batch` in one transaction (admit_on) and answers each. A transaction that
   // fails (after its retries) answers each with its error and wrote nothing.
