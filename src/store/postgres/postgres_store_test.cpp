@@ -170,6 +170,41 @@ std::optional<Answers> behind_lock(Store& store, const std::string& url, const s
   return got;
 }
 
+TEST_F(PostgresStoreTest, TwoStoresManyThreadsNeverExceedMaxConcurrency) {
+  auto a = open(), b = open();
+  ASSERT_TRUE(a && b);
+  const auto created = agreement(*a, {100000, 100000000, 4}, {100000000, 100000000});
+  std::atomic<int> running{0}, peak{0}, admitted{0}, refused{0};
+  auto worker = [&](Store& s) {
+    for (int i = 0; i < 25; ++i) {
+      auto cmd = command(created.allocation.id);
+      const std::string id = cmd.request_id;
+      auto r = admit(s, std::move(cmd));
+      ASSERT_TRUE(r.ok()) << r.error().message;
+      if (!r->decision.admitted()) {
+        ++refused;
+        continue;
+      }
+      ++admitted;
+      const int now_running = ++running;
+      int prev = peak.load();
+      while (now_running > prev && !peak.compare_exchange_weak(prev, now_running)) {}
+      --running;  // before the settlement starts: the store still counts it in flight
+      auto st = settle(s, SettleCommand{id, created.allocation.id, SettleKind::failed, "", {}});
+      ASSERT_TRUE(st.ok()) << st.error().message;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) threads.emplace_back(worker, std::ref(t % 2 ? *a : *b));
+  for (auto& t : threads) t.join();
+  EXPECT_LE(peak.load(), 4);
+  EXPECT_EQ(admitted + refused, 200);
+  EXPECT_GT(admitted.load(), 0);
+  auto audit = a->audit();
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
+
 TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrder) {
   std::mutex mu;
   std::vector<int64_t> transactions;  // admissions per transaction
