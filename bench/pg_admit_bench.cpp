@@ -68,7 +68,7 @@ struct Counts {
 
 // One process's share: its own stores (pools, workers) hammering the allocations.
 Counts run_process(const Args& args, const StoreOptions& o, std::shared_ptr<const Clock> clock,
-                   const std::vector<std::string>& allocations, int process) {
+                   const std::vector<CreatedAgreement>& allocations, int process) {
   std::vector<std::unique_ptr<pg::PostgresStore>> stores;
   for (int i = 0; i < args.stores; ++i) {
     auto s = pg::PostgresStore::open(o, clock);
@@ -87,11 +87,12 @@ Counts run_process(const Args& args, const StoreOptions& o, std::shared_ptr<cons
         Store& store = *stores[static_cast<size_t>(s)];
         size_t next = static_cast<size_t>((process * args.stores + s) * args.threads + t);
         while (!stop.load(std::memory_order_relaxed)) {
-          const std::string& alloc = allocations[next++ % allocations.size()];
+          const CreatedAgreement& created = allocations[next++ % allocations.size()];
+          const std::string& alloc = created.allocation.id;
           AdmitCommand cmd;
           cmd.request_id = new_id("req");
           cmd.allocation_id = alloc;
-          cmd.key_id = "key_bench";
+          cmd.key_id = created.key_id;  // each admission reads its key (revoked?)
           cmd.model = "m";
           cmd.facts.input_estimate = 20;
           cmd.facts.max_tokens = 100;
@@ -134,7 +135,7 @@ int main(int argc, char** argv) {
   o.pool_size = args.pool;
   o.use_database_clock = true;
   o.providers = {"bench"};
-  std::vector<std::string> allocations;
+  std::vector<CreatedAgreement> allocations;
   {
     auto admin = pg::PostgresStore::open(o, clock);
     if (!admin.ok()) {
@@ -153,7 +154,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "create: %s\n", c.error().message.c_str());
         return 1;
       }
-      allocations.push_back(c->allocation.id);
+      allocations.push_back(*c);
     }
   }  // no store (and no thread) alive across fork()
 

@@ -259,26 +259,31 @@ struct Flow {
 
 }  // namespace
 
-Task<void> load_rate_limits(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant) {
+Task<bool> refuse_before_admission(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant,
+                                   ErrorCode code, std::string_view message) {
+  if (grant.provisional) {
+    const std::string hash(ex.key_hash);
+    auto start = [&gw, &hash](store::Callback<store::KeyGrant> cb) { gw.store.authenticate(hash, std::move(cb)); };
+    auto fresh = co_await await_store<store::KeyGrant>(start);
+    if (!fresh) co_return co_await ex.send_error(ErrorCode::invalid_api_key, fresh.error().message);
+  }
   auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
     gw.store.allocation_status(grant.allocation_id, std::move(cb));
   };
   auto status = co_await await_store<store::AllocationStatus>(start);
   if (status) ex.rate = status->snapshot;
+  co_return co_await ex.send_error(code, message);
 }
 
 Task<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool, ClientExchange& ex,
                                      const store::KeyGrant& grant, std::string body) {
   auto inspected = wire::inspect_chat_request(body);
-  if (!inspected) {
-    co_await load_rate_limits(gw, ex, grant);
-    co_return co_await ex.send_error(ErrorCode::invalid_request, inspected.error().message);
-  }
+  if (!inspected) co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request, inspected.error().message);
   const wire::ChatRequest& chat = *inspected;
   const std::string model(chat.model);
   if (!grant.models.empty() && std::find(grant.models.begin(), grant.models.end(), model) == grant.models.end()) {
-    co_await load_rate_limits(gw, ex, grant);
-    co_return co_await ex.send_error(ErrorCode::model_not_allowed, "model \"" + model + "\" is not in this agreement's models");
+    co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::model_not_allowed,
+                                               "model \"" + model + "\" is not in this agreement's models");
   }
   store::AdmitCommand cmd;
   cmd.request_id = ex.request_id;
@@ -292,7 +297,12 @@ Task<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool, Clie
   const int64_t asked_at = gw.clock.monotonic_micros();
   auto admitted = co_await await_store<store::AdmitResult>(start_admit);
   admin::metrics().observe_store_wait_us(admin::StoreWait::admit, gw.clock.monotonic_micros() - asked_at);
-  if (!admitted) co_return co_await ex.send_error(ErrorCode::store_unavailable, admitted.error().message);
+  if (!admitted) {
+    // A key revoked since a provisional grant: the store's admission refused it.
+    const bool revoked = admitted.error().code == ErrorCode::invalid_api_key;
+    co_return co_await ex.send_error(revoked ? ErrorCode::invalid_api_key : ErrorCode::store_unavailable,
+                                     admitted.error().message);
+  }
   ex.rate = admitted->after;
   if (const auto* refused = std::get_if<core::Refused>(&admitted->decision.outcome)) {
     admin::metrics().count_refusal(refused->reason);

@@ -11,11 +11,12 @@
 
 namespace cairva::gateway {
 
-// Sets ex.rate from the allocation's current status, so that an error answered before
-// admission still carries exact x-ratelimit-* headers. On a store error ex.rate keeps the
-// limits alone.
-http::Task<void> load_rate_limits(const Gateway& gw, ClientExchange& ex,
-                                              const store::KeyGrant& grant);
+// Answers `code` for a request refused before its admission, with exact x-ratelimit-*
+// headers (ex.rate from the allocation's current status; the limits alone on a store
+// error). A provisional grant (Store::authenticate_for_admission) is checked first: a key
+// revoked since gets 401 invalid_api_key, as a revoked key must at once.
+http::Task<bool> refuse_before_admission(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant,
+                                         ErrorCode code, std::string_view message);
 
 // Serves one authenticated POST /v1/chat/completions whose body has been read.
 // Returns false when the client connection must close.

@@ -27,6 +27,7 @@ struct ClientExchange {
   bool keep_alive = true;
   bool head_only = false;  // a HEAD request: the response's body is not sent
   std::string request_id;                        // x-cairva-request-id
+  std::string_view key_hash;                     // the request's key's, while it is served
   std::optional<core::AllocationSnapshot> rate;  // for x-ratelimit-* headers
   int status_sent = 0;                           // for logs and metrics
   // For the access log line.

@@ -88,12 +88,22 @@ struct KeyHashCache {
   }
 };
 
-Task<Result<store::KeyGrant>> authenticate(const Gateway& gw, KeyHashCache& keys, std::string_view authorization) {
+// `for_admission`: the request's next store call is its admission (a chat completion),
+// and every answer before it goes through refuse_before_admission.
+Task<Result<store::KeyGrant>> authenticate(const Gateway& gw, KeyHashCache& keys, ClientExchange& ex,
+                                           std::string_view authorization, bool for_admission) {
   if (!authorization.starts_with(bearer_prefix) || authorization.size() == bearer_prefix.size()) {
     co_return make_error(ErrorCode::invalid_api_key, "missing API key: send Authorization: Bearer cv_...");
   }
   const std::string& hash = keys.hash_of(authorization.substr(bearer_prefix.size()));
-  auto start = [&gw, &hash](store::Callback<store::KeyGrant> cb) { gw.store.authenticate(hash, std::move(cb)); };
+  ex.key_hash = hash;
+  auto start = [&gw, &hash, for_admission](store::Callback<store::KeyGrant> cb) {
+    if (for_admission) {
+      gw.store.authenticate_for_admission(hash, std::move(cb));
+    } else {
+      gw.store.authenticate(hash, std::move(cb));
+    }
+  };
   co_return co_await await_store<store::KeyGrant>(start);
 }
 
@@ -158,7 +168,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   }
   if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
 
-  auto grant = co_await authenticate(gw, keys, hp.authorization());
+  auto grant = co_await authenticate(gw, keys, ex, hp.authorization(), route == Route::chat);
   if (!grant) co_return co_await ex.send_error(ErrorCode::invalid_api_key, grant.error().message);
   ex.allocation_id = grant->allocation_id;
   ex.rate = core::AllocationSnapshot{};
@@ -166,8 +176,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   if (route == Route::allocation) co_return co_await allocation_current(gw, ex, *grant);
 
   if (hp.content_length() && *hp.content_length() > http::request_body_bytes_max) {
-    co_await load_rate_limits(gw, ex, *grant);
-    co_return co_await ex.send_error(ErrorCode::request_too_large, "request body exceeds 16 MiB");
+    co_return co_await refuse_before_admission(gw, ex, *grant, ErrorCode::request_too_large,
+                                               "request body exceeds 16 MiB");
   }
   hp.body_limit(http::request_body_bytes_max);  // no body byte parsed yet: Beast allows it
   // The slack lets inspection parse the body where it lies instead of copying it.
@@ -178,10 +188,13 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
     if (ec && deadline.expired()) ec = beast::error::timeout;
   }
   if (ec == bhttp::error::body_limit) {
-    co_await load_rate_limits(gw, ex, *grant);
-    co_return co_await ex.send_error(ErrorCode::request_too_large, "request body exceeds 16 MiB");
+    co_return co_await refuse_before_admission(gw, ex, *grant, ErrorCode::request_too_large,
+                                               "request body exceeds 16 MiB");
   }
-  if (ec == beast::error::timeout) co_return co_await ex.send_error(ErrorCode::request_timeout, "request body not received in time");
+  if (ec == beast::error::timeout) {
+    co_return co_await refuse_before_admission(gw, ex, *grant, ErrorCode::request_timeout,
+                                               "request body not received in time");
+  }
   if (ec) co_return false;
   ex.keep_alive = hp.keep_alive();
   co_return co_await chat_completion(gw, pool, ex, *grant, std::move(hp.body()));

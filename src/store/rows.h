@@ -45,6 +45,9 @@ struct KeyGrant {
   std::string provider;             // provider name of the agreement
   std::vector<std::string> models;  // agreement's allow-list; empty = all
   core::Limits limits;              // for x-ratelimit-limit-* headers
+  // From a store's cache (Store::authenticate_for_admission): the key may have been
+  // revoked since; only the store's admission, which checks, may rely on it.
+  bool provisional = false;
 };
 
 struct RequestRow {

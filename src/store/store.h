@@ -123,6 +123,13 @@ class Store {
   // Request path (asynchronous; see the file comment).
   // A missing, unknown or revoked key is ErrorCode::invalid_api_key.
   virtual void authenticate(const std::string& key_secret_hash, Callback<KeyGrant> done) = 0;
+  // The same for a request whose next store call is its admission: a store whose
+  // admission refuses a key revoked since (invalid_api_key) may answer from a cache of
+  // grants, marked KeyGrant::provisional; a caller that answers such a request any other
+  // way first authenticates again. By default: authenticate().
+  virtual void authenticate_for_admission(const std::string& key_secret_hash, Callback<KeyGrant> done) {
+    authenticate(key_secret_hash, std::move(done));
+  }
   // Decides under the allocation's lock; when admitted, the request row (in_flight, with
   // its hold) is durable before `done` runs. Store failure: ErrorCode::store_unavailable.
   virtual void admit(AdmitCommand cmd, Callback<AdmitResult> done) = 0;

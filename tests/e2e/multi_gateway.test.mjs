@@ -215,6 +215,32 @@ test('a provider id no store can keep (a NUL byte, over 512 bytes) counts as abs
   assert.deepEqual(s.body.held, { input_tokens: 0, output_tokens: 0 });
 });
 
+test('a key revoked through one gateway is refused at once by the others, whatever the request', async () => {
+  const { allocation } = await createAgreement(gws[0]);
+  const k = await gws[0].admin('POST', `/admin/v1/allocations/${allocation.id}/keys`);
+  assert.equal(k.status, 201, k.text);
+  const { id, secret } = k.body.api_key;
+  // Every gateway has served the key (a gateway on PostgreSQL keeps its grant for admissions).
+  for (const gw of gws) assert.equal((await chatVia(gw, secret, { model: 'm', messages: msg })).status, 200);
+  const rv = await gws[0].admin('DELETE', `/admin/v1/keys/${id}`);
+  assert.equal(rv.status, 200, rv.text);
+  // The first two each meet a gateway that still holds the key's grant: one refused before
+  // its admission (a malformed body: the key is judged first), one at its admission.
+  const refused = [
+    await chatVia(gws[1], secret, '{"model":'),
+    await chatVia(gws[2], secret, { model: 'm', messages: msg }),
+    await chatVia(gws[1], secret, { model: 'm', messages: msg, stream: true }),
+    await fetch(`${gws[0].url}/v1/allocations/current`, { headers: { authorization: `Bearer ${secret}` } })
+      .then(async (r) => ({ status: r.status, text: await r.text() })),
+  ];
+  for (const [i, r] of refused.entries()) {
+    assert.equal(r.status, 401, `request ${i}: ${r.text}`);
+    assert.equal(JSON.parse(r.text).error.code, 'invalid_api_key', `request ${i}: ${r.text}`);
+  }
+  const requests = await gws[0].admin('GET', `/admin/v1/requests?allocation_id=${allocation.id}`);
+  assert.equal(requests.body.data.length, GATEWAYS, 'nothing admitted after the revocation');
+});
+
 test('a gateway SIGKILLed mid-stream: the others keep serving and its request becomes usage_pending after the timeout', async () => {
   const { allocation, secret } = await createAgreement(gws[0]);
   const victim = gws[2];

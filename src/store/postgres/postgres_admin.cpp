@@ -191,6 +191,7 @@ Result<ApiKeyRow> PostgresStore::revoke_key(const std::string& key_id) {
     auto r = c.run(sql::revoke_key, Params().text(key_id));
     if (!r.ok()) return r.error();
     if (rows(*r) == 0) return make_error(ErrorCode::not_found, "key not found: " + key_id);
+    forget_key(key_id);  // other processes' caches: their admissions read `revoked`
     return ApiKeyRow{get_text(r->get(), 0, 0), get_text(r->get(), 0, 1), true};
   });
 }

@@ -86,8 +86,35 @@ void PostgresStore::run_async(Callback<T> done, F work) {
 
 void PostgresStore::authenticate(const std::string& key_secret_hash, Callback<KeyGrant> done) {
   run_async<KeyGrant>(std::move(done), [this, key_secret_hash](Connection& c) {
-    return authenticate_on(c, key_secret_hash);
+    Result<KeyGrant> r = authenticate_on(c, key_secret_hash);
+    std::lock_guard lock(grants_mu_);
+    if (!r.ok()) {
+      grants_.erase(key_secret_hash);
+    } else {
+      if (grants_.size() >= key_grants_cached_max) grants_.clear();
+      grants_.insert_or_assign(key_secret_hash, *r);
+    }
+    return r;
   });
+}
+
+void PostgresStore::authenticate_for_admission(const std::string& key_secret_hash, Callback<KeyGrant> done) {
+  std::optional<KeyGrant> cached;
+  {
+    std::lock_guard lock(grants_mu_);
+    if (auto it = grants_.find(key_secret_hash); it != grants_.end()) cached = it->second;
+  }
+  if (!cached) {
+    authenticate(key_secret_hash, std::move(done));
+    return;
+  }
+  cached->provisional = true;
+  done(std::move(*cached));
+}
+
+void PostgresStore::forget_key(const std::string& key_id) {
+  std::lock_guard lock(grants_mu_);
+  std::erase_if(grants_, [&](const auto& entry) { return entry.second.key_id == key_id; });
 }
 
 Result<KeyGrant> PostgresStore::authenticate_on(Connection& c, const std::string& hash) {
@@ -163,7 +190,7 @@ void PostgresStore::run_allocation(const std::string& allocation_id) {
     if (both.ok() && both->has_value()) {
       if (options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(admissions.size()));
       for (size_t i = 0; i < settlements.size(); ++i) settlements[i].done(std::move((*both)->settled[i]));
-      for (size_t i = 0; i < admissions.size(); ++i) admissions[i].done(std::move((*both)->admitted[i]));
+      answer_admissions(admissions, std::move((*both)->admitted));
       return;
     }
     // The transaction wrote nothing (or, had its COMMIT's answer been lost, everything: each
@@ -175,12 +202,20 @@ void PostgresStore::run_allocation(const std::string& allocation_id) {
 }
 
 void PostgresStore::admit_batch(const Admissions& batch) {
-  auto results =
-      with_connection<std::vector<AdmitResult>>([this, &batch](Connection& c) { return admit_on(c, batch); });
-  if (results.ok() && options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(batch.size()));
-  for (size_t i = 0; i < batch.size(); ++i) {  // after COMMIT (or failure), holding no lock
-    if (results.ok()) batch[i].done(std::move((*results)[i]));
-    else batch[i].done(results.error());
+  auto results = with_connection<std::vector<Result<AdmitResult>>>(
+      [this, &batch](Connection& c) { return admit_on(c, batch); });
+  if (!results.ok()) {
+    for (const auto& p : batch) p.done(results.error());  // after the failure, holding no lock
+    return;
+  }
+  if (options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(batch.size()));
+  answer_admissions(batch, std::move(*results));
+}
+
+void PostgresStore::answer_admissions(const Admissions& batch, std::vector<Result<AdmitResult>> results) {
+  for (size_t i = 0; i < batch.size(); ++i) {  // after COMMIT, holding no lock
+    if (!results[i].ok() && results[i].error().code == ErrorCode::invalid_api_key) forget_key(batch[i].cmd.key_id);
+    batch[i].done(std::move(results[i]));
   }
 }
 
@@ -192,28 +227,51 @@ Params PostgresStore::window_count_params(const std::string& allocation_id) cons
       .i64(core::rate_window_us);
 }
 
-Result<std::vector<AdmitResult>> PostgresStore::admit_on(Connection& c, const Admissions& batch) {
+Result<std::vector<Result<AdmitResult>>> PostgresStore::admit_on(Connection& c, const Admissions& batch) {
   CAIRVA_ASSERT(!batch.empty());
-  const std::string& allocation_id = batch.front().cmd.allocation_id;
   Transaction tx(c);
-  // BEGIN, the row lock and the window counts in one round trip. The counts statement
-  // starts only once the lock statement has finished (the server runs a pipeline in
-  // order), so its snapshot and its clock reading come after the lock: start times follow
-  // admission order and every earlier holder's commit is visible.
-  auto first = tx.begin_with(sql::lock_allocation, Params().text(allocation_id), sql::window_counts,
-                             window_count_params(allocation_id));
+  // BEGIN, the row lock, the window counts and the keys in one round trip. The counts
+  // statement starts only once the lock statement has finished (the server runs a
+  // pipeline in order), so its snapshot and its clock reading come after the lock: start
+  // times follow admission order and every earlier holder's commit (a revocation's too)
+  // is visible.
+  Writes reads;
+  const std::vector<std::string> keys = admission_reads(batch, reads);
+  auto first = tx.begin_with_all(std::move(reads.steps));
   if (!first.ok()) return first.error();
   Writes w;
-  auto out = decide_admissions(batch, (*first)[0], (*first)[1], w);
+  auto out = decide_admissions(batch, keys, *first, 0, w);
   if (!out.ok()) return out.error();
   // The writes and COMMIT in one round trip (the row lock is held one round trip less).
   if (Status s = tx.run_all_and_commit(std::move(w.steps)); !s.ok()) return s.error();
   return out;
 }
 
-Result<std::vector<AdmitResult>> PostgresStore::decide_admissions(const Admissions& batch, const PgResult& locked,
-                                                                  const PgResult& counts, Writes& w) {
+std::vector<std::string> PostgresStore::admission_reads(const Admissions& batch, Writes& w) const {
   const std::string& allocation_id = batch.front().cmd.allocation_id;
+  w.add(sql::lock_allocation, Params().text(allocation_id));
+  w.add(sql::window_counts, window_count_params(allocation_id));
+  std::vector<std::string> keys;
+  for (const auto& p : batch) {
+    if (std::find(keys.begin(), keys.end(), p.cmd.key_id) != keys.end()) continue;
+    keys.push_back(p.cmd.key_id);
+    w.add(sql::key_revoked, Params().text(p.cmd.key_id));
+  }
+  return keys;
+}
+
+Result<std::vector<Result<AdmitResult>>> PostgresStore::decide_admissions(const Admissions& batch,
+                                                                          const std::vector<std::string>& keys,
+                                                                          const std::vector<PgResult>& read,
+                                                                          size_t at, Writes& w) {
+  const std::string& allocation_id = batch.front().cmd.allocation_id;
+  const PgResult& locked = read[at];
+  const PgResult& counts = read[at + 1];
+  std::vector<std::string> refused_keys;  // revoked, or gone
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const PgResult& key = read[at + 2 + k];
+    if (rows(key) == 0 || get_bool(key.get(), 0, 0)) refused_keys.push_back(keys[k]);
+  }
   if (rows(locked) == 0) return make_error(ErrorCode::not_found, "allocation not found");
   auto alloc = parse_allocation(locked.get(), 0, 0);
   if (!alloc.ok()) return alloc.error();
@@ -223,10 +281,14 @@ Result<std::vector<AdmitResult>> PostgresStore::decide_admissions(const Admissio
 
   // Each admission is decided on the snapshot the ones before it left, as if each had its
   // own transaction in this order.
-  std::vector<AdmitResult> out;
+  std::vector<Result<AdmitResult>> out;
   out.reserve(batch.size());
   for (const auto& p : batch) {
     CAIRVA_ASSERT(p.cmd.allocation_id == allocation_id);
+    if (std::find(refused_keys.begin(), refused_keys.end(), p.cmd.key_id) != refused_keys.end()) {
+      out.push_back(make_error(ErrorCode::invalid_api_key, "invalid API key"));
+      continue;
+    }
     AdmitResult r{core::decide_admission(snap, p.cmd.facts, now), {}};
     core::apply_admission(snap, r.decision);
     r.after = snap;
@@ -244,7 +306,8 @@ Result<std::vector<AdmitResult>> PostgresStore::decide_admissions(const Admissio
                                .text(core::to_string(snap.agreement_state)));
   }
   for (size_t i = 0; i < batch.size(); ++i) {
-    const auto* admitted = std::get_if<core::Admitted>(&out[i].decision.outcome);
+    if (!out[i].ok()) continue;
+    const auto* admitted = std::get_if<core::Admitted>(&out[i]->decision.outcome);
     if (admitted == nullptr) continue;
     const AdmitCommand& cmd = batch[i].cmd;
     w.add(sql::insert_request, Params()
@@ -318,7 +381,6 @@ Result<std::optional<PostgresStore::SettledAndAdmitted>> PostgresStore::settle_a
     Connection& c, const Settlements& settlements, const Admissions& admissions) {
   CAIRVA_ASSERT(!settlements.empty() && !admissions.empty());
   CAIRVA_ASSERT(settlements.front().cmd.allocation_id == admissions.front().cmd.allocation_id);
-  const std::string& allocation_id = admissions.front().cmd.allocation_id;
   Transaction tx(c);
   Writes reads;
   settlement_reads(settlements, reads);
@@ -329,19 +391,18 @@ Result<std::optional<PostgresStore::SettledAndAdmitted>> PostgresStore::settle_a
   auto settled = decide_settlements(settlements, *first, w);
   if (!settled.ok()) return settled.error();
   out.settled = std::move(*settled);
-  // The settlements' writes, then the allocation's row and window counts as they leave
-  // it (the same transaction sees its own writes): the admissions are decided as if their
-  // transaction came right after the settlements'.
+  // The settlements' writes, then admit_on's reads (the allocation's row and window counts
+  // as the settlements leave them: the same transaction sees its own writes): the
+  // admissions are decided as if their transaction came right after the settlements'.
   const size_t writes = w.steps.size();
-  w.add(sql::lock_allocation, Params().text(allocation_id));
-  w.add(sql::window_counts, window_count_params(allocation_id));
+  const std::vector<std::string> keys = admission_reads(admissions, w);
   auto second = c.pipeline(w.steps);
   if (!second.ok()) {
     if (c.last_sqlstate() == sqlstate_unique_violation) return std::optional<SettledAndAdmitted>();
     return second.error();
   }
   Writes admit;
-  auto admitted = decide_admissions(admissions, (*second)[writes], (*second)[writes + 1], admit);
+  auto admitted = decide_admissions(admissions, keys, *second, writes, admit);
   if (!admitted.ok()) return admitted.error();
   out.admitted = std::move(*admitted);
   if (Status s = tx.run_all_and_commit(std::move(admit.steps)); !s.ok()) return s.error();

@@ -15,8 +15,10 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
@@ -37,6 +39,9 @@ inline constexpr size_t admissions_per_transaction_max = 64;
 inline constexpr size_t settlements_per_transaction_max = 64;
 // A transaction that hit a deadlock or serialization failure is retried this many times.
 inline constexpr int transaction_attempts_max = 3;
+// Key grants kept for authenticate_for_admission (emptied when full): one per key in use
+// is enough, and the cache only saves a query per request.
+inline constexpr size_t key_grants_cached_max = 4096;
 // Page bounds for the admin listings.
 inline constexpr size_t list_rows_max = 1000;
 inline constexpr int64_t allocations_list_max = 100000;
@@ -51,6 +56,11 @@ class PostgresStore final : public Store {
   ~PostgresStore() override;
 
   void authenticate(const std::string& key_secret_hash, Callback<KeyGrant> done) override;
+  // From the cache of grants when it has the key (a query less per request): each
+  // admission batch reads its keys' `revoked` under the row lock and refuses a revoked
+  // key's admissions with invalid_api_key, so a revocation through any gateway refuses
+  // the key's next admission everywhere.
+  void authenticate_for_admission(const std::string& key_secret_hash, Callback<KeyGrant> done) override;
   void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;
   void settle(SettleCommand cmd, Callback<SettleResult> done) override;
   void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) override;
@@ -100,6 +110,8 @@ class PostgresStore final : public Store {
   using Settlements = std::vector<PendingSettlement>;
 
   Result<KeyGrant> authenticate_on(Connection& c, const std::string& hash);
+  // Drops the cached grants of `key_id` (revoked).
+  void forget_key(const std::string& key_id);
   // Adds `item` to what waits for `allocation_id`, scheduling the job that takes it unless
   // one is queued or running (answers it store_unavailable when the queue is full).
   template <class Pending>
@@ -125,19 +137,22 @@ class PostgresStore final : public Store {
   // Decides `batch` in one transaction (admit_on) and answers each. A transaction that
   // fails (after its retries) answers each with its error and wrote nothing.
   void admit_batch(const Admissions& batch);
+  // Answers each of `batch` with its result, dropping the grants of keys found revoked.
+  void answer_admissions(const Admissions& batch, std::vector<Result<AdmitResult>> results);
   // Settles `batch` in one transaction (settle_batch_on), or, when a booking meets a
   // provider request id booked before or the transaction fails, one transaction each
   // (settle_on), and answers each.
   void settle_batch(const Settlements& batch);
-  // One transaction for all of `batch` (same allocation), in order: one result each.
-  Result<std::vector<AdmitResult>> admit_on(Connection& c, const Admissions& batch);
+  // One transaction for all of `batch` (same allocation), in order: one result each
+  // (invalid_api_key for a key revoked or gone).
+  Result<std::vector<Result<AdmitResult>>> admit_on(Connection& c, const Admissions& batch);
   // One transaction for all of `batch` (same allocation), in order, one result each, as
   // if each had its own; nullopt (and nothing written) when a booking meets an event
   // already booked under its provider request id.
   Result<std::optional<std::vector<SettleResult>>> settle_batch_on(Connection& c, const Settlements& batch);
   struct SettledAndAdmitted {
     std::vector<SettleResult> settled;
-    std::vector<AdmitResult> admitted;
+    std::vector<Result<AdmitResult>> admitted;
   };
   // One transaction: `settlements` as settle_batch_on decides them, then `admissions` as
   // admit_on does, on the allocation as the settlements leave it (one row lock and one
@@ -152,10 +167,14 @@ class PostgresStore final : public Store {
   // REQUIRES: `read` is settlement_reads' results, in this transaction.
   static Result<std::vector<SettleResult>> decide_settlements(const Settlements& batch,
                                                               const std::vector<PgResult>& read, Writes& w);
-  // REQUIRES: `locked` and `counts` are sql::lock_allocation's and sql::window_counts'
-  // results, in this transaction, in that order.
-  static Result<std::vector<AdmitResult>> decide_admissions(const Admissions& batch, const PgResult& locked,
-                                                            const PgResult& counts, Writes& w);
+  // The admission part of a pipeline: the row lock, the window counts, then each distinct
+  // key's sql::key_revoked; returns those keys in that order.
+  std::vector<std::string> admission_reads(const Admissions& batch, Writes& w) const;
+  // REQUIRES: `read` holds admission_reads' results from index `at`, in this transaction.
+  static Result<std::vector<Result<AdmitResult>>> decide_admissions(const Admissions& batch,
+                                                                    const std::vector<std::string>& keys,
+                                                                    const std::vector<PgResult>& read, size_t at,
+                                                                    Writes& w);
   // `look_up_first`: a usage settlement first reads the event already booked under its
   // provider request id; without, it books as if there were none, and only when the
   // booking finds one (nothing written) settles again, looking first.
@@ -170,6 +189,8 @@ class PostgresStore final : public Store {
   const StoreOptions options_;
   const std::shared_ptr<const Clock> clock_;
   ConnectionPool pool_;
+  std::mutex grants_mu_;
+  std::unordered_map<std::string, KeyGrant> grants_;  // GUARDED_BY(grants_mu_): by secret hash
   Waiting<PendingAdmission> admissions_;
   Waiting<PendingSettlement> settlements_;
   Workers workers_;  // last: joined first, while the pool still exists

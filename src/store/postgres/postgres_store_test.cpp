@@ -7,12 +7,14 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "base/ids.h"
 #include "core/limits.h"
 #include "store/postgres/postgres_store.h"
 #include "store/postgres/schema.h"
@@ -59,14 +61,19 @@ class PostgresStoreTest : public ::testing::Test {
     a.terms.allowance = allowance;
     auto r = s.create_agreement(a);
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().message);
-    return r.ok() ? r.value() : CreatedAgreement{};
+    if (!r.ok()) return CreatedAgreement{};
+    std::lock_guard lock(keys_mu_);
+    key_of_.emplace(r->allocation.id, r->key_id);
+    return r.value();
   }
 
-  static AdmitCommand command(const std::string& allocation_id, int64_t max_tokens = 100) {
+  // An admission with the allocation's first key (agreement() made both).
+  AdmitCommand command(const std::string& allocation_id, int64_t max_tokens = 100) {
     AdmitCommand cmd;
     cmd.request_id = new_id("req");
     cmd.allocation_id = allocation_id;
-    cmd.key_id = "key_test";
+    std::lock_guard lock(keys_mu_);
+    cmd.key_id = key_of_[allocation_id];
     cmd.model = "m";
     cmd.facts.input_estimate = 10;
     cmd.facts.max_tokens = max_tokens;
@@ -94,6 +101,8 @@ class PostgresStoreTest : public ::testing::Test {
 
   testing::TestSchema schema_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(t0);
+  std::mutex keys_mu_;  // command() runs on the tests' threads too
+  std::map<std::string, std::string> key_of_;  // GUARDED_BY(keys_mu_): allocation -> its first key
 };
 
 // Another session holding an allocation's row lock until released or destroyed: work the
@@ -487,6 +496,53 @@ TEST_F(PostgresStoreTest, ASharedTransactionMeetingAnEventBookedBeforeRunsEachKi
   EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
 }
 
+TEST_F(PostgresStoreTest, AGrantCachedBeforeItsKeyWasRevokedAdmitsNothing) {
+  auto a = open(), b = open();
+  ASSERT_TRUE(a && b);
+  const auto created = agreement(*a, {100000, 100000000, 100}, {100000000, 100000000});
+  const std::string alloc = created.allocation.id;
+  const auto other = a->create_key(alloc);
+  ASSERT_TRUE(other.ok());
+  const std::string hash = hash_secret(created.key_secret);
+  auto grant_for_admission = [&](Store& s) {
+    return wait_for<KeyGrant>([&](auto done) { s.authenticate_for_admission(hash, done); });
+  };
+  auto first = grant_for_admission(*a);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_FALSE(first->provisional);  // from the database
+  auto cached = grant_for_admission(*a);
+  ASSERT_TRUE(cached.ok());
+  EXPECT_TRUE(cached->provisional);
+  EXPECT_EQ(cached->key_id, created.key_id);
+  EXPECT_EQ(cached->allocation_id, alloc);
+
+  // Revoked through another process: a's cache still holds the grant; a's admissions read
+  // the key under the row lock and refuse it, in a batch with another key's, which goes on.
+  ASSERT_TRUE(b->revoke_key(created.key_id).ok());
+  auto revoked_cmd = command(alloc);
+  revoked_cmd.key_id = created.key_id;
+  auto other_cmd = command(alloc);
+  other_cmd.key_id = other->key_id;
+  const std::string admitted_id = other_cmd.request_id;
+  const auto answers = behind_lock(*a, schema_.url(), alloc, {}, {std::move(revoked_cmd), std::move(other_cmd)});
+  ASSERT_TRUE(answers);
+  ASSERT_FALSE(answers->admitted[0].ok());
+  EXPECT_EQ(answers->admitted[0].error().code, ErrorCode::invalid_api_key);
+  ASSERT_TRUE(answers->admitted[1].ok()) << answers->admitted[1].error().message;
+  EXPECT_TRUE(answers->admitted[1]->decision.admitted());
+  EXPECT_EQ(answers->admitted[1]->after.in_flight, 1);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM requests WHERE allocation_id = '" + alloc +
+                                                  "' AND id <> '" + admitted_id + "'"),
+            0);
+  // The refusal dropped the grant from a's cache: the key is refused at authentication.
+  auto after = grant_for_admission(*a);
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.error().code, ErrorCode::invalid_api_key);
+  auto audit = a->audit();
+  ASSERT_TRUE(audit.ok());
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
+
 TEST_F(PostgresStoreTest, TwoStoresAdmitExactlyRequestsPerMinute) {
   auto a = open(), b = open();
   ASSERT_TRUE(a && b);
@@ -725,7 +781,8 @@ TEST_F(WindowsTest, RowsFromBeforeTheMigrationKeepExactWindows) {
         " ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state, created_at) VALUES"
         " ('agr_w', 's', 'b', 'mock', 1000000, 1000000, " + at(-1) + ", " + std::to_string(t0 + day_us) +
         ", 1000, 1000000, 100, 'in_force', " + at(-1) + ");"
-        "INSERT INTO allocations (id, agreement_id, state, created_at) VALUES ('alloc_w', 'agr_w', 'active', " + at(-1) + ");";
+        "INSERT INTO allocations (id, agreement_id, state, created_at) VALUES ('alloc_w', 'agr_w', 'active', " + at(-1) + ");"
+        "INSERT INTO api_keys (id, allocation_id, secret_hash, created_at) VALUES ('key', 'alloc_w', 'h', " + at(-1) + ");";
     // Start (s), and booking (s) with tokens for the booked ones; inserted in this order.
     struct Row { int64_t start; int64_t booked; int64_t tokens; };
     const Row rows[] = {{5, 6, 30}, {1, -1, 0}, {30, 31, 7}, {20, 2, 11}, {61, 62, 5}, {45, -1, 0}};
@@ -755,6 +812,7 @@ TEST_F(WindowsTest, RowsFromBeforeTheMigrationKeepExactWindows) {
   // A new start and booking follow the migrated ones.
   clock_->set(t0 + 70 * micros_per_second);
   auto cmd = command("alloc_w");
+  cmd.key_id = "key";  // the key of the rows above
   const std::string id = cmd.request_id;
   ASSERT_TRUE(admit(*s, std::move(cmd))->decision.admitted());
   ASSERT_EQ(settle(*s, SettleCommand{id, "alloc_w", SettleKind::usage, "p_new", {3, 4}})->book, core::BookResult::booked);
@@ -819,6 +877,7 @@ TEST_F(PostgresStoreTest, DatabaseClockStampsStartsWithTheServersTime) {
   auto created = (*s)->create_agreement(a);
   ASSERT_TRUE(created.ok());
   auto cmd = command(created->allocation.id);
+  cmd.key_id = created->key_id;
   const std::string id = cmd.request_id;
   ASSERT_TRUE(admit(**s, std::move(cmd))->decision.admitted());
   auto req = (*s)->get_request(id);

@@ -112,6 +112,10 @@ const Statement insert_request{
     " UPDATE allocations SET held_input = held_input + $7, held_output = held_output + $8,"
     " state = $9 WHERE id = $1"};
 
+// Read by each admission batch after the row lock: a grant from a store's cache may be
+// older than its key's revocation, which must refuse the key at once.
+const Statement key_revoked{"cv_key_revoked", "SELECT revoked FROM api_keys WHERE id = $1"};
+
 const Statement set_states{
     "cv_set_states",
     "WITH ag AS (UPDATE agreements SET state = $4 WHERE id = $3)"

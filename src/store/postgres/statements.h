@@ -36,6 +36,7 @@ inline constexpr int status_counts_offset = status_lock_offset + lock_col_count;
 
 extern const Statement insert_request;     // admitted: request row + hold on the allocation
 extern const Statement set_states;         // $1 allocation, $2 its state, $3 agreement, $4 its state
+extern const Statement key_revoked;        // $1 key id: `revoked`, or no row
 extern const Statement read_request_locked;
 extern const Statement booked_event_by_provider_id;
 extern const Statement book_event;
