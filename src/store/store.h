@@ -132,6 +132,8 @@ class Store {
   }
   // Decides under the allocation's lock; when admitted, the request row (in_flight, with
   // its hold) is durable before `done` runs. Store failure: ErrorCode::store_unavailable.
+  // A store that caches grants (authenticate_for_admission) answers invalid_api_key for a
+  // key revoked or unknown.
   virtual void admit(AdmitCommand cmd, Callback<AdmitResult> done) = 0;
   // Settles once; the booking is durable before `done` runs.
   virtual void settle(SettleCommand cmd, Callback<SettleResult> done) = 0;
