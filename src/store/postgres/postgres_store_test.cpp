@@ -99,11 +99,23 @@ class PostgresStoreTest : public ::testing::Test {
     return {created.allocation.id, ids};
   }
 
+  // A column of the allocation's row, read by another session.
+  int64_t allocation_value(const std::string& alloc, const char* column) const {
+    return testing::query_i64(schema_.url(), std::string("SELECT ") + column + " FROM allocations WHERE id = '" + alloc + "'");
+  }
+
   testing::TestSchema schema_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(t0);
   std::mutex keys_mu_;  // command() runs on the tests' threads too
   std::map<std::string, std::string> key_of_;  // GUARDED_BY(keys_mu_): allocation -> its first key
 };
+
+// Every invariant `cairva audit` checks holds.
+void expect_audit_clean(Store& s) {
+  auto audit = s.audit();
+  ASSERT_TRUE(audit.ok()) << audit.error().message;
+  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+}
 
 // Another session holding an allocation's row lock until released or destroyed: work the
 // store sends meanwhile waits for it. Closed however a test ends (an open transaction
@@ -209,9 +221,7 @@ TEST_F(PostgresStoreTest, TwoStoresManyThreadsNeverExceedMaxConcurrency) {
   EXPECT_LE(peak.load(), 4);
   EXPECT_EQ(admitted + refused, 200);
   EXPECT_GT(admitted.load(), 0);
-  auto audit = a->audit();
-  ASSERT_TRUE(audit.ok());
-  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+  expect_audit_clean(*a);
 }
 
 TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrder) {
@@ -270,10 +280,8 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*)" + where), 10);
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(DISTINCT start_ordinal)" + where), 10);
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT sum(hold_output)" + where), 950);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output FROM allocations WHERE id = '" + alloc + "'"), 950);
-  auto audit = store.audit();
-  ASSERT_TRUE(audit.ok());
-  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+  EXPECT_EQ(allocation_value(alloc, "held_output"), 950);
+  expect_audit_clean(store);
 }
 
 TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrder) {
@@ -324,13 +332,10 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(seq)" + events), booked);
   // The transactions that wrote the events: the one that waited for the lock, and the rest.
   EXPECT_LE(testing::query_i64(schema_.url(), "SELECT count(DISTINCT xmin::text)" + events), 2);
-  const std::string row = " FROM allocations WHERE id = '" + alloc + "'";
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_output" + row), 20 * booked);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output" + row), 100);  // 6's hold, pending
+  EXPECT_EQ(allocation_value(alloc, "booked_output"), 20 * booked);
+  EXPECT_EQ(allocation_value(alloc, "held_output"), 100);  // 6's hold, pending
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM conflicts WHERE allocation_id = '" + alloc + "'"), 1);
-  auto audit = store->audit();
-  ASSERT_TRUE(audit.ok());
-  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+  expect_audit_clean(*store);
 }
 
 TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeSettlesEachAlone) {
@@ -353,11 +358,9 @@ TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeSettlesEachAlone) {
   EXPECT_EQ(got[1]->book, core::BookResult::duplicate);
   EXPECT_EQ(got[2]->book, core::BookResult::booked);
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 2);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_output FROM allocations WHERE id = '" + alloc + "'"), 40);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output FROM allocations WHERE id = '" + alloc + "'"), 0);
-  auto audit = store->audit();
-  ASSERT_TRUE(audit.ok());
-  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+  EXPECT_EQ(allocation_value(alloc, "booked_output"), 40);
+  EXPECT_EQ(allocation_value(alloc, "held_output"), 0);
+  expect_audit_clean(*store);
 }
 
 TEST_F(PostgresStoreTest, ASettlementTheDatabaseRefusesFailsAlone) {
@@ -387,10 +390,8 @@ TEST_F(PostgresStoreTest, ASettlementTheDatabaseRefusesFailsAlone) {
   EXPECT_NE(got[2].error().message.find("NUL"), std::string::npos) << got[2].error().message;
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 3);
   // The two refused requests are still in flight, their holds kept for the sweep.
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output FROM allocations WHERE id = '" + alloc + "'"), 200);
-  auto audit = store->audit();
-  ASSERT_TRUE(audit.ok());
-  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+  EXPECT_EQ(allocation_value(alloc, "held_output"), 200);
+  expect_audit_clean(*store);
 }
 
 TEST_F(PostgresStoreTest, SettlementsAndAdmissionsWaitingTogetherShareOneTransaction) {
@@ -457,12 +458,9 @@ TEST_F(PostgresStoreTest, SettlementsAndAdmissionsWaitingTogetherShareOneTransac
                                    settled_later + ") UNION ALL SELECT xmin::text FROM requests WHERE allocation_id = '" +
                                    alloc + "' AND id NOT IN (" + before + ")) t"),
             1);
-  const std::string row = " FROM allocations WHERE id = '" + alloc + "'";
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_output" + row), 60);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output" + row), 400);
-  auto audit = store.audit();
-  ASSERT_TRUE(audit.ok());
-  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+  EXPECT_EQ(allocation_value(alloc, "booked_output"), 60);
+  EXPECT_EQ(allocation_value(alloc, "held_output"), 400);
+  expect_audit_clean(store);
 }
 
 TEST_F(PostgresStoreTest, ASharedTransactionMeetingAnEventBookedBeforeRunsEachKindAlone) {
@@ -486,14 +484,11 @@ TEST_F(PostgresStoreTest, ASharedTransactionMeetingAnEventBookedBeforeRunsEachKi
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_TRUE(r->decision.admitted());
   }
-  const std::string row = " FROM allocations WHERE id = '" + alloc + "'";
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 1);
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM requests WHERE allocation_id = '" + alloc + "'"), 5);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_output" + row), 20);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT held_output" + row), 200);  // the two new holds
-  auto audit = store->audit();
-  ASSERT_TRUE(audit.ok());
-  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+  EXPECT_EQ(allocation_value(alloc, "booked_output"), 20);
+  EXPECT_EQ(allocation_value(alloc, "held_output"), 200);  // the two new holds
+  expect_audit_clean(*store);
 }
 
 TEST_F(PostgresStoreTest, AGrantCachedBeforeItsKeyWasRevokedAdmitsNothing) {
@@ -538,9 +533,7 @@ TEST_F(PostgresStoreTest, AGrantCachedBeforeItsKeyWasRevokedAdmitsNothing) {
   auto after = grant_for_admission(*a);
   ASSERT_FALSE(after.ok());
   EXPECT_EQ(after.error().code, ErrorCode::invalid_api_key);
-  auto audit = a->audit();
-  ASSERT_TRUE(audit.ok());
-  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+  expect_audit_clean(*a);
 }
 
 TEST_F(PostgresStoreTest, TwoStoresAdmitExactlyRequestsPerMinute) {
@@ -818,9 +811,7 @@ TEST_F(WindowsTest, RowsFromBeforeTheMigrationKeepExactWindows) {
   ASSERT_EQ(settle(*s, SettleCommand{id, "alloc_w", SettleKind::usage, "p_new", {3, 4}})->book, core::BookResult::booked);
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT start_ordinal FROM requests WHERE id = '" + id + "'"), 7);
   expect_windows_exact(*s, "alloc_w", {70, 90, 121, 129, 130, 131});
-  auto audit = s->audit();
-  ASSERT_TRUE(audit.ok());
-  EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
+  expect_audit_clean(*s);
 }
 
 // A clock stepping back (the database's, after a correction) never stamps a start or a
