@@ -27,15 +27,26 @@ for p in "${PACKAGES[@]}"; do
     missing+=("$p")
   fi
 done
+# apt-get, waiting for the package locks: a fresh machine's boot-time upgrades (or another
+# set-up running at once) hold them for a while, and apt-get would fail at once.
+apt_get() {
+  for attempt in 1 2 3 4 5 6; do
+    apt-get -o DPkg::Lock::Timeout=120 "$@" && return 0
+    [ "$attempt" = 6 ] && return 1
+    echo "setup: apt-get $1 failed (attempt $attempt), retrying in 10 s" >&2
+    sleep 10
+  done
+}
+
 # Always refresh the security-relevant libraries the machine may hold stale.
 if [ ${#missing[@]} -gt 0 ] || [ "${CAIRVA_SETUP_UPGRADE:-1}" = 1 ]; then
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
+  apt_get update -qq
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: installing ${missing[*]}"
-    apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    apt_get install -y -qq --no-install-recommends "${missing[@]}"
   fi
-  apt-get install -y -qq --only-upgrade libssl-dev openssl libpq5 libpq-dev >/dev/null || true
+  apt_get install -y -qq --only-upgrade libssl-dev openssl libpq5 libpq-dev >/dev/null || true
 fi
 
 # nginx-light starts a service on install on some machines: the benchmark starts its own.

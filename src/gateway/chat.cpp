@@ -135,7 +135,6 @@ struct Flow {
     }
   }
 
-  // The provider's x-request-id field, for a response whose body names no id.
   // The booking key (SPEC "Accounting"): the response's id, else the provider's
   // x-request-id, else the gateway's request id; one no store could keep counts as absent.
   std::string provider_request_id(std::string_view from_body) const {
