@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/ids.h"
@@ -108,6 +109,27 @@ class PostgresStoreTest : public ::testing::Test {
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(t0);
   std::mutex keys_mu_;  // command() runs on the tests' threads too
   std::map<std::string, std::string> key_of_;  // GUARDED_BY(keys_mu_): allocation -> its first key
+};
+
+// The admissions of each transaction a store commits (StoreOptions::on_commit_batch).
+class CommitLog {
+ public:
+  StoreOptions options(StoreOptions o) {
+    o.on_commit_batch = [this](int64_t n) {
+      std::lock_guard lock(mu_);
+      transactions_.push_back(n);
+    };
+    return o;
+  }
+  // What was committed since the last call.
+  std::vector<int64_t> taken() {
+    std::lock_guard lock(mu_);
+    return std::exchange(transactions_, {});
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<int64_t> transactions_;  // GUARDED_BY(mu_)
 };
 
 // Every invariant `cairva audit` checks holds.
@@ -225,14 +247,8 @@ TEST_F(PostgresStoreTest, TwoStoresManyThreadsNeverExceedMaxConcurrency) {
 }
 
 TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrder) {
-  std::mutex mu;
-  std::vector<int64_t> transactions;  // admissions per transaction
-  StoreOptions o = options();
-  o.on_commit_batch = [&](int64_t n) {
-    std::lock_guard lock(mu);
-    transactions.push_back(n);
-  };
-  auto opened = PostgresStore::open(o, clock_);
+  CommitLog commits;
+  auto opened = PostgresStore::open(commits.options(options()), clock_);
   ASSERT_TRUE(opened.ok()) << opened.error().message;
   PostgresStore& store = **opened;
   // Ten at once; output for nine holds of 100 and half of a tenth.
@@ -270,7 +286,7 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
     }
   }
   {
-    std::lock_guard lock(mu);
+    const std::vector<int64_t> transactions = commits.taken();
     int64_t total = 0;
     for (int64_t t : transactions) total += t;
     EXPECT_EQ(total, n);
@@ -395,14 +411,8 @@ TEST_F(PostgresStoreTest, ASettlementTheDatabaseRefusesFailsAlone) {
 }
 
 TEST_F(PostgresStoreTest, SettlementsAndAdmissionsWaitingTogetherShareOneTransaction) {
-  std::mutex mu;
-  std::vector<int64_t> transactions;  // admissions per transaction
-  StoreOptions o = options();
-  o.on_commit_batch = [&](int64_t n) {
-    std::lock_guard lock(mu);
-    transactions.push_back(n);
-  };
-  auto opened = PostgresStore::open(o, clock_);
+  CommitLog commits;
+  auto opened = PostgresStore::open(commits.options(options()), clock_);
   ASSERT_TRUE(opened.ok()) << opened.error().message;
   PostgresStore& store = **opened;
   const auto created = agreement(store, {100000, 100000000, 4}, {100000000, 100000000});  // 4 at once
@@ -413,10 +423,7 @@ TEST_F(PostgresStoreTest, SettlementsAndAdmissionsWaitingTogetherShareOneTransac
     ids.push_back(cmd.request_id);
     ASSERT_TRUE(admit(store, std::move(cmd))->decision.admitted()) << i;
   }
-  {
-    std::lock_guard lock(mu);
-    transactions.clear();
-  }
+  commits.taken();  // the set-up's
   // 0 settles alone (its transaction waits for the lock); the other settlements and five
   // admissions wait in the store and go in the next transaction, the settlements first:
   // the four places they free admit four, the fifth is refused.
@@ -446,10 +453,7 @@ TEST_F(PostgresStoreTest, SettlementsAndAdmissionsWaitingTogetherShareOneTransac
       EXPECT_EQ(std::get<core::Refused>(r->decision.outcome).reason, core::Refusal::max_concurrency);
     }
   }
-  {
-    std::lock_guard lock(mu);
-    EXPECT_EQ(transactions, std::vector<int64_t>{5});
-  }
+  EXPECT_EQ(commits.taken(), std::vector<int64_t>{5});
   // 1's and 2's events and the four new requests: written by one transaction.
   const std::string settled_later = "'" + ids[1] + "','" + ids[2] + "'";
   const std::string before = "'" + ids[0] + "','" + ids[1] + "','" + ids[2] + "','" + ids[3] + "'";
