@@ -210,11 +210,6 @@ Status Transaction::begin(std::string_view sql) {
   return {};
 }
 
-Result<PgResult> Transaction::begin_with(const Statement& st, const Params& p) {
-  open_ = true;  // even if the statement fails, BEGIN may have opened the transaction
-  return c_.run_pipelined("BEGIN", st, p, nullptr);
-}
-
 Result<std::vector<PgResult>> Transaction::begin_with(const Statement& first, const Params& p1,
                                                      const Statement& second, const Params& p2) {
   return begin_with_all({{&first, &p1, nullptr}, {&second, &p2, nullptr}});

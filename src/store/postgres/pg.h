@@ -117,8 +117,6 @@ class Transaction {
   ~Transaction();
   Status begin(std::string_view sql = "BEGIN");
   Status commit();
-  // BEGIN and the transaction's first statement in one round trip.
-  Result<PgResult> begin_with(const Statement& st, const Params& p);
   // BEGIN and two statements in one round trip: the second runs after the first has
   // finished (e.g. after the row lock is granted) with a snapshot taken then.
   Result<std::vector<PgResult>> begin_with(const Statement& first, const Params& p1,
