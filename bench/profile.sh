@@ -40,6 +40,20 @@ else
 fi
 # The whole machine's CPU over the same window: is the load (wrk, mock, gateway) CPU-bound?
 cpu_line() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6, $7+$8}' /proc/stat; }
+# Every thread of the gateway, the mock and the load generator: time on a CPU and time
+# runnable but waiting for one (/proc/<tid>/schedstat, ns). A thread on a CPU nearly all the
+# window bounds the throughput; one mostly waiting is starved by the others.
+sched_snapshot() {
+  local who pid t
+  for who in gateway:$GW_PID mock:${pids[0]} load:$WRK; do
+    pid=${who#*:}
+    for t in /proc/$pid/task/*; do
+      [ -r "$t/schedstat" ] && printf '%s %s/%s %s\n' "${t##*/}" "${who%%:*}" "$(tr ' ' _ < "$t/comm" 2>/dev/null)" "$(cat "$t/schedstat" 2>/dev/null)"
+    done
+  done
+}
+sched_snapshot > "$OUT/sched0.txt"
+window0=$(date +%s%N)
 read -r busy0 idle0 irq0 < <(cpu_line)
 if [ "${CAIRVA_PROFILE_PERF:-1}" = 1 ]; then
   perf record -q -F 999 ${CAIRVA_PROFILE_CALLGRAPH--g} -p "$GW_PID" -o "$OUT/perf.data" -- sleep $((SECONDS_ - 2)) 2>/dev/null
@@ -47,6 +61,8 @@ else
   sleep $((SECONDS_ - 2))
 fi
 read -r busy1 idle1 irq1 < <(cpu_line)
+sched_snapshot > "$OUT/sched1.txt"
+window1=$(date +%s%N)
 t1=$(awk '{print $14+$15}' /proc/$GW_PID/stat)
 if [ -n "$STREAMS" ]; then
   # The window's CPU over the chunks relayed in it: STREAMS a second.
@@ -63,6 +79,10 @@ else
 fi
 awk -v b=$((busy1 - busy0)) -v i=$((idle1 - idle0)) -v q=$((irq1 - irq0)) -v n="$(nproc)" \
   'BEGIN{printf "machine: %.0f%% of %d cores busy (%.0f%% in interrupts and softirqs)\n", 100*b/(b+i), n, 100*q/(b+i)}'
+awk -v w=$((window1 - window0)) 'NR == FNR { run[$1] = $3; wait[$1] = $4; next }
+  ($1 in run) && ($3 - run[$1]) > w / 100 {
+    printf "scheduler: %-20s on a CPU %5.1f%% of the window, waiting for one %5.1f%%\n", $2, 100 * ($3 - run[$1]) / w, 100 * ($4 - wait[$1]) / w }' \
+  "$OUT/sched0.txt" "$OUT/sched1.txt"
 # Where a request's time goes, from the gateway's own histograms (averages over the run
 # and its warm-up): the two store waits and the provider's latency.
 curl -s -H "Authorization: Bearer $CAIRVA_ADMIN_TOKEN" http://127.0.0.1:$GW_ADMIN/metrics | awk '
