@@ -44,11 +44,13 @@ cpu_line() { awk '/^cpu /{print $2+$3+$4+$7+$8, $5+$6, $7+$8}' /proc/stat; }
 # runnable but waiting for one (/proc/<tid>/schedstat, ns). A thread on a CPU nearly all the
 # window bounds the throughput; one mostly waiting is starved by the others.
 sched_snapshot() {
-  local who pid t
+  local who pid t stat
   for who in gateway:$GW_PID mock:${pids[0]} load:$WRK; do
     pid=${who#*:}
     for t in /proc/$pid/task/*; do
-      [ -r "$t/schedstat" ] && printf '%s %s/%s %s\n' "${t##*/}" "${who%%:*}" "$(tr ' ' _ < "$t/comm" 2>/dev/null)" "$(cat "$t/schedstat" 2>/dev/null)"
+      # A thread may end between the listing and the read (wrk at the window's end).
+      stat=$(cat "$t/schedstat" 2>/dev/null) || continue
+      printf '%s %s/%s %s\n' "${t##*/}" "${who%%:*}" "$(tr ' ' _ < "$t/comm" 2>/dev/null)" "$stat"
     done
   done
 }
