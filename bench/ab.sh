@@ -22,7 +22,8 @@ trap 'rm -rf "$work"' EXIT
 one_run() {
   local bin=$A out="$work/run.$1.$2"
   [ "$1" = B ] && bin=$B
-  CAIRVA_PROFILE_BIN=$bin CAIRVA_PROFILE_PERF=0 CAIRVA_PROFILE_CONNS=$CONNS CAIRVA_PROFILE_SECONDS=$SECONDS_ \
+  # The mock provider is A's in every run: only the gateway differs between A and B.
+  CAIRVA_PROFILE_BIN=$bin CAIRVA_PROFILE_MOCK_BIN=$A CAIRVA_PROFILE_PERF=0 CAIRVA_PROFILE_CONNS=$CONNS CAIRVA_PROFILE_SECONDS=$SECONDS_ \
     bench/profile.sh > "$out" 2>&1 || { echo "run failed, see below:" >&2; tail -5 "$out" >&2; return 0; }
   awk '/^requests\/s:/ {r = $2} /^CPU per request:/ {c = $4} END {if (r > 0 && c > 0) print r, c}' "$out"
 }
