@@ -17,7 +17,8 @@ CONNS=${CAIRVA_BENCH_CONNS:-"1 32 128"}
 SYSTEMS=${CAIRVA_BENCH_SYSTEMS:-"direct nginx sqlite-normal sqlite-full postgres"}
 OUT_MD=${CAIRVA_BENCH_OUT:-docs/benchmarks.md}
 
-STREAMS=${CAIRVA_BENCH_STREAMS:-"1000 9900"}
+# Set and empty: no streams (unset: the default counts).
+STREAMS=${CAIRVA_BENCH_STREAMS-"1000 9900"}
 STREAM_CHUNKS=${CAIRVA_BENCH_STREAM_CHUNKS:-20}
 STREAM_DELAY_MS=${CAIRVA_BENCH_STREAM_DELAY_MS:-1000}
 STREAM_ARGS=${CAIRVA_BENCH_STREAM_ARGS:-}  # more bench/stream_load options, e.g. its ramp's
