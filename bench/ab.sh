@@ -33,8 +33,10 @@ for i in $(seq "$PAIRS"); do
   if [ $((i % 2)) = 1 ]; then a=$(one_run A "$i"); b=$(one_run B "$i")
   else b=$(one_run B "$i"); a=$(one_run A "$i"); fi
   if [ -z "$a" ] || [ -z "$b" ]; then echo "pair $i: a run failed, left out"; continue; fi
-  echo "$a $b" | awk -v i="$i" '{printf "pair %d: A %6.0f req/s %5.1f us | B %6.0f req/s %5.1f us | B/A req/s %.3f, CPU %.3f\n",
-    i, $1, $2, $3, $4, $3 / $1, $4 / $2; print $3 / $1, $4 / $2 > "/dev/stderr"}' 2>> "$work/pairs"
+  ratios=$(echo "$a $b" | awk '{printf "%.4f %.4f\n", $3 / $1, $4 / $2}')
+  echo "$ratios" >> "$work/pairs"
+  echo "$a $b $ratios" | awk -v i="$i" \
+    '{printf "pair %d: A %6.0f req/s %5.1f us | B %6.0f req/s %5.1f us | B/A req/s %.3f, CPU %.3f\n", i, $1, $2, $3, $4, $5, $6}'
 done
 median() { sort -n | awk '{v[NR] = $1} END {if (NR == 0) print "-"; else if (NR % 2) printf "%.3f\n", v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 echo "median B/A over $(wc -l < "$work/pairs") pairs at $CONNS connections: requests/s $(awk '{print $1}' "$work/pairs" | median), CPU per request $(awk '{print $2}' "$work/pairs" | median)"

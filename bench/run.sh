@@ -232,10 +232,12 @@ if [ "$MICRO" = 1 ]; then
   if [ -n "$PG_URL" ]; then
     # The test cluster runs without fsync (tests need no durability); a deployment keeps it
     # on, and every commit then waits for its WAL flush: measured both ways, `on` with
-    # full_page_writes as well (both reloadable settings), the cluster left as it was found.
+    # full_page_writes as well (both reloadable settings), then reset to the cluster's own
+    # configuration. pg_durability on|off|reset.
     pg_durability() {
-      psql "$PG_URL" -qAt -c "ALTER SYSTEM SET fsync = $1" -c "ALTER SYSTEM SET full_page_writes = $1" \
-        -c "SELECT pg_reload_conf()" >/dev/null
+      local set="SET fsync = $1" set_fpw="SET full_page_writes = $1"
+      if [ "$1" = reset ]; then set="RESET fsync"; set_fpw="RESET full_page_writes"; fi
+      psql "$PG_URL" -qAt -c "ALTER SYSTEM $set" -c "ALTER SYSTEM $set_fpw" -c "SELECT pg_reload_conf()" >/dev/null
     }
     for fsync in off on; do
       pg_durability "$fsync" || { echo "pg: cannot set fsync = $fsync" >&2; continue; }
@@ -251,8 +253,7 @@ if [ "$MICRO" = 1 ]; then
         done
       done
     done
-    psql "$PG_URL" -qAt -c "ALTER SYSTEM RESET fsync" -c "ALTER SYSTEM RESET full_page_writes" \
-      -c "SELECT pg_reload_conf()" >/dev/null || true
+    pg_durability reset || true
   fi
 fi
 
