@@ -8,7 +8,7 @@ namespace cairva::store::sqlite {
 namespace {
 
 // Never edit a migration once released: add a new one.
-constexpr std::array<const char*, 5> migrations = {
+constexpr std::array<const char*, 6> migrations = {
     R"sql(
 CREATE TABLE agreements (
   id TEXT PRIMARY KEY,
@@ -195,6 +195,33 @@ ALTER TABLE requests_v5 RENAME TO requests;
 CREATE INDEX requests_allocation_started ON requests (allocation_id, started_at);
 CREATE INDEX requests_in_flight ON requests (started_at) WHERE state = 'in_flight';
 )sql",
+    // 6: no index on usage_events.request_id (docs/benchmarks.md, session 14). Nothing looks
+    // an event up by its request; the index only kept one event per request, one B-tree
+    // insert per booking, ~14% of the applier's instructions. As for the booking key
+    // (migration 3), the ledger decides it: a request is booked from in_flight or
+    // usage_pending once, under its allocation's lock; `cairva audit` checks it.
+    R"sql(
+CREATE TABLE usage_events_v6 (
+  seq INTEGER PRIMARY KEY,  -- booking order; events are never deleted, so never reused
+  id TEXT NOT NULL UNIQUE,
+  allocation_id TEXT NOT NULL REFERENCES allocations(id),
+  request_id TEXT NOT NULL REFERENCES requests(id),
+  provider_request_id TEXT NOT NULL,
+  input_tokens INTEGER NOT NULL CHECK (input_tokens >= 0),
+  output_tokens INTEGER NOT NULL CHECK (output_tokens >= 0),
+  source TEXT NOT NULL CHECK (source IN ('provider','reconciliation')),
+  finality TEXT NOT NULL CHECK (finality IN ('reported','confirmed')),
+  evidence TEXT NOT NULL DEFAULT '',
+  booked_at INTEGER NOT NULL
+);
+INSERT INTO usage_events_v6 (seq, id, allocation_id, request_id, provider_request_id, input_tokens,
+  output_tokens, source, finality, evidence, booked_at)
+  SELECT seq, id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens,
+  source, finality, evidence, booked_at FROM usage_events;
+DROP TABLE usage_events;
+ALTER TABLE usage_events_v6 RENAME TO usage_events;
+CREATE INDEX usage_events_allocation ON usage_events (allocation_id, seq);
+)sql",
 };
 
 Result<int> user_version(Db& db) {
@@ -228,9 +255,12 @@ Status prepare_database(Db& db, bool sync_full, int up_to_version) {
       !s.ok()) {
     return s;
   }
-  // Foreign keys are enforced only after the migrations: a migration that rebuilds a
-  // referenced table (5) drops it first, which enforcement would refuse. The keys are
-  // checked once a migration ran.
+  // Foreign keys are checked once a migration ran, and not enforced on each write: the
+  // writer stores only rows the store built (a request after its allocation, an event in
+  // the transaction of its request), and enforcement probed a parent B-tree three times
+  // per request, ~10% of the applier's instructions (docs/benchmarks.md, session 14).
+  // `cairva audit` checks every key (sqlite_audit.cpp). Off also lets a migration rebuild
+  // a referenced table (5), which enforcement would refuse.
   if (Status s = db.exec("PRAGMA foreign_keys=OFF"); !s.ok()) return s;
   auto v = user_version(db);
   if (!v.ok()) return v.error();
@@ -249,10 +279,8 @@ Status prepare_database(Db& db, bool sync_full, int up_to_version) {
       return s;
     }
   }
-  if (*v < target) {
-    if (Status s = check_foreign_keys(db); !s.ok()) return s;
-  }
-  return db.exec("PRAGMA foreign_keys=ON");
+  if (*v < target) return check_foreign_keys(db);
+  return {};
 }
 
 }  // namespace cairva::store::sqlite

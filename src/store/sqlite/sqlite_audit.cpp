@@ -50,10 +50,10 @@ constexpr Check checks[] = {
      "double booking: provider request id"},
     {"SELECT request_id, COUNT(*) || ' events' FROM usage_events GROUP BY request_id HAVING COUNT(*) > 1",
      "double booking: request"},
+    // No index on (allocation_id, provider_request_id) since schema 3 nor on request_id
+    // since 6: NOT IN over a list SQLite builds once, not a search of the events per request.
     {"SELECT r.id, 'is booked without an event of its own or a duplicated one' FROM requests r"
-     " WHERE r.state = 'booked' AND NOT EXISTS (SELECT 1 FROM usage_events e WHERE e.request_id = r.id)"
-     // No index on (allocation_id, provider_request_id) since schema 3: NOT IN over a list
-     // SQLite builds once, not a search of the allocation's events per request.
+     " WHERE r.state = 'booked' AND r.id NOT IN (SELECT request_id FROM usage_events)"
      " AND (r.allocation_id, r.provider_request_id) NOT IN"
      " (SELECT allocation_id, provider_request_id FROM usage_events)",
      "booking: request"},
@@ -61,6 +61,14 @@ constexpr Check checks[] = {
      " FROM usage_events e LEFT JOIN requests r ON r.id = e.request_id"
      " WHERE r.id IS NULL OR r.state != 'booked' OR r.allocation_id != e.allocation_id",
      "booking: event"},
+    // The writer does not enforce foreign keys (schema.cpp): every one is checked here;
+    // requests (WITHOUT ROWID: no rowid to name) by their id.
+    {"SELECT \"table\" || ' row ' || rowid, 'refers to a missing row of ' || parent"
+     " FROM pragma_foreign_key_check WHERE \"table\" != 'requests'",
+     "reference:"},
+    {"SELECT r.id, 'belongs to allocation ' || r.allocation_id || ' which is missing' FROM requests r"
+     " WHERE NOT EXISTS (SELECT 1 FROM allocations a WHERE a.id = r.allocation_id)",
+     "reference: request"},
     {"SELECT e.id, 'has negative counts' FROM usage_events e"
      " WHERE e.input_tokens < 0 OR e.output_tokens < 0"
      " UNION ALL SELECT r.id, 'has a negative hold' FROM requests r"

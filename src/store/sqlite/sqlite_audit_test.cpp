@@ -166,6 +166,11 @@ TEST_F(SqliteAuditTest, EachBrokenInvariantIsNamedAlone) {
       {"event of a request that is not booked", "UPDATE requests SET state = 'failed' WHERE id = '$B';",
        "booking: event"},
       {"negative hold", "UPDATE requests SET hold_input = -1 WHERE id = '$F';", "counts: $F"},
+      // Foreign keys are not enforced on writes (schema.cpp): the audit checks them.
+      {"request of a missing allocation", "UPDATE requests SET allocation_id = 'alloc_gone' WHERE id = '$F';",
+       "reference: request $F belongs to allocation alloc_gone which is missing"},
+      {"key of a missing allocation", "UPDATE api_keys SET allocation_id = 'alloc_gone';",
+       "reference: api_keys row 1 refers to a missing row of allocations"},
       {"conflict recorded against other counts",
        "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
        " reported_output, booked_input, booked_output, recorded_at)"
