@@ -49,20 +49,28 @@ MessageHead MessageHead::request(std::string_view method, std::string_view targe
 }
 
 void MessageHead::add(std::string_view name, std::string_view value) {
-  if (!is_safe_value(value)) return;
-  text_.append(name);
-  text_ += ": ";
-  text_.append(value);
-  text_ += "\r\n";
+  if (is_safe_value(value)) append_field(name, value);
 }
 
 void MessageHead::add(std::string_view name, int64_t value) {
   char buf[24];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  text_.append(name);
-  text_ += ": ";
-  text_.append(buf, static_cast<size_t>(end - buf));  // digits: nothing to check
-  text_ += "\r\n";
+  append_field(name, std::string_view(buf, static_cast<size_t>(end - buf)));  // digits: nothing to check
+}
+
+// One resize and copies instead of four appends: the gateway writes ~8 fields per response.
+void MessageHead::append_field(std::string_view name, std::string_view value) {
+  const size_t at = text_.size();
+  text_.resize(at + name.size() + value.size() + 4);
+  char* p = text_.data() + at;
+  std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  *p++ = ':';
+  *p++ = ' ';
+  if (!value.empty()) std::memcpy(p, value.data(), value.size());  // an empty view's data may be null
+  p += value.size();
+  *p++ = '\r';
+  *p = '\n';
 }
 
 void MessageHead::finish_connection(bool keep_alive) {

@@ -35,6 +35,7 @@ class MessageHead {
 
  private:
   MessageHead(unsigned version, size_t reserve);
+  void append_field(std::string_view name, std::string_view value);
   void finish_connection(bool keep_alive);
 
   std::string text_;

@@ -7,11 +7,11 @@
 namespace cairva::store::sqlite::oplog {
 namespace {
 
+// Writes `v` at `at` and returns the position after it.
 template <class T>
-void put(std::string& out, T v) {
-  char raw[sizeof(T)];
-  std::memcpy(raw, &v, sizeof(T));
-  out.append(raw, sizeof(T));
+char* put(char* at, T v) {
+  std::memcpy(at, &v, sizeof(T));
+  return at + sizeof(T);
 }
 
 template <class T>
@@ -66,14 +66,21 @@ bool read_payload(std::string_view p, const RecordFn& each, Status& failed) {
 
 void FrameBuilder::clear() { bytes_.assign(frame_header_bytes, '\0'); }
 
+// One resize and plain stores instead of an append per field (21 per record): this runs on
+// the event loop, twice per request.
 void FrameBuilder::add(int64_t seq, const writes::Record& r) {
-  put(bytes_, seq);
-  bytes_.push_back(static_cast<char>(r.kind));
+  size_t size = sizeof(int64_t) + 1 + r.text.size() * sizeof(uint32_t) + r.num.size() * sizeof(int64_t);
+  for (const auto& t : r.text) size += t.size();
+  const size_t start = bytes_.size();
+  bytes_.resize(start + size);
+  char* at = put(bytes_.data() + start, seq);
+  *at++ = static_cast<char>(r.kind);
   for (const auto& t : r.text) {
-    put(bytes_, static_cast<uint32_t>(t.size()));
-    bytes_.append(t);
+    at = put(at, static_cast<uint32_t>(t.size()));
+    std::memcpy(at, t.data(), t.size());
+    at += t.size();
   }
-  for (const int64_t n : r.num) put(bytes_, n);
+  for (const int64_t n : r.num) at = put(at, n);
 }
 
 std::string_view FrameBuilder::seal() {
