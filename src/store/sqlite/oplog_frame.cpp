@@ -1,5 +1,6 @@
 #include "store/sqlite/oplog_frame.h"
 
+#include <array>
 #include <cstring>
 
 #include <zlib.h>
@@ -41,14 +42,16 @@ bool read_payload(std::string_view p, const RecordFn& each, Status& failed) {
     at += sizeof(int64_t);
     writes::Record r;
     r.kind = static_cast<writes::Record::Kind>(static_cast<uint8_t>(p[at++]));
-    for (auto& t : r.text) {
+    std::array<std::string_view, writes::Record::texts> texts;
+    for (auto& t : texts) {
       if (!have(sizeof(uint32_t))) return false;
       const auto n = get_at<uint32_t>(p, at);
       at += sizeof(uint32_t);
       if (!have(n)) return false;
-      t.assign(p.data() + at, n);
+      t = p.substr(at, n);
       at += n;
     }
+    r.set_texts(texts);
     for (auto& n : r.num) {
       if (!have(sizeof(int64_t))) return false;
       n = get_at<int64_t>(p, at);
@@ -69,15 +72,17 @@ void FrameBuilder::clear() { bytes_.assign(frame_header_bytes, '\0'); }
 // One resize and plain stores instead of an append per field (21 per record): this runs on
 // the event loop, twice per request.
 void FrameBuilder::add(int64_t seq, const writes::Record& r) {
-  size_t size = sizeof(int64_t) + 1 + r.text.size() * sizeof(uint32_t) + r.num.size() * sizeof(int64_t);
-  for (const auto& t : r.text) size += t.size();
+  constexpr size_t texts = writes::Record::texts;
+  size_t size = sizeof(int64_t) + 1 + texts * sizeof(uint32_t) + r.num.size() * sizeof(int64_t);
+  for (size_t i = 0; i < texts; ++i) size += r.text(i).size();
   const size_t start = bytes_.size();
   bytes_.resize(start + size);
   char* at = put(bytes_.data() + start, seq);
   *at++ = static_cast<char>(r.kind);
-  for (const auto& t : r.text) {
+  for (size_t i = 0; i < texts; ++i) {
+    const std::string_view t = r.text(i);
     at = put(at, static_cast<uint32_t>(t.size()));
-    std::memcpy(at, t.data(), t.size());
+    if (!t.empty()) std::memcpy(at, t.data(), t.size());
     at += t.size();
   }
   for (const int64_t n : r.num) at = put(at, n);

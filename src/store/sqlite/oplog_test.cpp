@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -22,10 +23,12 @@ namespace fs = std::filesystem;
 writes::Record record(std::mt19937_64& rng) {
   writes::Record r;
   r.kind = static_cast<writes::Record::Kind>(1 + rng() % 7);
-  for (auto& t : r.text) {
+  std::array<std::string, writes::Record::texts> texts;
+  for (auto& t : texts) {
     t.resize(rng() % 40);
     for (auto& c : t) c = static_cast<char>(rng());  // any byte, NUL included
   }
+  r.set_texts(std::vector<std::string_view>(texts.begin(), texts.end()));
   for (auto& n : r.num) n = static_cast<int64_t>(rng());  // negative too
   return r;
 }
@@ -348,9 +351,7 @@ TEST_F(OplogTest, StartDeletesTheReplayedSegments) {
 // The format says CRC-32: logs written by earlier builds (Boost's crc_32_type) still read.
 TEST(OplogFrame, TheChecksumIsTheStandardCrc32) {
   FrameBuilder frame;
-  writes::Record r;
-  r.text[0] = "req_1";
-  r.num[0] = 42;
+  writes::Record r(writes::Record::Kind::insert_request, {"req_1"}, {42, 0, 0, 0, 0});
   frame.add(7, r);
   const std::string bytes(frame.seal());
   boost::crc_32_type reference;
@@ -365,8 +366,7 @@ TEST(OplogFrame, TheChecksumIsTheStandardCrc32) {
 // is not this format's, and reading says so rather than skip acknowledged writes.
 TEST(OplogFrame, AnIntactFrameWithUnreadableRecordsIsAnError) {
   FrameBuilder frame;
-  writes::Record r;
-  r.text[0] = "abc";
+  const writes::Record r(writes::Record::Kind::insert_request, {"abc"});
   frame.add(1, r);
   const std::string good(frame.seal());
   int calls = 0;

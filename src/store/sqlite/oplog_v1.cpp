@@ -3,6 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
+#include <string>
+#include <string_view>
+
 #include "store/sqlite/oplog.h"
 
 namespace cairva::store::sqlite::oplog {
@@ -29,7 +33,11 @@ Status read_v1(Db& log, int64_t after, Each each) {
     if (!*more) return {};
     writes::Record r;
     r.kind = static_cast<writes::Record::Kind>(rows->col_i64(1));
-    for (size_t i = 0; i < r.text.size(); ++i) r.text[i] = rows->col_text(2 + static_cast<int>(i));
+    std::array<std::string, writes::Record::texts> texts;
+    for (size_t i = 0; i < texts.size(); ++i) texts[i] = rows->col_text(2 + static_cast<int>(i));
+    const std::array<std::string_view, writes::Record::texts> views{texts[0], texts[1], texts[2], texts[3],
+                                                                    texts[4], texts[5], texts[6]};
+    r.set_texts(views);
     for (size_t i = 0; i < r.num.size(); ++i) r.num[i] = rows->col_i64(9 + static_cast<int>(i));
     if (Status s = each(rows->col_i64(0), r); !s.ok()) return s;
   }

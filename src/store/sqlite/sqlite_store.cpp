@@ -204,7 +204,7 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
   const auto before_agreement = alloc->ledger.agreement_state();
   SettleResult out;
   out.request_state = open->state;
-  std::vector<writes::Record> rows;
+  decltype(WriteOp::records) rows;
   switch (cmd.kind) {
     case SettleKind::usage: {
       const core::BookOutcome b = alloc->ledger.book(cmd.request_id, cmd.provider_request_id, cmd.usage, now);

@@ -329,7 +329,7 @@ TEST_F(SqliteStoreTest, AnEarlierBuildsSqliteLogIsAppliedOnceAndRemoved) {
       auto st = db->prepare("INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
       ASSERT_TRUE(st.ok());
       st->i64(seq).i64(static_cast<int64_t>(r.kind));
-      for (const auto& t : r.text) st->text(t);
+      for (size_t i = 0; i < writes::Record::texts; ++i) st->text(r.text(i));
       for (const int64_t n : r.num) st->i64(n);
       ASSERT_TRUE(st->run().ok());
     }

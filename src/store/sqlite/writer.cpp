@@ -125,7 +125,7 @@ void Writer::journal_on_this_thread() {
 }
 
 void Writer::journal_next_batch(Acks& acks) {
-  Batch batch;
+  Batch& batch = journal_batch_;
   {
     std::lock_guard lock(mu_);
     while (!queue_.empty() && batch.size() < commit_batch_ops_max) {
@@ -236,6 +236,7 @@ void Writer::run_journal() {
 
 void Writer::run_apply() {
   const auto retry = std::chrono::milliseconds(writer_retry_ms);
+  Batch batch;  // empty between batches; its capacity is kept
   std::unique_lock lock(mu_);
   for (;;) {
     if (apply_failing_) {
@@ -250,7 +251,6 @@ void Writer::run_apply() {
     }
     if (journal_stopped_ && (applying_.empty() || apply_failing_ || paused_)) break;
     if (paused_) continue;
-    Batch batch;
     while (!applying_.empty() && batch.size() < apply_batch_ops_max) {
       if (!journaled(applying_.front().op)) --waiting_in_apply_;
       batch.push_back(std::move(applying_.front()));

@@ -34,11 +34,13 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include <boost/container/devector.hpp>
+#include <boost/container/small_vector.hpp>
 
 #include "store/sqlite/db.h"
 #include "store/sqlite/oplog.h"
@@ -61,8 +63,9 @@ struct WriterStats {
 struct WriteOp {
   enum class Kind : uint8_t { admission, durable, read };
   Kind kind = Kind::durable;
-  // Journaled writes: acknowledged once in the oplog, applied later in this order.
-  std::vector<writes::Record> records;
+  // Journaled writes: acknowledged once in the oplog, applied later in this order. Most ops
+  // carry one: held inline, no allocation for the applier's thread to free.
+  boost::container::small_vector<writes::Record, 1> records;
   // Unjournaled writes and reads: run inside the applier's transaction, acknowledged after
   // its commit. An op has records or `apply` (or neither: a barrier).
   std::function<Status(Db&)> apply;
@@ -112,7 +115,9 @@ class Writer {
     bool applied = false;       // its statements ran in the last attempt
     int64_t last_seq = 0;       // journaled: the number of its last record
   };
-  using Batch = std::deque<Queued>;
+  // Contiguous and reused: a deque allocated its nodes on the thread that queued and freed
+  // them on the one that took (loop and applier), a cache miss per node for the loop.
+  using Batch = boost::container::devector<Queued>;
   enum class Stage : uint8_t { journal, apply };
 
   // After an op is queued: the calling loop's run_soon, or the journal thread.
@@ -149,6 +154,7 @@ class Writer {
   std::mutex journal_mu_;
   std::unique_ptr<oplog::Log> log_;  // GUARDED_BY(journal_mu_)
   int64_t next_seq_;                 // GUARDED_BY(journal_mu_)
+  Batch journal_batch_;              // GUARDED_BY(journal_mu_): empty between batches
   const bool log_fsyncs_;  // the log's sync_full(), read once: log_ is journal_mu_'s
   const std::function<void(int64_t)> on_commit_;
   mutable std::mutex mu_;

@@ -1,19 +1,39 @@
 #include "store/sqlite/writes.h"
 
+#include "base/assert.h"
+
 namespace cairva::store::sqlite::writes {
 namespace {
 
-std::string str(auto v) { return std::string(core::to_string(v)); }
+std::string_view str(auto v) { return core::to_string(v); }
 
 }  // namespace
 
 // ---------------------------------------------------------------- journaled records
+
+Record::Record(Kind k, std::initializer_list<std::string_view> values, std::array<int64_t, nums> numbers)
+    : kind(k), num(numbers) {
+  set_texts(std::span<const std::string_view>(values.begin(), values.size()));
+}
+
+void Record::set_texts(std::span<const std::string_view> values) {
+  CAIRVA_ASSERT(values.size() <= texts);
+  size_t size = 0;
+  for (const auto v : values) size += v.size();
+  bytes_.clear();
+  bytes_.reserve(size);
+  for (size_t i = 0; i < texts; ++i) {
+    if (i < values.size()) bytes_.append(values[i]);
+    end_[i] = static_cast<uint32_t>(bytes_.size());
+  }
+}
+
 // Each builder names the positions its statements read; keep the two side by side.
 
-Record insert_request(RequestRow r, std::string key_id) {
+Record insert_request(const RequestRow& r, std::string_view key_id) {
   // text: id, allocation_id, key_id, state, model; num: started_at, stream, hold in/out
   return {Record::Kind::insert_request,
-          {std::move(r.id), std::move(r.allocation_id), std::move(key_id), str(r.state), std::move(r.model), {}, {}},
+          {r.id, r.allocation_id, key_id, core::to_string(r.state), r.model},
           {r.started_at, r.stream ? 1 : 0, r.hold.input, r.hold.output, 0}};
 }
 
@@ -22,8 +42,8 @@ static Status apply_insert_request(Db& db, const Record& r) {
       "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
       " hold_input, hold_output) VALUES (?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return s.error();
-  s->text_ref(r.text[0]).text_ref(r.text[1]).text_ref(r.text[2]).text_ref(r.text[3]).i64(r.num[0]);
-  s->text_ref(r.text[4]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]);
+  s->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3)).i64(r.num[0]);
+  s->text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]);
   return s->run();
 }
 
@@ -31,24 +51,23 @@ Record set_states(const std::string& allocation_id, const std::string& agreement
                   core::AllocationState state, core::AgreementState agreement_state) {
   // text: allocation_id, agreement_id, state, agreement_state
   return {Record::Kind::set_states,
-          {allocation_id, agreement_id, str(state), str(agreement_state), {}, {}, {}},
-          {}};
+          {allocation_id, agreement_id, core::to_string(state), core::to_string(agreement_state)}};
 }
 
 static Status apply_set_states(Db& db, const Record& r) {
   auto a = db.cached("UPDATE allocations SET state = ? WHERE id = ?");
   if (!a.ok()) return a.error();
-  a->text_ref(r.text[2]).text_ref(r.text[0]);
+  a->text_ref(r.text(2)).text_ref(r.text(0));
   if (Status s = a->run(); !s.ok()) return s;
   auto g = db.cached("UPDATE agreements SET state = ? WHERE id = ?");
   if (!g.ok()) return g.error();
-  g->text_ref(r.text[3]).text_ref(r.text[1]);
+  g->text_ref(r.text(3)).text_ref(r.text(1));
   return g->run();
 }
 
 Record mark_usage_pending(const std::string& request_id, const std::string& provider_request_id) {
   // text: request_id, provider_request_id ('' keeps the one recorded)
-  return {Record::Kind::mark_usage_pending, {request_id, provider_request_id, {}, {}, {}, {}, {}}, {}};
+  return {Record::Kind::mark_usage_pending, {request_id, provider_request_id}, {}};
 }
 
 static Status apply_mark_usage_pending(Db& db, const Record& r) {
@@ -57,16 +76,16 @@ static Status apply_mark_usage_pending(Db& db, const Record& r) {
       " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END"
       " WHERE id = ? AND state = 'in_flight'");
   if (!s.ok()) return s.error();
-  s->text_ref(r.text[1]).text_ref(r.text[1]).text_ref(r.text[0]);
+  s->text_ref(r.text(1)).text_ref(r.text(1)).text_ref(r.text(0));
   return s->run();
 }
 
-Record book(UsageEventRow e) {
+Record book(const UsageEventRow& e) {
   // text: id, allocation_id, request_id, provider_request_id, source, finality, evidence;
   // num: input, output, booked_at
   return {Record::Kind::book,
-          {std::move(e.id), std::move(e.allocation_id), std::move(e.request_id), std::move(e.provider_request_id),
-           str(e.source), str(e.finality), std::move(e.evidence)},
+          {e.id, e.allocation_id, e.request_id, e.provider_request_id, core::to_string(e.source),
+           core::to_string(e.finality), e.evidence},
           {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
 }
 
@@ -76,8 +95,8 @@ static Status apply_book_event(Db& db, const Record& r) {
       " input_tokens, output_tokens, source, finality, evidence, booked_at)"
       " VALUES (?,?,?,?,?,?,?,?,?,?)");
   if (!ev.ok()) return ev.error();
-  ev->text_ref(r.text[0]).text_ref(r.text[1]).text_ref(r.text[2]).text_ref(r.text[3]);
-  ev->i64(r.num[0]).i64(r.num[1]).text_ref(r.text[4]).text_ref(r.text[5]).text_ref(r.text[6]).i64(r.num[2]);
+  ev->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3));
+  ev->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(4)).text_ref(r.text(5)).text_ref(r.text(6)).i64(r.num[2]);
   return ev->run();
 }
 
@@ -85,11 +104,11 @@ static Status apply_book_request(Db& db, const Record& r) {
   auto rq = db.cached(
       "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
   if (!rq.ok()) return rq.error();
-  rq->i64(r.num[2]).text_ref(r.text[3]).text_ref(r.text[2]);
+  rq->i64(r.num[2]).text_ref(r.text(3)).text_ref(r.text(2));
   return rq->run();
 }
 
-static Status raise_used(Db& db, const std::string& allocation_id, int64_t input, int64_t output) {
+static Status raise_used(Db& db, std::string_view allocation_id, int64_t input, int64_t output) {
   auto al = db.cached(
       "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id = ?");
   if (!al.ok()) return al.error();
@@ -100,27 +119,27 @@ static Status raise_used(Db& db, const std::string& allocation_id, int64_t input
 static Status apply_book(Db& db, const Record& r) {
   if (Status s = apply_book_event(db, r); !s.ok()) return s;
   if (Status s = apply_book_request(db, r); !s.ok()) return s;
-  return raise_used(db, r.text[1], r.num[0], r.num[1]);
+  return raise_used(db, r.text(1), r.num[0], r.num[1]);
 }
 
 Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
                          UnixMicros now) {
   // text: request_id, provider_request_id; num: finished_at
-  return {Record::Kind::book_as_duplicate, {request_id, provider_request_id, {}, {}, {}, {}, {}},
+  return {Record::Kind::book_as_duplicate, {request_id, provider_request_id},
           {now, 0, 0, 0, 0}};
 }
 
 static Status apply_book_as_duplicate(Db& db, const Record& r) {
   auto s = db.cached("UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
   if (!s.ok()) return s.error();
-  s->i64(r.num[0]).text_ref(r.text[1]).text_ref(r.text[0]);
+  s->i64(r.num[0]).text_ref(r.text(1)).text_ref(r.text(0));
   return s->run();
 }
 
 Record fail_request(const std::string& request_id, const std::string& provider_request_id,
                     UnixMicros now) {
   // text: request_id, provider_request_id ('' keeps the one recorded); num: finished_at
-  return {Record::Kind::fail_request, {request_id, provider_request_id, {}, {}, {}, {}, {}},
+  return {Record::Kind::fail_request, {request_id, provider_request_id},
           {now, 0, 0, 0, 0}};
 }
 
@@ -129,7 +148,7 @@ static Status apply_fail_request(Db& db, const Record& r) {
       "UPDATE requests SET state = 'failed', finished_at = ?,"
       " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END WHERE id = ?");
   if (!s.ok()) return s.error();
-  s->i64(r.num[0]).text_ref(r.text[1]).text_ref(r.text[1]).text_ref(r.text[0]);
+  s->i64(r.num[0]).text_ref(r.text(1)).text_ref(r.text(1)).text_ref(r.text(0));
   return s->run();
 }
 
@@ -137,7 +156,7 @@ Record insert_conflict(const ConflictRow& c) {
   // text: id, allocation_id, request_id, provider_request_id;
   // num: reported in/out, booked in/out, recorded_at
   return {Record::Kind::insert_conflict,
-          {c.id, c.allocation_id, c.request_id, c.provider_request_id, {}, {}, {}},
+          {c.id, c.allocation_id, c.request_id, c.provider_request_id},
           {c.reported.input, c.reported.output, c.booked.input, c.booked.output, c.recorded_at}};
 }
 
@@ -146,7 +165,7 @@ static Status apply_insert_conflict(Db& db, const Record& r) {
       "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
       " reported_output, booked_input, booked_output, recorded_at) VALUES (?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return s.error();
-  s->text_ref(r.text[0]).text_ref(r.text[1]).text_ref(r.text[2]).text_ref(r.text[3]);
+  s->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3));
   s->i64(r.num[0]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).i64(r.num[4]);
   return s->run();
 }
@@ -187,8 +206,8 @@ Status Coalescer::write(Db& db, Start& s) {
       "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
       " hold_input, hold_output, finished_at, provider_request_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   if (!st.ok()) return st.error();
-  st->text_ref(r.text[0]).text_ref(r.text[1]).text_ref(r.text[2]).text_ref(s.state).i64(r.num[0]);
-  st->text_ref(r.text[4]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).opt_i64(s.finished_at);
+  st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(s.state).i64(r.num[0]);
+  st->text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).opt_i64(s.finished_at);
   st->text_ref(s.provider_request_id);
   Status out = st->run();
   if (!out.ok()) failed_op_ = s.op;
@@ -209,15 +228,15 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
   };
   switch (r.kind) {
     case Record::Kind::insert_request:
-      start_of_[r.text[0]] = starts_.size();
-      starts_.push_back({&r, r.text[3], std::nullopt, {}, op, false});
+      start_of_[r.text(0)] = starts_.size();
+      starts_.push_back({&r, r.text(3), std::nullopt, {}, op, false});
       return {};
     case Record::Kind::book: {
-      auto& u = used_[r.text[1]];
+      auto& u = used_[r.text(1)];
       u.input += r.num[0];
       u.output += r.num[1];
       u.op = op;
-      if (auto s = end_held(r.text[2], r.text[3], "booked", r.num[2])) {
+      if (auto s = end_held(r.text(2), r.text(3), "booked", r.num[2])) {
         if (!s->ok()) return *s;
         return apply_book_event(db, r);
       }
@@ -225,13 +244,13 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       return apply_book_request(db, r);
     }
     case Record::Kind::book_as_duplicate:
-      if (auto s = end_held(r.text[0], r.text[1], "booked", r.num[0])) return *s;
+      if (auto s = end_held(r.text(0), r.text(1), "booked", r.num[0])) return *s;
       return apply(db, r);
     case Record::Kind::fail_request:
-      if (auto s = end_held(r.text[0], r.text[1], "failed", r.num[0])) return *s;
+      if (auto s = end_held(r.text(0), r.text(1), "failed", r.num[0])) return *s;
       return apply(db, r);
     case Record::Kind::mark_usage_pending:
-      if (auto s = end_held(r.text[0], r.text[1], "usage_pending", std::nullopt)) return *s;
+      if (auto s = end_held(r.text(0), r.text(1), "usage_pending", std::nullopt)) return *s;
       return apply(db, r);
     case Record::Kind::insert_conflict:
     case Record::Kind::set_states:

@@ -11,8 +11,11 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -39,9 +42,22 @@ struct Record {
   static constexpr size_t texts = 7;
   static constexpr size_t nums = 5;
   Kind kind = Kind::insert_request;
-  std::array<std::string, texts> text;
   std::array<int64_t, nums> num{};
+
+  Record() = default;
+  // Up to `texts` values; the rest are empty.
+  Record(Kind k, std::initializer_list<std::string_view> values, std::array<int64_t, nums> numbers = {});
+  std::string_view text(size_t i) const { return std::string_view(bytes_).substr(start(i), end_[i] - start(i)); }
+  void set_texts(std::span<const std::string_view> values);
   bool operator==(const Record&) const = default;
+
+ private:
+  size_t start(size_t i) const { return i == 0 ? 0 : end_[i - 1]; }
+  // The texts back to back: one allocation per record, not one per text. Records are built
+  // on the event loop and freed on the applier's thread, and each block freed across
+  // threads costs the loop a cache miss when its allocator hands it out again.
+  std::string bytes_;
+  std::array<uint32_t, texts> end_{};
 };
 
 // Runs the record's statements on `db` (inside the caller's transaction).
@@ -81,20 +97,20 @@ class Coalescer {
   Start* held(std::string_view request_id);
   std::vector<Start> starts_;
   std::unordered_map<std::string_view, size_t> start_of_;  // request id -> starts_ index
-  std::unordered_map<std::string, Used> used_;        // allocation id -> tokens booked
+  std::unordered_map<std::string_view, Used> used_;   // allocation id -> tokens booked
   size_t failed_op_ = 0;
 };
 
 // A record's kind read back from the oplog; false for a number this build does not know.
 bool known_kind(int64_t kind);
 
-// The request path passes its rows by value: their strings move into the record.
-Record insert_request(RequestRow r, std::string key_id);
+// Each builder copies its texts into the record (one buffer).
+Record insert_request(const RequestRow& r, std::string_view key_id);
 Record set_states(const std::string& allocation_id, const std::string& agreement_id,
                   core::AllocationState state, core::AgreementState agreement_state);
 Record mark_usage_pending(const std::string& request_id, const std::string& provider_request_id);
 // A new usage event: the request booked, the allocation's used totals raised.
-Record book(UsageEventRow e);
+Record book(const UsageEventRow& e);
 // Booked without an event of its own (duplicate/conflict): its provider_request_id names
 // the allocation's event it repeated.
 Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
