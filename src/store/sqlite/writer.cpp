@@ -403,6 +403,7 @@ void Writer::process(Stage stage, Batch& batch, Acks& acks) {
   if (stage == Stage::journal) {
     // Journaled ops are durable now: acknowledged (by the caller), applied later in this order.
     int64_t written = 0;
+    acks.reserve(acks.size() + batch.size());  // one allocation, not one per doubling
     for (auto& q : batch) {
       if (!journaled(q.op)) continue;
       ++written;
