@@ -34,9 +34,11 @@ Status read_v1(Db& log, int64_t after, Each each) {
     writes::Record r;
     r.kind = static_cast<writes::Record::Kind>(rows->col_i64(1));
     std::array<std::string, writes::Record::texts> texts;
-    for (size_t i = 0; i < texts.size(); ++i) texts[i] = rows->col_text(2 + static_cast<int>(i));
-    const std::array<std::string_view, writes::Record::texts> views{texts[0], texts[1], texts[2], texts[3],
-                                                                    texts[4], texts[5], texts[6]};
+    std::array<std::string_view, writes::Record::texts> views;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      texts[i] = rows->col_text(2 + static_cast<int>(i));
+      views[i] = texts[i];
+    }
     r.set_texts(views);
     for (size_t i = 0; i < r.num.size(); ++i) r.num[i] = rows->col_i64(9 + static_cast<int>(i));
     if (Status s = each(rows->col_i64(0), r); !s.ok()) return s;

@@ -116,7 +116,7 @@ class Writer {
     int64_t last_seq = 0;       // journaled: the number of its last record
   };
   // Contiguous and reused: a deque allocated its nodes on the thread that queued and freed
-  // them on the one that took (loop and applier), a cache miss per node for the loop.
+  // them on the one that took (loop and applier), as costly as the records (writes.h).
   using Batch = boost::container::devector<Queued>;
   enum class Stage : uint8_t { journal, apply };
 
