@@ -176,7 +176,7 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
         }
         done(unavailable(s.error().message));
       };
-      WriteOp op{WriteOp::Kind::admission, {writes::insert_request(std::move(row), std::move(cmd.key_id))}, {},
+      WriteOp op{WriteOp::Kind::admission, {writes::insert_request(row, cmd.key_id)}, {},
                  std::move(on_written)};
       if (!writer_->try_enqueue(std::move(op), Writer::Wake::soon)) refused = std::move(op.done);
     }
