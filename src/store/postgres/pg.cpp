@@ -188,15 +188,12 @@ Result<std::vector<PgResult>> Connection::pipeline(const std::vector<Step>& step
   return out;
 }
 
-Result<PgResult> Connection::run_pipelined(const char* before, const Statement& st,
-                                           const Params& p, const char* after) {
-  std::vector<Step> steps;
-  if (before) steps.push_back({nullptr, nullptr, before});
-  steps.push_back({&st, &p, nullptr});
+Result<PgResult> Connection::run_pipelined(const Statement& st, const Params& p, const char* after) {
+  std::vector<Step> steps{{&st, &p, nullptr}};
   if (after) steps.push_back({nullptr, nullptr, after});
   auto r = pipeline(steps);
   if (!r.ok()) return r.error();
-  return std::move((*r)[before ? 1 : 0]);
+  return std::move(r->front());
 }
 
 Transaction::~Transaction() {
@@ -225,7 +222,7 @@ Result<std::vector<PgResult>> Transaction::begin_with_all(std::vector<Connection
 }
 
 Status Transaction::run_and_commit(const Statement& st, const Params& p, PgResult* result) {
-  auto r = c_.run_pipelined(nullptr, st, p, "COMMIT");
+  auto r = c_.run_pipelined(st, p, "COMMIT");
   if (r.ok()) {
     open_ = false;
     if (result != nullptr) *result = std::move(r).value();

@@ -84,11 +84,10 @@ class Connection {
   // Sends every step in one libpq pipeline (one network round trip) and returns one result
   // per step; the first failure is the error (later steps are skipped by the server).
   Result<std::vector<PgResult>> pipeline(const std::vector<Step>& steps);
-  // Sends `before` (raw SQL or nullptr), the prepared statement and `after` (raw SQL or
-  // nullptr) in one libpq pipeline: one network round trip instead of up to three.
-  // Returns the statement's result; the first failure is the error.
-  Result<PgResult> run_pipelined(const char* before, const Statement& st, const Params& p,
-                                 const char* after);
+  // Sends the prepared statement and `after` (raw SQL or nullptr) in one libpq pipeline:
+  // one network round trip instead of two. Returns the statement's result; the first
+  // failure is the error.
+  Result<PgResult> run_pipelined(const Statement& st, const Params& p, const char* after);
 
   bool healthy() const { return PQstatus(conn_) == CONNECTION_OK; }
   // Fit to hand to the next caller: connected, no transaction left open, not in pipeline mode.
