@@ -197,7 +197,7 @@ CREATE INDEX requests_in_flight ON requests (started_at) WHERE state = 'in_fligh
 )sql",
     // 6: no index on usage_events.request_id (docs/benchmarks.md, session 14). Nothing looks
     // an event up by its request; the index only kept one event per request, one B-tree
-    // insert per booking, ~14% of the applier's instructions. As for the booking key
+    // insert per booking, ~9% of the applier's instructions. As for the booking key
     // (migration 3), the ledger decides it: a request is booked from in_flight or
     // usage_pending once, under its allocation's lock; `cairva audit` checks it.
     R"sql(
