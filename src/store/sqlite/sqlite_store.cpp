@@ -160,12 +160,13 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
       answer_now = std::move(out);
     } else {
       const core::Tokens hold = std::get<core::Admitted>(out.decision.outcome).hold;
-      RequestRow row{cmd.request_id, std::move(cmd.allocation_id), core::RequestState::in_flight, now,
-                     std::nullopt,   std::move(cmd.model),         cmd.stream,                    hold, ""};
+      RequestRow row{std::move(cmd.request_id), std::move(cmd.allocation_id), core::RequestState::in_flight, now,
+                     std::nullopt, std::move(cmd.model), cmd.stream, hold, ""};
+      writes::Record start = writes::insert_request(row, cmd.key_id);  // copies the texts
       // The callback runs once the start is durable; a failed write undoes the admission
       // (hold released, in-flight decremented, the start uncounted: the PostgreSQL store's
       // failed commit leaves nothing either) so nothing is forwarded without its start.
-      auto on_written = [this, alloc, id = cmd.request_id, out = std::move(out), done = std::move(done)](Status s) mutable {
+      auto on_written = [this, alloc, id = std::move(row.id), out = std::move(out), done = std::move(done)](Status s) mutable {
         if (s.ok()) {
           done(std::move(out));
           return;
@@ -176,8 +177,7 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
         }
         done(unavailable(s.error().message));
       };
-      WriteOp op{WriteOp::Kind::admission, {writes::insert_request(row, cmd.key_id)}, {},
-                 std::move(on_written)};
+      WriteOp op{WriteOp::Kind::admission, {std::move(start)}, {}, std::move(on_written)};
       if (!writer_->try_enqueue(std::move(op), Writer::Wake::soon)) refused = std::move(op.done);
     }
   }
@@ -204,7 +204,7 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
   const auto before_agreement = alloc->ledger.agreement_state();
   SettleResult out;
   out.request_state = open->state;
-  decltype(WriteOp::records) rows;
+  WriteOp::Records rows;
   switch (cmd.kind) {
     case SettleKind::usage: {
       const core::BookOutcome b = alloc->ledger.book(cmd.request_id, cmd.provider_request_id, cmd.usage, now);

@@ -65,7 +65,8 @@ struct WriteOp {
   Kind kind = Kind::durable;
   // Journaled writes: acknowledged once in the oplog, applied later in this order. Most ops
   // carry one: held inline, no allocation for the applier's thread to free.
-  boost::container::small_vector<writes::Record, 1> records;
+  using Records = boost::container::small_vector<writes::Record, 1>;
+  Records records;
   // Unjournaled writes and reads: run inside the applier's transaction, acknowledged after
   // its commit. An op has records or `apply` (or neither: a barrier).
   std::function<Status(Db&)> apply;
