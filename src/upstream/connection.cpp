@@ -35,15 +35,13 @@ Result<net::ssl::context*> UpstreamPool::tls_for(const ProviderEndpoint& ep) {
   return it->second.get();
 }
 
-Task<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire(const ProviderEndpoint& ep) {
+std::unique_ptr<UpstreamConnection> UpstreamPool::take_idle(const ProviderEndpoint& ep) {
   auto& idle = idle_[ep.name];
-  if (!idle.empty()) {
-    auto conn = std::move(idle.back());
-    idle.pop_back();
-    conn->reused = true;
-    co_return std::move(conn);
-  }
-  co_return co_await connect(ep);
+  if (idle.empty()) return nullptr;
+  auto conn = std::move(idle.back());
+  idle.pop_back();
+  conn->reused = true;
+  return conn;
 }
 
 void UpstreamPool::release(const ProviderEndpoint& ep, std::unique_ptr<UpstreamConnection> conn) {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -61,54 +62,45 @@ class UpstreamConnection {
 
   Task<error_code> handshake() {
     auto [ec] = co_await tls()->async_handshake(net::ssl::stream_base::client, task_nothrow);
-    co_return timed_out(ec);
+    co_return ec && deadline_.expired() ? error_code(beast::error::timeout) : ec;
+  }
+  // The operations below are not coroutines but the Asio operations' own awaitables
+  // (one coroutine frame and resumption fewer per call: docs/benchmarks.md, session 15).
+  // Each yields (error_code, bytes); error_of() maps it, as beast::tcp_stream did, to
+  // beast::error::timeout when the deadline cancelled the operation.
+  using Outcome = std::tuple<error_code, std::size_t>;
+  error_code error_of(const Outcome& o) const {
+    const error_code ec = std::get<0>(o);
+    return ec && deadline_.expired() ? error_code(beast::error::timeout) : ec;
   }
   template <class ConstBufferSequence>
-  Task<error_code> write(const ConstBufferSequence& bytes) {
-    error_code ec;
-    if (stream_.index() == 0) {
-      std::tie(ec, std::ignore) = co_await net::async_write(std::get<0>(stream_), bytes, task_nothrow);
-    } else {
-      std::tie(ec, std::ignore) = co_await net::async_write(*std::get<1>(stream_), bytes, task_nothrow);
-    }
-    co_return timed_out(ec);
+  Task<Outcome> write(const ConstBufferSequence& bytes) {
+    if (stream_.index() == 0) return net::async_write(std::get<0>(stream_), bytes, task_nothrow);
+    return net::async_write(*std::get<1>(stream_), bytes, task_nothrow);
   }
   template <class Parser>
-  Task<error_code> read_header(Parser& p) {
-    error_code ec;
-    if (stream_.index() == 0) {
-      std::tie(ec, std::ignore) = co_await http::async_read_header(std::get<0>(stream_), buffer_, p, task_nothrow);
-    } else {
-      std::tie(ec, std::ignore) = co_await http::async_read_header(*std::get<1>(stream_), buffer_, p, task_nothrow);
-    }
-    co_return timed_out(ec);
+  Task<Outcome> read_header(Parser& p) {
+    if (stream_.index() == 0) return http::async_read_header(std::get<0>(stream_), buffer_, p, task_nothrow);
+    return http::async_read_header(*std::get<1>(stream_), buffer_, p, task_nothrow);
+  }
+  // Parses what the buffer already holds: true when that ends the message (or fails it:
+  // `ec`), else read() the rest.
+  template <class Parser>
+  bool parse_buffered(Parser& p, error_code& ec) {
+    return cairva::http::parse_buffered(p, buffer_, false, ec);
   }
   template <class Parser>
-  Task<error_code> read(Parser& p) {
-    error_code ec;
-    if (cairva::http::parse_buffered(p, buffer_, false, ec)) co_return ec;
-    if (stream_.index() == 0) {
-      std::tie(ec, std::ignore) = co_await http::async_read(std::get<0>(stream_), buffer_, p, task_nothrow);
-    } else {
-      std::tie(ec, std::ignore) = co_await http::async_read(*std::get<1>(stream_), buffer_, p, task_nothrow);
-    }
-    co_return timed_out(ec);
+  Task<Outcome> read(Parser& p) {
+    if (stream_.index() == 0) return http::async_read(std::get<0>(stream_), buffer_, p, task_nothrow);
+    return http::async_read(*std::get<1>(stream_), buffer_, p, task_nothrow);
   }
   template <class Parser>
-  Task<error_code> read_some(Parser& p) {
-    error_code ec;
-    if (stream_.index() == 0) {
-      std::tie(ec, std::ignore) = co_await http::async_read_some(std::get<0>(stream_), buffer_, p, task_nothrow);
-    } else {
-      std::tie(ec, std::ignore) = co_await http::async_read_some(*std::get<1>(stream_), buffer_, p, task_nothrow);
-    }
-    co_return timed_out(ec);
+  Task<Outcome> read_some(Parser& p) {
+    if (stream_.index() == 0) return http::async_read_some(std::get<0>(stream_), buffer_, p, task_nothrow);
+    return http::async_read_some(*std::get<1>(stream_), buffer_, p, task_nothrow);
   }
 
  private:
-  // An operation the deadline cancelled reports a timeout, as beast::tcp_stream's did.
-  error_code timed_out(error_code ec) const { return ec && deadline_.expired() ? error_code(beast::error::timeout) : ec; }
-
   std::variant<Socket, std::unique_ptr<Tls>> stream_;
   cairva::http::Deadline deadline_;
   beast::flat_buffer buffer_;
@@ -124,12 +116,14 @@ class UpstreamPool {
   // The event loop's executor, of the data path's type.
   const cairva::http::Executor& executor() const { return ex_; }
 
-  Task<Result<std::unique_ptr<UpstreamConnection>>> acquire(const ProviderEndpoint& ep);
+  // An idle connection to `ep` (marked reused), or null: then connect(). Two calls, not one
+  // coroutine: the common case, a pooled connection, costs no coroutine frame.
+  std::unique_ptr<UpstreamConnection> take_idle(const ProviderEndpoint& ep);
+  Task<Result<std::unique_ptr<UpstreamConnection>>> connect(const ProviderEndpoint& ep);
   // Returns a connection whose last exchange ended cleanly with keep-alive.
   void release(const ProviderEndpoint& ep, std::unique_ptr<UpstreamConnection> conn);
 
  private:
-  Task<Result<std::unique_ptr<UpstreamConnection>>> connect(const ProviderEndpoint& ep);
   Result<net::ssl::context*> tls_for(const ProviderEndpoint& ep);
 
   cairva::http::Executor ex_;
