@@ -9,7 +9,9 @@
 //               --chunk-delay-ms 1000 --pid <gateway pid>[,<pid>…]
 //
 // Prints one line: "STREAM streams=… peak_open=… chunks=… p50_us=… p99_us=… max_us=…
-// errors=… cpu_us_per_chunk=… rss_base_kb=… rss_peak_kb=… rss_per_stream_kb=…", where the
+// errors=… cpu_us_per_chunk=… rss_base_kb=… rss_peak_kb=… rss_per_stream_kb=…
+// steady_chunks=… steady_p99_us=…", where steady counts only the chunks received while every
+// stream was open and none had ended (no admission or settlement running), and the
 // CPU and RSS figures are those of --pid (the system under test; several, comma-separated, as
 // nginx's workers, are summed), from /proc.
 #include <sys/resource.h>
@@ -106,6 +108,8 @@ int64_t rss_kb(int pid) {
 
 struct Totals {
   std::vector<int32_t> latency_us;  // one per stamped chunk
+  std::vector<int32_t> steady_us;   // those received while all streams were open, none ended
+  int streams = 0;                  // asked for
   int open = 0;
   int peak_open = 0;
   int done = 0;
@@ -130,7 +134,11 @@ void scan_lines(std::string& pending, Totals& t) {
       int64_t sent = 0;
       const char* b = line.data() + at + stamp_marker.size();
       auto [p, ec] = std::from_chars(b, line.data() + line.size(), sent);
-      if (ec == std::errc{}) t.latency_us.push_back(static_cast<int32_t>(std::max<int64_t>(0, now_us() - sent)));
+      if (ec == std::errc{}) {
+        const auto us = static_cast<int32_t>(std::max<int64_t>(0, now_us() - sent));
+        t.latency_us.push_back(us);
+        if (t.open == t.streams && t.done == 0) t.steady_us.push_back(us);
+      }
     }
     start = nl + 1;
   }
@@ -244,6 +252,8 @@ int main(int argc, char** argv) {
   const tcp::endpoint ep = *resolver.resolve(a.host, a.port).begin();
   Totals t;
   t.latency_us.reserve(static_cast<size_t>(a.streams) * static_cast<size_t>(a.chunks));
+  t.steady_us.reserve(t.latency_us.capacity());
+  t.streams = a.streams;
   const int64_t rss_base = sum_over(a.pids, rss_kb);
   int64_t rss_peak = rss_base;
   const int64_t ticks0 = sum_over(a.pids, cpu_ticks);
@@ -281,11 +291,13 @@ int main(int argc, char** argv) {
   const int64_t mx = t.latency_us.empty() ? 0 : *std::max_element(t.latency_us.begin(), t.latency_us.end());
   std::printf(
       "STREAM streams=%d peak_open=%d completed=%d chunks=%zu p50_us=%lld p99_us=%lld max_us=%lld errors=%d "
-      "cpu_us_per_chunk=%.1f rss_base_kb=%lld rss_peak_kb=%lld rss_per_stream_kb=%.1f\n",
+      "cpu_us_per_chunk=%.1f rss_base_kb=%lld rss_peak_kb=%lld rss_per_stream_kb=%.1f steady_chunks=%zu "
+      "steady_p99_us=%lld\n",
       a.streams, t.peak_open, t.done, chunks, static_cast<long long>(p50), static_cast<long long>(p99),
       static_cast<long long>(mx), t.errors, cpu_per_chunk, static_cast<long long>(rss_base),
       static_cast<long long>(rss_peak),
-      t.peak_open ? static_cast<double>(rss_peak - rss_base) / t.peak_open : 0.0);
+      t.peak_open ? static_cast<double>(rss_peak - rss_base) / t.peak_open : 0.0, t.steady_us.size(),
+      static_cast<long long>(percentile(t.steady_us, 0.99)));
   if (t.errors) std::fprintf(stderr, "stream_load: %d errors, first: %s\n", t.errors, t.first_error.c_str());
   return t.errors ? 1 : 0;
 }
