@@ -126,6 +126,9 @@ std::string Metrics::render(const std::vector<store::AllocationStatus>& allocati
   for (int i = 0; i < store_wait_count; ++i) {
     histogram(out, "cairva_store_wait_seconds", store_wait_[i], true, label("op", store_wait_names[i]));
   }
+  header(out, "cairva_stream_relay_seconds", "histogram",
+         "A stream's bytes from the provider read that brought them to their write to the client.");
+  histogram(out, "cairva_stream_relay_seconds", stream_relay_, true);
   header(out, "cairva_store_commit_batch_writes", "histogram",
          "Writes per store commit batch (SQLite: records per oplog commit; PostgreSQL: admissions per transaction).");
   histogram(out, "cairva_store_commit_batch_writes", commit_batch_, false);

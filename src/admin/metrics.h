@@ -36,6 +36,9 @@ inline constexpr std::array<int64_t, 11> commit_batch_bucket_writes = {1,  2,   
 // Upper bounds of the store wait histogram, in microseconds: 100 µs to 10 s.
 inline constexpr std::array<int64_t, 11> store_wait_bucket_us = {
     100, 250, 500, 1'000, 2'500, 5'000, 10'000, 25'000, 100'000, 1'000'000, 10'000'000};
+// Upper bounds of the stream relay histogram, in microseconds: 10 µs to 1 s.
+inline constexpr std::array<int64_t, 12> stream_relay_bucket_us = {
+    10, 25, 50, 100, 250, 500, 1'000, 2'500, 5'000, 10'000, 100'000, 1'000'000};
 // A scrape renders per-allocation gauges for at most this many allocations, so /metrics
 // stays bounded however many agreements a store holds.
 inline constexpr size_t allocation_series_max = 10'000;
@@ -100,6 +103,10 @@ class Metrics {
   void observe_store_wait_us(StoreWait op, int64_t us) {
     store_wait_[static_cast<size_t>(op)].observe(us);
   }
+  // cairva_stream_relay_seconds: a stream's bytes from the provider read that brought them
+  // to the end of their write to the client: the gateway's own share of a chunk's latency
+  // (the wake-ups on either side are not in it).
+  void observe_stream_relay_us(int64_t us) { stream_relay_.observe(us); }
   // cairva_store_commit_batch_writes: writes per store commit (the store's hook).
   void observe_commit_batch(int64_t writes) { commit_batch_.observe(writes); }
   // Scraped from the store, not counted: per-allocation in_flight, held and usage_pending
@@ -118,6 +125,7 @@ class Metrics {
   std::atomic<int64_t> booked_output_{0};
   std::atomic<int64_t> usage_missing_{0};
   Histogram<commit_batch_bucket_writes.size()> commit_batch_{commit_batch_bucket_writes};
+  Histogram<stream_relay_bucket_us.size()> stream_relay_{stream_relay_bucket_us};
   std::array<Histogram<store_wait_bucket_us.size()>, store_wait_count> store_wait_{
       Histogram<store_wait_bucket_us.size()>{store_wait_bucket_us},
       Histogram<store_wait_bucket_us.size()>{store_wait_bucket_us}};

@@ -59,6 +59,19 @@ TEST(Metrics, StoreWaitHistogramsAreLabelledByOperation) {
   EXPECT_TRUE(has_line(text, "cairva_store_wait_seconds_count{op=\"settle\"} 1"));
 }
 
+TEST(Metrics, StreamRelayHistogramIsInSeconds) {
+  Metrics m;
+  m.observe_stream_relay_us(40);     // <= 50 µs
+  m.observe_stream_relay_us(3'000);  // <= 5 ms
+  const std::string text = m.render({});
+  EXPECT_TRUE(has_line(text, "# TYPE cairva_stream_relay_seconds histogram"));
+  EXPECT_TRUE(has_line(text, "cairva_stream_relay_seconds_bucket{le=\"2.5e-05\"} 0"));
+  EXPECT_TRUE(has_line(text, "cairva_stream_relay_seconds_bucket{le=\"5e-05\"} 1"));
+  EXPECT_TRUE(has_line(text, "cairva_stream_relay_seconds_bucket{le=\"0.005\"} 2"));
+  EXPECT_TRUE(has_line(text, "cairva_stream_relay_seconds_bucket{le=\"+Inf\"} 2"));
+  EXPECT_TRUE(has_line(text, "cairva_stream_relay_seconds_count 2"));
+}
+
 TEST(Metrics, CountsBookingsAndCommitBatches) {
   Metrics m;
   m.count_booking(core::BookResult::booked, {10, 5});

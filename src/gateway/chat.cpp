@@ -231,6 +231,7 @@ struct Flow {
     while (!p.is_done()) {
       conn->expires_after(until_deadline());
       const auto read = co_await conn->read_some(p);
+      const int64_t read_at = gw.clock.monotonic_micros();
       auto ec = conn->error_of(read);
       if (ec == bhttp::error::need_buffer) ec = {};
       const bool fed = p.body().empty() || relay.feed(p.body(), out);
@@ -239,7 +240,10 @@ struct Flow {
         cut = true;  // an event over the size bound: treat the stream as cut off
         break;
       }
-      co_await to_client(out, client_ok);
+      if (!out.empty() && client_ok) {
+        co_await to_client(out, client_ok);
+        if (client_ok) admin::metrics().observe_stream_relay_us(gw.clock.monotonic_micros() - read_at);
+      }
       out.clear();
       if (ec) {
         cut = true;

@@ -137,6 +137,19 @@ test('events page in booking order with an exclusive after', async () => {
   assert.deepEqual(rest.map((e) => e.id), all.slice(1).map((e) => e.id));
 });
 
+test('a streamed completion times its relay in cairva_stream_relay_seconds', async () => {
+  const count = async () => {
+    const m = (await gw.admin('GET', '/metrics')).text.match(/^cairva_stream_relay_seconds_count (\d+)$/m);
+    assert.ok(m, 'cairva_stream_relay_seconds_count is served');
+    return Number(m[1]);
+  };
+  const before = await count();
+  const { secret } = await createAgreement(gw);
+  const r = await chat(gw, secret, { model: 'mock?chunks=3', messages: msg, stream: true });
+  assert.equal(r.status, 200);
+  assert.ok((await count()) > before);
+});
+
 test('metrics are served in Prometheus text format', async () => {
   const r = await gw.admin('GET', '/metrics');
   assert.equal(r.status, 200);
