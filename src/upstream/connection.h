@@ -62,17 +62,14 @@ class UpstreamConnection {
 
   Task<error_code> handshake() {
     auto [ec] = co_await tls()->async_handshake(net::ssl::stream_base::client, task_nothrow);
-    co_return ec && deadline_.expired() ? error_code(beast::error::timeout) : ec;
+    co_return timed_out(ec);
   }
   // The operations below are not coroutines but the Asio operations' own awaitables
   // (one coroutine frame and resumption fewer per call: docs/benchmarks.md, session 15).
   // Each yields (error_code, bytes); error_of() maps it, as beast::tcp_stream did, to
   // beast::error::timeout when the deadline cancelled the operation.
   using Outcome = std::tuple<error_code, std::size_t>;
-  error_code error_of(const Outcome& o) const {
-    const error_code ec = std::get<0>(o);
-    return ec && deadline_.expired() ? error_code(beast::error::timeout) : ec;
-  }
+  error_code error_of(const Outcome& o) const { return timed_out(std::get<0>(o)); }
   template <class ConstBufferSequence>
   Task<Outcome> write(const ConstBufferSequence& bytes) {
     if (stream_.index() == 0) return net::async_write(std::get<0>(stream_), bytes, task_nothrow);
@@ -101,6 +98,9 @@ class UpstreamConnection {
   }
 
  private:
+  // An operation the deadline cancelled reports a timeout, as beast::tcp_stream's did.
+  error_code timed_out(error_code ec) const { return ec && deadline_.expired() ? error_code(beast::error::timeout) : ec; }
+
   std::variant<Socket, std::unique_ptr<Tls>> stream_;
   cairva::http::Deadline deadline_;
   beast::flat_buffer buffer_;
