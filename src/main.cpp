@@ -1,6 +1,9 @@
 // `cairva`: wiring only. The CLI parses; these hooks connect its process-level commands
 // to the libraries that implement them.
 #include <memory>
+#include <string>
+
+#include "base/version.h"
 
 #include "cli/cli.h"
 #include "gateway/serve.h"
@@ -9,6 +12,10 @@
 
 int main(int argc, char** argv) {
   cairva::cli::Hooks hooks;
+  const auto schema = cairva::store::schema_versions();
+  hooks.version = std::string("cairva ") + cairva::version_number() + " (commit " + cairva::version_commit() +
+                  ")\nschema: sqlite " + std::to_string(schema.sqlite) + ", postgresql " +
+                  std::to_string(schema.postgres);
   hooks.serve = [](const cairva::config::Config& config) {
     return cairva::gateway::run_serve(config, cairva::cli::store_options(config));
   };

@@ -184,6 +184,7 @@ int run(int argc, char** argv, const Hooks& hooks) {
   CLI::App app{description, "cairva"};
   app.require_subcommand(1);
   app.footer(footer);
+  if (!hooks.version.empty()) app.set_version_flag("--version", hooks.version, "Print the version, commit and schema versions");
   std::function<int()> action;
 
   // --- serve, mock-provider, audit ---

@@ -26,6 +26,8 @@ struct Hooks {
   std::function<int(const std::string& listen, int threads)> mock_provider;
   // Opens the configured store and audits its ledger.
   std::function<Result<store::AuditReport>(const config::Config&)> audit;
+  // What `cairva --version` prints (version, commit, schema versions); empty: no flag.
+  std::string version;
   // The admin API transport; empty = the real HTTP client (tests inject a fake).
   std::function<Result<HttpReply>(const std::string& admin_url, const std::string& token,
                                   const HttpCall&)>

@@ -3,6 +3,8 @@
 #include <string_view>
 
 #include "store/postgres/postgres_store.h"
+#include "store/postgres/schema.h"
+#include "store/sqlite/schema.h"
 #include "store/sqlite/sqlite_store.h"
 
 namespace cairva::store {
@@ -42,6 +44,10 @@ Result<AuditReport> audit_store(const StoreOptions& options, std::shared_ptr<con
   auto store = open_store(options, std::move(clock));
   if (!store.ok()) return store.error();
   return (*store)->audit();
+}
+
+SchemaVersions schema_versions() {
+  return SchemaVersions{sqlite::schema_version_latest(), pg::schema_version_latest()};
 }
 
 }  // namespace cairva::store

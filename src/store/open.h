@@ -17,4 +17,12 @@ Result<std::unique_ptr<Store>> open_store(const StoreOptions& options, std::shar
 // (SqliteStore::audit_file); PostgreSQL is opened as usual and audited.
 Result<AuditReport> audit_store(const StoreOptions& options, std::shared_ptr<const Clock> clock);
 
+// The schema versions this build creates and migrates to, per backend, for
+// `cairva --version`.
+struct SchemaVersions {
+  int sqlite = 0;
+  int postgres = 0;
+};
+SchemaVersions schema_versions();
+
 }  // namespace cairva::store

@@ -117,3 +117,11 @@ test('an admin API that accepts but never answers: the command stops at --admin-
     silent.close();
   }
 });
+
+test('--version prints the version, the commit and both schema versions, and exits 0', async () => {
+  const r = await cairva(['--version']);
+  assert.equal(r.code, 0, r.err);
+  const [first, second] = r.out.trim().split('\n');
+  assert.match(first, /^cairva \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)$/);
+  assert.match(second, /^schema: sqlite [1-9]\d*, postgresql [1-9]\d*$/);
+});
