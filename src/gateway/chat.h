@@ -8,6 +8,7 @@
 #include "gateway/gateway.h"
 #include "http/executor.h"
 #include "store/rows.h"
+#include "upstream/upstream.h"
 
 namespace cairva::gateway {
 
@@ -18,9 +19,10 @@ namespace cairva::gateway {
 http::Task<bool> refuse_before_admission(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant,
                                          ErrorCode code, std::string_view message);
 
-// Serves one authenticated POST /v1/chat/completions whose body has been read.
+// Serves one authenticated POST /v1/chat/completions whose body has been read, through
+// `upstream` (the event loop's UpstreamPool; a scripted fake in tests).
 // Returns false when the client connection must close.
-http::Task<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool,
+http::Task<bool> chat_completion(const Gateway& gw, upstream::Upstream& upstream,
                                              ClientExchange& ex, const store::KeyGrant& grant,
                                              std::string body);
 

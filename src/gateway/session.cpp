@@ -14,6 +14,7 @@
 #include "http/buffered_parse.h"
 #include "http/message_reader.h"
 #include "http/limits.h"
+#include "upstream/connection.h"
 #include "admin/entity_json.h"
 #include "wire/limits.h"
 

@@ -95,15 +95,17 @@ test('the audit runs read-only beside the live gateway that owns the SQLite file
 
 // --- (a) a misbehaving provider ---
 
-test('provider resets the connection mid-stream: usage_pending, hold kept, the client told usage is pending', async () => {
+test('provider resets the connection mid-stream: usage_pending, hold kept, the client told usage is pending and the stream is cut', async () => {
   const a = await fresh();
   const r = await chatStream(gw, a.secret, {
     model: 'mock?reset-after=2', messages: MESSAGES, max_tokens: 50, stream_options: { include_usage: true },
   });
   assert.equal(r.status, 200);
   // SPEC §5: after a 2xx a cut stream settles as usage missing, and the client's stream ends
-  // with a pending usage chunk (what the provider sent before its reset may be lost with it).
-  assert.equal(r.events.at(-1), '[DONE]');
+  // with a pending usage chunk (what the provider sent before its reset may be lost with it),
+  // then an error event and no [DONE], so that the client can tell it is truncated.
+  assert.ok(!r.events.includes('[DONE]'), r.text);
+  assert.equal(JSON.parse(r.events.at(-1)).error.code, 'provider_unavailable');
   const usage = JSON.parse(r.events.at(-2));
   assert.equal(usage.usage, null);
   assert.equal(usage.usage_source, 'pending');
