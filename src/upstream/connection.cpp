@@ -40,6 +40,8 @@ Result<net::ssl::context*> UpstreamPool::tls_for(const ProviderEndpoint& ep) {
 
 namespace {
 
+constexpr auto idle_keepalive = std::chrono::seconds(cairva::http::upstream_idle_keepalive_s);
+
 static_assert(static_cast<size_t>(Field::request_id) == cairva::http::ResponseReader::request_id_field);
 static_assert(field_count == cairva::http::ResponseReader::kept_fields.size());
 static_assert(cairva::http::ResponseReader::kept_fields[static_cast<size_t>(Field::processing_ms)] ==
@@ -85,6 +87,10 @@ std::unique_ptr<UpstreamConnection> UpstreamPool::take_idle(const ProviderEndpoi
   if (idle.empty()) return nullptr;
   auto conn = std::move(idle.back());
   idle.pop_back();
+  if (std::chrono::steady_clock::now() - conn->idle_since >= idle_keepalive) {
+    idle.clear();  // the newest is too old: so are the others; closing them is all they cost
+    return nullptr;
+  }
   conn->reused = true;
   return conn;
 }
@@ -93,8 +99,14 @@ void UpstreamPool::release(const ProviderEndpoint& ep, std::unique_ptr<Response>
   // Only this pool's connections come back to it.
   std::unique_ptr<UpstreamConnection> conn(static_cast<UpstreamConnection*>(response.release()));
   auto& idle = idle_[ep.name];
+  const auto now = std::chrono::steady_clock::now();
+  // Oldest first: drop those idle too long, so no closed socket lingers at the bottom.
+  size_t expired = 0;
+  while (expired < idle.size() && now - idle[expired]->idle_since >= idle_keepalive) ++expired;
+  if (expired > 0) idle.erase(idle.begin(), idle.begin() + static_cast<std::ptrdiff_t>(expired));
   if (idle.size() >= cairva::http::upstream_idle_connections_max) return;  // closes it
   conn->expires_never();
+  conn->idle_since = now;
   idle.push_back(std::move(conn));
 }
 
@@ -114,7 +126,8 @@ Task<Result<std::unique_ptr<Response>>> UpstreamPool::send(const ProviderEndpoin
   // The body is referenced, not copied: the caller keeps it, and a retry sends it again.
   const std::array<net::const_buffer, 2> bytes{net::buffer(head_text), net::buffer(req.body)};
   for (int attempt = 0;; ++attempt) {
-    std::unique_ptr<UpstreamConnection> conn = take_idle(ep);
+    // The retry takes a fresh connection: another idle one may be just as stale.
+    std::unique_ptr<UpstreamConnection> conn = attempt == 0 ? take_idle(ep) : nullptr;
     if (!conn) {
       auto connected = co_await connect(ep);
       if (!connected) co_return connected.error();

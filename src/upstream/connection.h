@@ -111,6 +111,8 @@ class UpstreamConnection final : public Response {
 
   // True once this connection has carried a complete exchange (it came from the pool).
   bool reused = false;
+  // When it last went back to the pool.
+  std::chrono::steady_clock::time_point idle_since;
 
  private:
   // An operation the deadline cancelled reports a timeout, as beast::tcp_stream's did.
@@ -123,7 +125,7 @@ class UpstreamConnection final : public Response {
 };
 
 // The real provider client: the idle connections of one event loop, each provider's
-// kept at most upstream_idle_connections_max.
+// kept at most upstream_idle_connections_max and at most upstream_idle_keepalive_s.
 // Connection failures are values: provider_unavailable (refused, DNS, TLS) or
 // provider_timeout (no connection within the provider's timeout).
 class UpstreamPool final : public Upstream {
@@ -135,11 +137,13 @@ class UpstreamPool final : public Upstream {
   const cairva::http::Executor& executor() const { return ex_; }
 
   // Upstream. A reused idle connection that fails before any response byte (the provider
-  // closed it while idle) is retried once.
+  // closed it while idle) is retried once, on a fresh connection: another idle one may be
+  // just as stale (SPEC §5).
   Task<Result<std::unique_ptr<Response>>> send(const ProviderEndpoint& ep, const Request& req) override;
   void release(const ProviderEndpoint& ep, std::unique_ptr<Response> response) override;
 
-  // An idle connection to `ep` (marked reused), or null: then connect().
+  // An idle connection to `ep` (marked reused) idle for less than
+  // upstream_idle_keepalive_s, or null: then connect().
   std::unique_ptr<UpstreamConnection> take_idle(const ProviderEndpoint& ep);
   Task<Result<std::unique_ptr<UpstreamConnection>>> connect(const ProviderEndpoint& ep);
   // Idle connections to `ep` held now (for tests).
@@ -150,6 +154,7 @@ class UpstreamPool final : public Upstream {
 
   cairva::http::Executor ex_;
   net::ssl::context& tls_;
+  // Per provider, oldest first: taken from the back, expired from the front.
   std::unordered_map<std::string, std::vector<std::unique_ptr<UpstreamConnection>>> idle_;
   std::unordered_map<std::string, tcp::resolver::results_type> resolved_;
   std::unordered_map<std::string, std::unique_ptr<net::ssl::context>> provider_tls_;
