@@ -35,6 +35,10 @@ const char* unread_body_message(ReadStatus s, const char* cut_off) {
   return s == ReadStatus::too_large ? "provider response exceeds 64 MiB" : cut_off;
 }
 
+// What the buyer reads when the settlement failed; the store's text goes to the log.
+constexpr std::string_view unrecorded_message =
+    "usage could not be recorded; the request is kept for reconciliation";
+
 // Why the gateway cut a stream: the error event that ends it.
 struct Cut {
   ErrorCode code;
@@ -168,7 +172,10 @@ struct Flow {
     std::string provider_id = provider_request_id(info->id);
     release(res->keep_alive());
     auto settled = co_await settle_reported(info->usage, std::move(provider_id));
-    if (!settled) co_return co_await ex.send_error(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message);
+    if (!settled) {
+      ex.log_error("settlement failed", settled.error().message);
+      co_return co_await ex.send_error(ErrorCode::store_unavailable, unrecorded_message);
+    }
     co_return co_await ex.send_json(std::move(head), C::with_usage_source(body, *info));
   }
 
@@ -237,7 +244,8 @@ struct Flow {
       // Without a durable booking the client must not see a successful end: the stream
       // ends with an error event and no [DONE]. The request stays open in the store and
       // becomes usage_pending at the in-flight timeout.
-      C::append_stream_error(out, ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message);
+      ex.log_error("settlement failed", settled.error().message);
+      C::append_stream_error(out, ErrorCode::store_unavailable, unrecorded_message);
       co_return co_await end_with_error(out, client_ok);
     }
     if (cut) {
@@ -293,11 +301,9 @@ Task<Admission> admit(const Gateway& gw, ClientExchange& ex, const store::KeyGra
   auto admitted = co_await await_store<store::AdmitResult>(start_admit);
   admin::metrics().observe_store_wait_us(admin::StoreWait::admit, gw.clock.monotonic_micros() - asked_at);
   if (!admitted) {
-    // A key revoked since a provisional grant: the store's admission refused it.
-    const bool revoked = admitted.error().code == ErrorCode::invalid_api_key;
-    co_return Admission{std::nullopt, co_await ex.send_error(revoked ? ErrorCode::invalid_api_key
-                                                                     : ErrorCode::store_unavailable,
-                                                             admitted.error().message)};
+    // invalid_api_key: a key revoked since a provisional grant, refused by the store's
+    // admission. Anything else is the store's outage.
+    co_return Admission{std::nullopt, co_await ex.send_store_error(admitted.error())};
   }
   ex.rate = admitted->after;
   if (const auto* refused = std::get_if<core::Refused>(&admitted->decision.outcome)) {
@@ -317,7 +323,8 @@ Task<bool> refuse_before_admission(const Gateway& gw, ClientExchange& ex, const 
     const std::string hash(ex.key_hash);
     auto start = [&gw, &hash](store::Callback<store::KeyGrant> cb) { gw.store.authenticate(hash, std::move(cb)); };
     auto fresh = co_await await_store<store::KeyGrant>(start);
-    if (!fresh) co_return co_await ex.send_error(ErrorCode::invalid_api_key, fresh.error().message);
+    // A key revoked since is 401; a store that cannot say is 503, never 401.
+    if (!fresh) co_return co_await ex.send_store_error(fresh.error());
   }
   auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
     gw.store.allocation_status(grant.allocation_id, std::move(cb));

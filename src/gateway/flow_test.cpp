@@ -18,6 +18,7 @@
 
 #include "config/config.h"
 #include "gateway/chat.h"
+#include "gateway/limits.h"
 #include "upstream/fake_upstream.h"
 #include "wire/limits.h"
 
@@ -410,6 +411,30 @@ TEST_F(Flow, AConnectionLostAfterTheProvidersDoneIsNotACut) {
   EXPECT_FALSE(up.sent[0].released);  // its HTTP message did not end: not reusable
 }
 
+TEST_F(Flow, ASettlementFailureIs503WithRetryAfterAndNoStoreDetail) {
+  store.settle_error = make_error(ErrorCode::store_unavailable,
+                                  "connection to server at \"127.0.0.1\", port 38199 failed: Connection refused");
+  up.scripts.push_back(ok_plain(completion()));
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_EQ(error_code_of(r.body), "store_unavailable");
+  EXPECT_EQ(r.header("retry-after"), std::to_string(store_unavailable_retry_after_s));
+  EXPECT_EQ(r.body.find("127.0.0.1"), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("port"), std::string::npos) << r.body;
+}
+
+TEST_F(Flow, AStreamWhoseSettlementFailsEndsWithAnErrorEventAndNoDone) {
+  store.settle_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\", port 1 failed");
+  up.scripts.push_back(stream({chunk("a"), usage_chunk(), "data: [DONE]\n\n"}));
+  const auto r = run(chat_body(true));
+  const auto ev = r.events();
+  ASSERT_FALSE(ev.empty());
+  EXPECT_EQ(error_code_of(ev.back()), "store_unavailable") << ev.back();
+  EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
+  EXPECT_EQ(r.body.find("127.0.0.1"), std::string::npos);
+  EXPECT_FALSE(r.keep);
+}
+
 TEST_F(Flow, AClientGoneMidStreamStillHasItsUsageBooked) {
   Script s = stream({chunk("a"), chunk("b"), chunk("c"), usage_chunk(), "data: [DONE]\n\n"});
   s.before_piece = [this](size_t i) {
@@ -429,11 +454,33 @@ TEST_F(Flow, AClientGoneMidStreamStillHasItsUsageBooked) {
   EXPECT_TRUE(up.sent[0].released);  // the provider's stream was read to its end
 }
 
+// Items 12 and 13: a store outage is not a revoked key, and its text stays internal.
+TEST_F(Flow, AStoreOutageAtAdmissionIs503WithRetryAfterNever401) {
+  store.admit_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\", port 38199 failed");
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_EQ(error_code_of(r.body), "store_unavailable");
+  EXPECT_EQ(r.header("retry-after"), std::to_string(store_unavailable_retry_after_s));
+  EXPECT_EQ(r.body.find("127.0.0.1"), std::string::npos) << r.body;
+  EXPECT_TRUE(up.sent.empty());
+}
+
 TEST_F(Flow, AKeyTheStoresAdmissionRefusesIs401) {
   store.admit_error = make_error(ErrorCode::invalid_api_key, "invalid API key");
   const auto r = run(chat_body(false));
   EXPECT_EQ(r.status, 401u);
   EXPECT_EQ(error_code_of(r.body), "invalid_api_key");
+}
+
+TEST_F(Flow, AProvisionalGrantCheckedDuringAStoreOutageIs503Not401) {
+  grant.provisional = true;
+  store.auth_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\", port 38199 failed");
+  const auto r = run(R"({"model":"m"})");  // invalid: refused before admission
+  EXPECT_EQ(store.authentications, 1);
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_EQ(error_code_of(r.body), "store_unavailable");
+  EXPECT_FALSE(r.header("retry-after").empty());
+  EXPECT_EQ(r.body.find("127.0.0.1"), std::string::npos) << r.body;
 }
 
 TEST_F(Flow, AProvisionalGrantOfARevokedKeyIs401) {
