@@ -1,6 +1,7 @@
 #include "gateway/chat.h"
 
 #include <algorithm>
+#include <charconv>
 #include <optional>
 
 #include <boost/asio/write.hpp>
@@ -8,6 +9,7 @@
 
 #include "admin/metrics.h"
 #include "core/estimate.h"
+#include "gateway/limits.h"
 #include "gateway/store_await.h"
 #include "http/limits.h"
 #include "http/message_head.h"
@@ -44,6 +46,15 @@ struct Cut {
   ErrorCode code;
   std::string_view message;
 };
+
+// A provider's Retry-After in seconds, when it is one (digits, at most a day); else 0.
+int retry_after_seconds(std::string_view v) {
+  constexpr int retry_after_s_max = 86400;
+  int s = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+  if (ec != std::errc() || end != v.data() + v.size() || s <= 0) return 0;
+  return std::min(s, retry_after_s_max);
+}
 
 // The flow of one admitted request, the same for every API: forward it through the
 // upstream seam, relay the response in the dialect's codec C, settle. A dialect is a
@@ -130,10 +141,26 @@ struct Flow {
     res.reset();
   }
 
-  // A provider error status: release the hold, pass the provider's status and body on.
+  // A provider error status: release the hold, pass the provider's status and body on,
+  // except errors about the supplier's own account (SPEC §5): 401/403 become 502
+  // provider_unavailable and a 429 keeps its status and Retry-After, each with the
+  // gateway's own body; the provider's body is for operators (the log) only.
   Task<bool> relay_provider_error(ReadStatus read) {
     auto settled = co_await settle(store::SettleKind::failed);
     (void)settled;  // a failed settlement releases nothing durable-critical; the sweep covers it
+    const unsigned status = res->status();
+    if (status == 401 || status == 403 || status == 429) {
+      log_provider_body(status);
+      const int retry_after_s = status == 429 ? retry_after_seconds(res->field(Field::retry_after)) : 0;
+      release(read == ReadStatus::ok && res->keep_alive());
+      if (status == 429) {
+        co_return co_await ex.send_error(ErrorCode::rate_limited,
+                                         "the provider is rate limiting this capacity; retry later", {},
+                                         retry_after_s);
+      }
+      co_return co_await ex.send_error(ErrorCode::provider_unavailable,
+                                       "the provider refused the supplier's credentials; the operator must fix them");
+    }
     if (read != ReadStatus::ok) {
       release(false);
       co_return co_await ex.send_error(ErrorCode::provider_unavailable,
@@ -143,6 +170,20 @@ struct Flow {
     std::string body = std::move(res->body());
     release(res->keep_alive());
     co_return co_await ex.send_json(std::move(head), std::move(body));
+  }
+
+  // Writes the provider's error body to the log, bounded, with the supplier's key (should
+  // the provider echo it) masked.
+  void log_provider_body(unsigned status) const {
+    std::string body = res->body().substr(0, provider_error_log_bytes_max);
+    constexpr std::string_view bearer = "Bearer ";
+    if (provider->authorization.size() > bearer.size()) {
+      const std::string_view key = std::string_view(provider->authorization).substr(bearer.size());
+      for (size_t at = body.find(key); at != std::string::npos; at = body.find(key, at)) {
+        body.replace(at, key.size(), "[supplier key]");
+      }
+    }
+    ex.log_error("provider " + provider->name + " answered " + std::to_string(status), body);
   }
 
   Task<bool> plain() {

@@ -295,6 +295,34 @@ TEST_F(Flow, AProviderErrorStatusIsPassedOnAndReleasesTheHold) {
   EXPECT_TRUE(up.sent[0].released);
 }
 
+TEST_F(Flow, ProviderCredentialErrorsBecome502WithTheGatewaysOwnMessage) {
+  for (const unsigned status : {401u, 403u}) {
+    store.settles.clear();
+    Script s = ok_plain(R"({"error":{"message":"Incorrect API key provided: sk-proj-****ab12 for organization org-Supplier42","code":"invalid_api_key"}})");
+    s.status = status;
+    up.scripts.push_back(s);
+    const auto r = run(chat_body(false));
+    EXPECT_EQ(r.status, 502u) << status;
+    EXPECT_EQ(error_code_of(r.body), "provider_unavailable");
+    EXPECT_EQ(r.body.find("org-"), std::string::npos) << r.body;
+    EXPECT_EQ(r.body.find("sk-"), std::string::npos) << r.body;
+    EXPECT_EQ(only_settle().kind, store::SettleKind::failed);
+  }
+}
+
+TEST_F(Flow, AProvider429KeepsItsStatusAndRetryAfterWithTheGatewaysBody) {
+  Script s = ok_plain(R"({"error":{"message":"Rate limit reached for org-Supplier42","code":"rate_limit_exceeded"}})");
+  s.status = 429;
+  s.field(Field::retry_after, "7");
+  up.scripts.push_back(s);
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 429u);
+  EXPECT_EQ(r.header("retry-after"), "7");
+  EXPECT_EQ(error_code_of(r.body), "rate_limited");
+  EXPECT_EQ(r.body.find("org-"), std::string::npos) << r.body;
+  EXPECT_EQ(only_settle().kind, store::SettleKind::failed);
+}
+
 TEST_F(Flow, NoResponseHeadInTimeIs504AndReleasesTheHold) {
   Script s;
   s.send_error = make_error(ErrorCode::provider_timeout, "provider mock did not respond in time");

@@ -4,7 +4,10 @@
 // Switches ride in the request's `model`, after a '?', '&'-separated, so that they pass
 // through any gateway unchanged: "mock?no-usage&status=500&delay-ms=50".
 //   no-usage            reply without usage (no usage chunk when streaming)
-//   status=N            answer with HTTP status N and an OpenAI-style error body
+//   status=N            answer with HTTP status N and an OpenAI-style error body; 401, 403
+//                       and 429 word it as OpenAI does and name the supplier's organisation
+//                       (org-MockSupplier7Q2) and a key fragment (sk-proj-****k3Yz)
+//   retry-after=N       with status=429: its Retry-After header (default 3)
 //   delay-ms=N          wait N ms before the response headers
 //   chunks=N            stream N content chunks (default 3)
 //   chunk-delay-ms=N    wait N ms between streamed chunks

@@ -1,10 +1,11 @@
-// The provider side of the gateway (SPEC §5, issue 25 items 10, 11): idle pooled
-// connections a provider closed and streams the gateway cuts, through real processes.
+// The provider side of the gateway (SPEC §5, issue 25 items 10, 11, 14): idle pooled
+// connections a provider closed, streams the gateway cuts, and errors about the supplier's
+// own account, through real processes.
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import OpenAI from 'openai';
-import { startMock, startGateway, createAgreement, chat } from './harness.mjs';
+import { startMock, startGateway, createAgreement, chat, PROVIDER_KEY } from './harness.mjs';
 
 const MESSAGES = [{ role: 'user', content: 'hi' }];
 const cleanup = [];
@@ -74,6 +75,8 @@ test('idle connections the provider closed cost no 502: 8 parallel requests, all
   assert.deepEqual(s.body.used, { input_tokens: 48, output_tokens: 32 });
 });
 
+// --- errors about the supplier's account (item 14) ---
+
 let mock;
 let gw;
 async function mockGateway() {
@@ -82,6 +85,39 @@ async function mockGateway() {
   gw = await startGateway(mock);
   cleanup.push(async () => { await gw.stop(); mock.child.kill(); gw.cleanup(); });
 }
+
+const SUPPLIER_TRACES = [/org-MockSupplier/, /sk-proj/, /k3Yz/, /proj_MockSupplier/, /Incorrect API key/, /Rate limit reached/];
+
+for (const status of [401, 403]) {
+  test(`provider ${status} (the supplier's credentials): 502 provider_unavailable, nothing of the supplier's account reaches the buyer`, async () => {
+    await mockGateway();
+    const a = await createAgreement(gw);
+    const r = await chat(gw, a.secret, { model: `mock?status=${status}`, messages: MESSAGES });
+    assert.equal(r.status, 502);
+    assert.equal(r.body.error.code, 'provider_unavailable');
+    for (const trace of SUPPLIER_TRACES) assert.doesNotMatch(r.text, trace);
+    const s = await gw.admin('GET', `/admin/v1/allocations/${a.allocation.id}`);
+    assert.deepEqual(s.body.held, { input_tokens: 0, output_tokens: 0 }, 'hold released');
+    assert.deepEqual(s.body.used, { input_tokens: 0, output_tokens: 0 });
+    // The operators see the provider's words in the log.
+    assert.match(gw.child.output(), new RegExp(`provider mock answered ${status}: .*org-MockSupplier7Q2`));
+  });
+}
+
+test("provider 429: the status and Retry-After are kept, the body is the gateway's own", async () => {
+  await mockGateway();
+  const a = await createAgreement(gw);
+  const r = await chat(gw, a.secret, { model: 'mock?status=429&retry-after=7', messages: MESSAGES });
+  assert.equal(r.status, 429);
+  assert.equal(r.headers.get('retry-after'), '7');
+  assert.equal(r.body.error.code, 'rate_limited');
+  for (const trace of SUPPLIER_TRACES) assert.doesNotMatch(r.text, trace);
+  // The official client raises its RateLimitError, with the gateway's message.
+  const client = new OpenAI({ apiKey: a.secret, baseURL: gw.url + '/v1', maxRetries: 0 });
+  await assert.rejects(client.chat.completions.create({ model: 'mock?status=429', messages: MESSAGES }),
+    (e) => e instanceof OpenAI.RateLimitError && !/org-MockSupplier/.test(e.message));
+  assert.ok(!gw.child.output().includes(PROVIDER_KEY), 'the supplier key is never logged');
+});
 
 // --- streams the gateway cuts (item 11) ---
 
