@@ -332,10 +332,13 @@ Task<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool, Clie
     co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider \"" + grant.provider + "\" is not configured");
   }
   wire::RewritePlan plan;
-  plan.per_choice_limit = adm.lowered_to;
+  plan.per_choice_limit = adm.per_choice_limit;  // what was held, lowered or not (SPEC §4)
+  for (const config::Provider& p : gw.config.providers) {
+    if (p.name == grant.provider) plan.limit_field = p.limit_field;
+  }
   plan.include_usage = chat.stream && !chat.include_usage;
-  std::string upstream_body = (plan.per_choice_limit || plan.include_usage) ? wire::rewrite_chat_request(body, chat, plan)
-                                                                          : std::move(body);
+  std::string upstream_body = wire::rewrite_needed(chat, plan) ? wire::rewrite_chat_request(body, chat, plan)
+                                                               : std::move(body);
   const int64_t sent_at = gw.clock.monotonic_micros();
   auto sent = co_await flow.send_upstream(upstream_body);
   admin::metrics().observe_provider_latency_us(gw.clock.monotonic_micros() - sent_at);
