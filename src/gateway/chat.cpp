@@ -297,6 +297,12 @@ Task<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool, Clie
     co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::model_not_allowed,
                                                "model \"" + model + "\" is not in this agreement's models");
   }
+  // A tier beyond auto/default changes the supplier's price: the agreement must allow it (SPEC §2).
+  if (const auto& tier = chat.service_tier; tier && *tier != "auto" && *tier != "default" &&
+      std::find(grant.service_tiers.begin(), grant.service_tiers.end(), *tier) == grant.service_tiers.end()) {
+    co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request,
+                                               "service_tier \"" + *tier + "\" is not in this agreement's service_tiers");
+  }
   store::AdmitCommand cmd;
   cmd.request_id = ex.request_id;
   cmd.allocation_id = grant.allocation_id;
