@@ -325,10 +325,18 @@ struct Admission {
 // Admission, the same for every API: the agreement's model list, then the store's decision
 // under the allocation's lock. Answers a refusal itself.
 Task<Admission> admit(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant, const std::string& model,
-                      bool stream, const core::RequestFacts& facts) {
+                      const std::optional<std::string>& service_tier, bool stream, const core::RequestFacts& facts) {
   if (!grant.models.empty() && std::find(grant.models.begin(), grant.models.end(), model) == grant.models.end()) {
     co_return Admission{std::nullopt, co_await refuse_before_admission(gw, ex, grant, ErrorCode::model_not_allowed,
                                                                        "model \"" + model + "\" is not in this agreement's models")};
+  }
+  // A tier beyond auto/default changes the supplier's price: the agreement must allow it (SPEC §2).
+  if (service_tier && *service_tier != "auto" && *service_tier != "default" &&
+      std::find(grant.service_tiers.begin(), grant.service_tiers.end(), *service_tier) == grant.service_tiers.end()) {
+    co_return Admission{std::nullopt,
+                        co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request,
+                                                         "service_tier \"" + *service_tier +
+                                                             "\" is not in this agreement's service_tiers")};
   }
   store::AdmitCommand cmd;
   cmd.request_id = ex.request_id;
@@ -382,7 +390,7 @@ Task<bool> chat_completion(const Gateway& gw, upstream::Upstream& upstream, Clie
   const wire::ChatRequest& chat = *inspected;
   const core::RequestFacts facts{core::input_estimate(chat.prompt), chat.max_completion_tokens, chat.max_tokens,
                                  chat.n, gw.config.default_max_tokens};
-  auto admission = co_await admit(gw, ex, grant, chat.model, chat.stream, facts);
+  auto admission = co_await admit(gw, ex, grant, chat.model, chat.service_tier, chat.stream, facts);
   if (!admission.admitted) co_return admission.keep;
   const auto& adm = *admission.admitted;
 
@@ -395,10 +403,13 @@ Task<bool> chat_completion(const Gateway& gw, upstream::Upstream& upstream, Clie
     co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider \"" + grant.provider + "\" is not configured");
   }
   wire::RewritePlan plan;
-  plan.per_choice_limit = adm.lowered_to;
+  plan.per_choice_limit = adm.per_choice_limit;  // what was held, lowered or not (SPEC §4)
+  for (const config::Provider& p : gw.config.providers) {
+    if (p.name == grant.provider) plan.limit_field = p.limit_field;
+  }
   plan.include_usage = chat.stream && !chat.include_usage;
-  std::string upstream_body = (plan.per_choice_limit || plan.include_usage) ? wire::rewrite_chat_request(body, chat, plan)
-                                                                          : std::move(body);
+  std::string upstream_body = wire::rewrite_needed(chat, plan) ? wire::rewrite_chat_request(body, chat, plan)
+                                                               : std::move(body);
   co_return co_await flow.run(provider->chat_path, upstream_body, chat.stream, chat.include_usage);
 }
 

@@ -76,6 +76,7 @@ struct Switches {
   int64_t delay_ms = 0, chunks = chunks_default, chunk_delay_ms = 0, cut_after = -1;
   int64_t reset_after = -1, truncate_after = -1, split_bytes = 0;
   int64_t retry_after_s = 3;  // a 429's Retry-After
+  int64_t output = completion_tokens_default;  // per choice, before the request's limit
   std::string id, header_id;
   // usage=P,C as sent (any JSON number text: negative, fractional, huge); empty = default.
   std::string prompt, completion;
@@ -115,6 +116,7 @@ Switches parse_switches(std::string_view model) {
     else if (key == "split") sw.split_bytes = std::min(to_int(val), split_bytes_max);
     else if (key == "id") sw.id = std::string(val);
     else if (key == "header-id") sw.header_id = std::string(val);
+    else if (key == "output") sw.output = std::max<int64_t>(to_int(val), 0);
     else if (key == "usage") {
       const auto comma = val.find(',');
       sw.prompt = std::string(val.substr(0, comma));
@@ -191,7 +193,7 @@ std::string usage_json(const Switches& sw, const ChatFacts& f) {
   std::string completion = sw.completion;
   if (completion.empty()) {
     completion = std::to_string(
-        (f.limit >= 0 ? std::min(f.limit, completion_tokens_default) : completion_tokens_default) *
+        (f.limit >= 0 ? std::min(f.limit, sw.output) : sw.output) *
         std::max<int64_t>(f.n, 1));
   }
   std::string out = "{\"prompt_tokens\":" + prompt + ",\"completion_tokens\":" + completion;

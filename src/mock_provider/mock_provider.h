@@ -14,6 +14,8 @@
 //   id=TEXT             use TEXT as the response id (default: a unique one)
 //   usage=P,C           report P prompt and C completion tokens, as written: any JSON number
 //                       text (-5, 1.5, 1e3, 99999999999999999999) for bad-usage cases
+//   output=N            the model writes N completion tokens per choice unless the request's
+//                       limit stops it sooner (as a real model does): min(limit, N) times n
 //   cut-after=N         streaming: close the connection after N chunks, no [DONE]
 //   reset-after=N       streaming: a TCP reset (RST) after N events; non-streaming: the
 //                       headers and N bytes of the body, then a reset
@@ -30,7 +32,7 @@
 //   stamp               streaming: each content chunk is "stamp:<steady_clock µs when
 //                       written>", for per-chunk latency (bench/stream_load)
 // Usage by default: prompt_tokens 10, completion_tokens min(limit, 7) where limit is
-// max_completion_tokens, else max_tokens, else 7; times n.
+// max_completion_tokens, else max_tokens, else 7 (or N with output=N); times n.
 //
 // Also: GET /mock/stats → {"requests","in_flight","peak_in_flight"}; POST /mock/reset
 // zeroes them; GET /mock/last → the last chat request's body and authorization header.

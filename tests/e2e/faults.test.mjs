@@ -52,8 +52,12 @@ after(async () => {
   gw?.cleanup();
 });
 
-const MESSAGES = [{ role: 'user', content: 'hi' }];  // input estimate ceil(2/3) + 4 + 8 = 13
-const HOLD = { input_tokens: 13, output_tokens: 50 };
+const MESSAGES = [{ role: 'user', content: 'hi' }];
+// SPEC §4: every key and string of {model, messages: MESSAGES, max_tokens: 50} but the
+// model's name, 40 code points: ceil(40/3) + 4 + 8 = 26; streamed with stream_options
+// {include_usage: true} (and stream: true), 73: 37.
+const HOLD = { input_tokens: 26, output_tokens: 50 };
+const HOLD_STREAMED = { input_tokens: 37, output_tokens: 50 };
 const ZERO = { input_tokens: 0, output_tokens: 0 };
 
 // One fresh allocation per case, so that its totals are the case's alone.
@@ -109,7 +113,7 @@ test('provider resets the connection mid-stream: usage_pending, hold kept, the c
   const usage = JSON.parse(r.events.at(-2));
   assert.equal(usage.usage, null);
   assert.equal(usage.usage_source, 'pending');
-  assertTotals(await a.state(), { state: 'usage_pending', used: ZERO, held: HOLD, events: 0 });
+  assertTotals(await a.state(), { state: 'usage_pending', used: ZERO, held: HOLD_STREAMED, events: 0 });
 });
 
 test('provider resets the connection mid-body (non-streaming): 502, usage_pending, hold kept', async () => {
@@ -130,7 +134,7 @@ test('truncated SSE line at the end of the stream: usage_pending; a client that 
   assert.ok(usage, 'a final usage chunk');
   assert.equal(usage.usage, null);
   assert.equal(usage.usage_source, 'pending');
-  assertTotals(await a.state(), { state: 'usage_pending', used: ZERO, held: HOLD, events: 0 });
+  assertTotals(await a.state(), { state: 'usage_pending', used: ZERO, held: HOLD_STREAMED, events: 0 });
 });
 
 test('malformed JSON body from the provider (200): 502 provider_unavailable, usage_pending, hold kept', async () => {
@@ -187,7 +191,7 @@ for (const [name, usage] of [
     assert.equal(st.requests.length, 2);
     for (const q of st.requests) assert.equal(q.state, 'usage_pending');
     assert.deepEqual(st.alloc.used, ZERO);
-    assert.deepEqual(st.alloc.held, { input_tokens: 26, output_tokens: 100 });
+    assert.deepEqual(st.alloc.held, { input_tokens: HOLD.input_tokens + HOLD_STREAMED.input_tokens, output_tokens: 100 });
     assert.equal(st.events.length, 0);
   });
 }
@@ -205,7 +209,8 @@ test('usage with a count beyond int64 is never booked: usage_pending, hold kept'
   const st = await a.state();
   for (const q of st.requests) assert.equal(q.state, 'usage_pending');
   assert.deepEqual(st.alloc.used, ZERO);
-  assert.deepEqual(st.alloc.held, { input_tokens: 26, output_tokens: 100 });
+  // The streamed body has "stream": true beside the plain one's members: 46 code points, 28.
+  assert.deepEqual(st.alloc.held, { input_tokens: HOLD.input_tokens + 28, output_tokens: 100 });
   assert.equal(st.events.length, 0);
 });
 
