@@ -25,10 +25,16 @@ bool is_media(std::string_view name, MediaParent parent) {
 }  // namespace
 
 MediaParent media_parent_of(std::string_view name) {
-  if (name == "image_url") return MediaParent::image_url;
-  if (name == "input_audio") return MediaParent::input_audio;
-  if (name == "source") return MediaParent::source;
-  return MediaParent::other;
+  switch (name.size()) {  // by length first, as is_media: called for every member walked
+    case 6:
+      return name == "source" ? MediaParent::source : MediaParent::other;
+    case 9:
+      return name == "image_url" ? MediaParent::image_url : MediaParent::other;
+    case 11:
+      return name == "input_audio" ? MediaParent::input_audio : MediaParent::other;
+    default:
+      return MediaParent::other;
+  }
 }
 
 simdjson::error_code EstimateWalk::member(std::string_view name, od::value v, int depth, MediaParent parent) {
