@@ -1,7 +1,8 @@
 // Fuzzes chat request inspection and the rewrite splice. Properties: nothing crashes; a
 // refusal is invalid_request with a message; what inspection accepts is JSON to Boost.JSON
 // too; a rewrite is itself a valid request that reads back with exactly the plan applied
-// and everything else the same; an empty plan changes no byte.
+// and everything else the same (its estimate only grows by the member names it adds); a
+// plan the body already meets changes no byte.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -34,20 +35,26 @@ void check_rewrite(std::string_view body, const wire::ChatRequest& r, const wire
   auto again = wire::inspect_chat_request(out);
   FUZZ_CHECK(again.ok());
   FUZZ_CHECK(again->model == r.model);
-  FUZZ_CHECK(again->prompt.chars == r.prompt.chars);
-  FUZZ_CHECK(again->prompt.messages == r.prompt.messages);
+  // Added members' names count (SPEC §4): "max_completion_tokens", "stream_options", "include_usage".
+  FUZZ_CHECK(again->prompt.chars >= r.prompt.chars);
+  FUZZ_CHECK(again->prompt.chars <= r.prompt.chars + 21 + 14 + 13);
+  FUZZ_CHECK(again->prompt.items == r.prompt.items);
+  FUZZ_CHECK(again->prompt.media == r.prompt.media);
+  FUZZ_CHECK(again->service_tier == r.service_tier);
   FUZZ_CHECK(again->n == r.n);
   FUZZ_CHECK(again->stream == r.stream);
   FUZZ_CHECK(again->include_usage == (plan.include_usage || r.include_usage));
-  if (plan.per_choice_limit) {
-    const int64_t lowered = *plan.per_choice_limit;
-    if (r.max_tokens) FUZZ_CHECK(again->max_tokens == lowered);
-    if (r.max_completion_tokens) FUZZ_CHECK(again->max_completion_tokens == lowered);
-    if (!r.max_tokens && !r.max_completion_tokens) FUZZ_CHECK(again->max_tokens == lowered);
-  } else {
-    FUZZ_CHECK(again->max_tokens == r.max_tokens);
-    FUZZ_CHECK(again->max_completion_tokens == r.max_completion_tokens);
+  // Every limit member the body carries, null or not, holds the plan's value; with none,
+  // the plan's limit_field does.
+  const int64_t held = plan.per_choice_limit;
+  if (r.max_tokens_value) FUZZ_CHECK(again->max_tokens == held);
+  if (r.max_completion_tokens_value) FUZZ_CHECK(again->max_completion_tokens == held);
+  if (!r.max_tokens_value && !r.max_completion_tokens_value) {
+    const bool mt = plan.limit_field == wire::limit_field_max_tokens;
+    FUZZ_CHECK(again->max_tokens == (mt ? std::optional<int64_t>(held) : std::nullopt));
+    FUZZ_CHECK(again->max_completion_tokens == (mt ? std::nullopt : std::optional<int64_t>(held)));
   }
+  FUZZ_CHECK(!wire::rewrite_needed(*again, {.per_choice_limit = held}));
 }
 
 }  // namespace
@@ -70,14 +77,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FUZZ_CHECK(boost_parses(body));
-  FUZZ_CHECK(r->prompt.messages >= 1 && r->prompt.chars >= 0);
+  FUZZ_CHECK(r->prompt.items >= 1 && r->prompt.chars >= 0 && r->prompt.media >= 0);
   FUZZ_CHECK(r->n >= 1);
   FUZZ_CHECK(!r->max_tokens || *r->max_tokens >= 1);
   FUZZ_CHECK(!r->max_completion_tokens || *r->max_completion_tokens >= 1);
-  FUZZ_CHECK(wire::rewrite_chat_request(body, *r, {}) == body);
+  if (r->max_tokens_value && !r->max_completion_tokens_value && r->max_tokens) {
+    const wire::RewritePlan met{.per_choice_limit = *r->max_tokens};
+    FUZZ_CHECK(!wire::rewrite_needed(*r, met));
+    FUZZ_CHECK(wire::rewrite_chat_request(body, *r, met) == body);
+  }
   const int64_t lowered = static_cast<int64_t>(size % 1000) + 1;
   check_rewrite(body, *r, {.per_choice_limit = lowered, .include_usage = false});
-  check_rewrite(body, *r, {.per_choice_limit = std::nullopt, .include_usage = true});
+  check_rewrite(body, *r, {.per_choice_limit = lowered, .limit_field = wire::limit_field_max_tokens});
   check_rewrite(body, *r, {.per_choice_limit = lowered, .include_usage = true});
   return 0;
 }

@@ -161,12 +161,13 @@ class Handler {
   AdminResponse create_agreement(const std::string& body) {
     BodyReader r(body, {"supplier", "buyer", "provider", "models", "input_tokens", "output_tokens",
                         "starts_at", "ends_at", "requests_per_minute", "tokens_per_minute",
-                        "max_concurrency"});
+                        "max_concurrency", "service_tiers"});
     store::NewAgreement a;
     auto supplier = r.string("supplier", name_bytes_max, true);
     auto buyer = r.string("buyer", name_bytes_max, true);
     auto provider = r.string("provider", name_bytes_max, true);
     auto models = r.string_list("models", models_max, name_bytes_max);
+    auto service_tiers = r.string_list("service_tiers", service_tiers_max, name_bytes_max);
     auto input = r.integer("input_tokens", 1, quantity_max, true);
     auto output = r.integer("output_tokens", 1, quantity_max, true);
     auto starts = r.time("starts_at", false);
@@ -184,6 +185,7 @@ class Handler {
     a.buyer = *buyer;
     a.provider = *provider;
     if (models) a.models = std::move(*models);
+    if (service_tiers) a.service_tiers = std::move(*service_tiers);
     a.terms.window = {start, *ends};
     a.terms.limits = {*rpm, *tpm, *conc};
     a.terms.allowance = {*input, *output};

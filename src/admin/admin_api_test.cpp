@@ -181,6 +181,22 @@ TEST_F(AdminApiTest, CreateAgreementStartsNowWhenStartsAtOmitted) {
   EXPECT_EQ(r.body.at("agreement").at("models"), json::array{});
 }
 
+TEST_F(AdminApiTest, CreateAgreementTakesAndShowsServiceTiers) {
+  json::object body = agreement_body();
+  body["service_tiers"] = json::array{"priority", "flex"};
+  Reply r = call("POST", "/admin/v1/agreements", json::serialize(body));
+  ASSERT_EQ(r.status, 201) << r.text;
+  EXPECT_EQ(r.body.at("agreement").at("service_tiers"), (json::array{"priority", "flex"}));
+  Reply none = call("POST", "/admin/v1/agreements", json::serialize(agreement_body()));
+  ASSERT_EQ(none.status, 201) << none.text;
+  EXPECT_EQ(none.body.at("agreement").at("service_tiers"), json::array{});
+  for (json::value bad : {json::value("priority"), json::value(json::array{"a", 3}), json::value(json::array{""}),
+                          json::value(json::array{json::string("a\0b", 3)})}) {
+    body["service_tiers"] = bad;
+    expect_invalid(body, "service_tiers: must be an array");
+  }
+}
+
 TEST_F(AdminApiTest, CreateAgreementAcceptsNumericOffsetTimes) {
   json::object body = agreement_body();
   body["ends_at"] = "2026-12-31T01:00:00+01:00";

@@ -63,6 +63,9 @@ json::object agreement_object(const store::AgreementRow& a) {
   o["buyer"] = a.buyer;
   o["provider"] = a.provider;
   o["models"] = std::move(models);
+  json::array service_tiers;
+  for (const auto& t : a.service_tiers) service_tiers.emplace_back(t);
+  o["service_tiers"] = std::move(service_tiers);
   o["input_tokens"] = a.terms.allowance.input;
   o["output_tokens"] = a.terms.allowance.output;
   o["starts_at"] = format_rfc3339(a.terms.window.starts_at);

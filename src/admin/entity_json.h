@@ -18,9 +18,9 @@ namespace cairva::admin {
 boost::json::object allocation_object(const store::AllocationStatus& a);
 std::string allocation_json(const store::AllocationStatus& a);
 
-// {"object":"agreement","id","supplier","buyer","provider","models","input_tokens",
-//  "output_tokens","starts_at","ends_at","requests_per_minute","tokens_per_minute",
-//  "max_concurrency","state","created_at"}.
+// {"object":"agreement","id","supplier","buyer","provider","models","service_tiers",
+//  "input_tokens","output_tokens","starts_at","ends_at","requests_per_minute",
+//  "tokens_per_minute","max_concurrency","state","created_at"}.
 boost::json::object agreement_object(const store::AgreementRow& a);
 std::string agreement_json(const store::AgreementRow& a);
 

@@ -52,6 +52,7 @@ class FakeStore final : public store::Store {
                             a.terms,
                             core::AgreementState::in_force,
                             1};
+    row.service_tiers = a.service_tiers;
     agreements_[row.id] = row;
     store::AllocationStatus alloc;
     alloc.id = new_id("alloc");

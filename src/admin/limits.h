@@ -15,6 +15,8 @@ static_assert(page_size_default <= page_size_max);
 inline constexpr size_t name_bytes_max = 256;
 // An agreement's model allow-list.
 inline constexpr size_t models_max = 256;
+// An agreement's service_tier allow-list: providers name a handful of tiers.
+inline constexpr size_t service_tiers_max = 16;
 // Reconciliation evidence: a written note or a pasted export line, not a file.
 inline constexpr size_t evidence_bytes_max = 64 * 1024;
 // Allowances and limits stay far below int64 overflow when summed and multiplied.

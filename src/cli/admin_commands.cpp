@@ -121,6 +121,11 @@ Result<std::string> agreement_body(const AgreementArgs& a, UnixMicros now) {
     for (const auto& m : a.models) models.emplace_back(m);
     o["models"] = std::move(models);
   }
+  if (!a.service_tiers.empty()) {
+    json::array tiers;
+    for (const auto& t : a.service_tiers) tiers.emplace_back(t);
+    o["service_tiers"] = std::move(tiers);
+  }
   o["input_tokens"] = a.input_tokens;
   o["output_tokens"] = a.output_tokens;
   if (!a.starts_at.empty()) o["starts_at"] = a.starts_at;
@@ -163,12 +168,18 @@ std::string render_agreement(const json::value& g) {
       m && m->is_array()) {
     for (const auto& x : m->get_array()) models += (models.empty() ? "" : ",") + cell(&x);
   }
+  std::string tiers;
+  if (const json::value* t = g.is_object() ? g.get_object().if_contains("service_tiers") : nullptr;
+      t && t->is_array()) {
+    for (const auto& x : t->get_array()) tiers += (tiers.empty() ? "" : ",") + cell(&x);
+  }
   return kv_lines({{"agreement", field(g, "id")},
                    {"state", field(g, "state")},
                    {"supplier", field(g, "supplier")},
                    {"buyer", field(g, "buyer")},
                    {"provider", field(g, "provider")},
                    {"models", models.empty() ? "(any)" : models},
+                   {"service tiers", tiers.empty() ? "(auto, default)" : "auto, default, " + tiers},
                    {"allowance in/out", field(g, "input_tokens") + "/" + field(g, "output_tokens")},
                    {"window", field(g, "starts_at") + " .. " + field(g, "ends_at")},
                    {"limits rpm/tpm/conc", field(g, "requests_per_minute") + "/" +

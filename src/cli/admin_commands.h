@@ -20,6 +20,7 @@ std::optional<int64_t> parse_duration_s(std::string_view text);
 struct AgreementArgs {
   std::string supplier, buyer, provider;
   std::vector<std::string> models;
+  std::vector<std::string> service_tiers;  // allowed beyond auto/default
   int64_t input_tokens = 0, output_tokens = 0;
   std::string starts_at;  // RFC 3339; empty = the server's now
   std::string ends_at;    // RFC 3339; or

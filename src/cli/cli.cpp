@@ -273,6 +273,11 @@ int run(int argc, char** argv, const Hooks& hooks) {
       ->required();
   ag_create->add_option("--models", ag.models, "Allowed models, comma-separated (default: any)")
       ->delimiter(',');
+  ag_create
+      ->add_option("--service-tier", ag.service_tiers,
+                   "A service_tier allowed beyond auto and default (e.g. priority); repeat it or "
+                   "give a comma-separated list (default: none)")
+      ->delimiter(',');
   ag_create->add_option("--input-tokens", ag.input_tokens, "Input token allowance")->required();
   ag_create->add_option("--output-tokens", ag.output_tokens, "Output token allowance")->required();
   ag_create->add_option("--starts-at", ag.starts_at, "Window start, RFC 3339 (default: now)");

@@ -119,6 +119,29 @@ TEST_F(CliTest, AgreementCreatePostsTheBodyAndPrintsTheSecretOnce) {
   EXPECT_NE(o.out.find("alloc_1"), std::string::npos);
 }
 
+TEST_F(CliTest, AgreementCreateSendsServiceTiersRepeatedOrCommaSeparated) {
+  reply_ = {201, R"({"agreement":{"id":"agr_1","state":"in_force","service_tiers":["priority","flex"]},
+                    "allocation":{"id":"alloc_1","state":"active"},
+                    "api_key":{"id":"key_1","secret":"cv_SECRET"}})"};
+  const std::vector<std::string> base = {"agreement", "create", "--supplier", "acme", "--buyer", "bob",
+                                         "--provider", "openai", "--input-tokens", "100", "--output-tokens", "50",
+                                         "--ends-at", "2027-01-01T00:00:00Z", "--rpm", "60", "--tpm", "1000",
+                                         "--concurrency", "4"};
+  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--service-tier", "priority", "--service-tier", "flex"},
+                                               std::vector<std::string>{"--service-tier", "priority,flex"}}) {
+    std::vector<std::string> args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    calls_.clear();
+    Outcome o = run_cli(args);
+    ASSERT_EQ(o.code, 0) << o.err;
+    ASSERT_EQ(calls_.size(), 1u);
+    EXPECT_EQ(json::parse(calls_[0].body).at("service_tiers"), json::parse(R"(["priority","flex"])")) << extra[1];
+  }
+  calls_.clear();
+  ASSERT_EQ(run_cli(base).code, 0);
+  EXPECT_FALSE(json::parse(calls_[0].body).as_object().contains("service_tiers")) << "none beyond auto/default";
+}
+
 TEST_F(CliTest, JsonFlagPrintsTheRawAnswer) {
   reply_ = {200, R"({"object":"list","data":[]})"};
   Outcome o = run_cli({"allocation", "list", "--json"});

@@ -241,7 +241,7 @@ void check_base_url(Checker& c, const std::string& path, const std::string& url)
 }
 
 void load_provider(Checker& c, const toml::table& t, const std::string& prefix, Provider& p) {
-  reject_unknown(c, t, prefix, {"name", "base_url", "api_key_env", "timeout_s", "ca_file"});
+  reject_unknown(c, t, prefix, {"name", "base_url", "api_key_env", "timeout_s", "ca_file", "limit_field"});
   auto name = get_string(c, t, "name", prefix + ".name");
   if (!name || name->empty()) {
     if (!c.failed()) c.fail(prefix + ".name", "required: a non-empty provider name");
@@ -272,6 +272,14 @@ void load_provider(Checker& c, const toml::table& t, const std::string& prefix, 
   }
   if (auto v = get_int(c, t, "timeout_s", prefix + ".timeout_s", 1, timeout_s_max)) {
     p.timeout_s = *v;
+  }
+  if (auto f = get_string(c, t, "limit_field", prefix + ".limit_field")) {
+    if (*f != limit_field_default && *f != limit_field_max_tokens) {
+      c.fail(prefix + ".limit_field",
+             "expected \"" + std::string(limit_field_default) + "\" or \"" + limit_field_max_tokens + "\", got " + quoted(*f));
+    } else {
+      p.limit_field = *f;
+    }
   }
   if (auto ca = get_string(c, t, "ca_file", prefix + ".ca_file")) {
     std::ifstream probe(*ca);

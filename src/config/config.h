@@ -20,6 +20,10 @@ inline constexpr int pool_size_max = 256;
 inline constexpr int64_t default_max_tokens_default = 1024;
 inline constexpr int64_t in_flight_timeout_s_default = 600;
 inline constexpr int64_t provider_timeout_s_default = 600;
+// The request member a provider reads its output limit from (SPEC §8): every current
+// OpenAI model accepts max_completion_tokens and reasoning models require it.
+inline constexpr const char* limit_field_default = "max_completion_tokens";
+inline constexpr const char* limit_field_max_tokens = "max_tokens";  // for servers that know only that
 
 struct Provider {
   std::string name;
@@ -30,6 +34,9 @@ struct Provider {
   // PEM file of extra trusted CA certificates for this provider (e.g. a private CA);
   // empty = the system's trust store only. Verification is always on.
   std::string ca_file;
+  // The limit field the gateway writes the held per-choice limit into when a request
+  // names none: limit_field_default or limit_field_max_tokens.
+  std::string limit_field = limit_field_default;
 };
 
 struct Config {

@@ -136,6 +136,26 @@ TEST_F(ConfigTest, ProviderCaFileMustBeReadable) {
   EXPECT_EQ(ok->providers[0].ca_file, "/etc/hostname");
 }
 
+TEST_F(ConfigTest, ProviderLimitFieldDefaultsToMaxCompletionTokensAndAcceptsMaxTokens) {
+  auto r = parse_config("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\n"
+                        "[[providers]]\nname = \"b\"\nbase_url = \"http://b\"\nlimit_field = \"max_tokens\"\n"
+                        "[[providers]]\nname = \"c\"\nbase_url = \"http://c\"\nlimit_field = \"max_completion_tokens\"\n",
+                        "cairva.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->providers.size(), 3u);
+  EXPECT_EQ(r->providers[0].limit_field, "max_completion_tokens");
+  EXPECT_EQ(r->providers[1].limit_field, "max_tokens");
+  EXPECT_EQ(r->providers[2].limit_field, "max_completion_tokens");
+}
+
+TEST_F(ConfigTest, RefusesAnyOtherProviderLimitFieldNamingFileAndKey) {
+  EXPECT_EQ(error_of("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\nlimit_field = \"max_output_tokens\"\n"),
+            "cairva.toml: providers[0].limit_field: expected \"max_completion_tokens\" or \"max_tokens\", "
+            "got \"max_output_tokens\"");
+  EXPECT_EQ(error_of("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\nlimit_field = 1\n"),
+            "cairva.toml: providers[0].limit_field: expected a string, got an integer");
+}
+
 TEST_F(ConfigTest, RefusesUnknownKeyInEveryTable) {
   EXPECT_EQ(error_of("[server]\nlisten_addr = \"a:1\"\n"),
             "cairva.toml: server.listen_addr: unknown key");

@@ -8,11 +8,12 @@
 namespace cairva::core {
 
 int64_t input_estimate(const PromptFacts& facts) {
-  CAIRVA_ASSERT(facts.chars >= 0 && facts.messages >= 0);
+  CAIRVA_ASSERT(facts.chars >= 0 && facts.items >= 0 && facts.media >= 0 && facts.tokens >= 0);
   const int64_t chars_tokens =
       facts.chars / estimate_chars_per_token + (facts.chars % estimate_chars_per_token != 0);
-  return chars_tokens + estimate_tokens_per_message * facts.messages +
-         estimate_tokens_per_request;
+  // No overflow: every count is bounded by the body's bytes (16 MiB at most).
+  return chars_tokens + facts.tokens + estimate_tokens_per_message * facts.items + estimate_tokens_per_request +
+         media_part_tokens_estimate * facts.media;
 }
 
 int64_t per_choice_limit(const OutputRequest& req, int64_t default_max_tokens) {

@@ -7,14 +7,17 @@
 
 namespace cairva::core {
 
-// Facts the wire layer reads out of a chat request.
+// Facts the wire layer reads out of a request's body for SPEC §4's input estimate (one
+// rule for every API; SPEC-APIS §2 says what `items` is per API).
 struct PromptFacts {
-  int64_t chars = 0;     // Unicode code points counted per SPEC §4
-  int64_t messages = 0;  // entries in `messages`
+  int64_t chars = 0;   // code points of every key and string value but the top-level model and media
+  int64_t items = 0;   // entries of `messages` (chat), of `input` (responses, embeddings)
+  int64_t media = 0;   // media payloads, each estimated at media_part_tokens_estimate
+  int64_t tokens = 0;  // tokens counted exactly (embeddings token arrays), not as chars
   friend bool operator==(const PromptFacts&, const PromptFacts&) = default;
 };
 
-// ceil(chars / 3) + 4 * messages + 8.
+// ceil(chars / 3) + tokens + 4 * items + 8 + 1600 * media.
 int64_t input_estimate(const PromptFacts& facts);
 
 // The output limits a request asked for.

@@ -16,10 +16,13 @@ inline constexpr int64_t output_hold_tokens_default = 1024;
 // Requests still in flight this long become usage_pending (seed: "after 10 minutes").
 inline constexpr int64_t in_flight_timeout_s_default = 600;
 
-// Input estimate = ceil(chars / 3) + 4 * messages + 8 (SPEC §4).
+// Input estimate = ceil(chars / 3) + tokens + 4 * items + 8 + 1600 * media (SPEC §4).
 inline constexpr int64_t estimate_chars_per_token = 3;
 inline constexpr int64_t estimate_tokens_per_message = 4;
 inline constexpr int64_t estimate_tokens_per_request = 8;
+// One image, audio clip or file part: a fixed estimate instead of its base64 or URL
+// characters, near what a provider bills a large image (SPEC §4 media_part_tokens_estimate).
+inline constexpr int64_t media_part_tokens_estimate = 1600;
 
 // Retry-After seconds per refused limit (seed: the three limits table).
 inline constexpr int retry_after_s_requests_per_minute = 60;

@@ -1,33 +1,30 @@
 #include "gateway/chat.h"
 
 #include <algorithm>
-#include <array>
+#include <charconv>
+#include <optional>
 
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
 
 #include "admin/metrics.h"
 #include "core/estimate.h"
+#include "gateway/limits.h"
 #include "gateway/store_await.h"
 #include "http/limits.h"
 #include "http/message_head.h"
-#include "http/message_reader.h"
 #include "wire/chat_request.h"
-#include "wire/completion.h"
+#include "wire/codec.h"
 #include "wire/errors.h"
-#include "wire/sse.h"
 
 namespace cairva::gateway {
 namespace {
 
 namespace net = boost::asio;
-namespace beast = boost::beast;
-namespace bhttp = beast::http;
-using upstream::UpstreamConnection;
+namespace bhttp = boost::beast::http;
+using upstream::Field;
 using upstream::ProviderEndpoint;
+using upstream::ReadStatus;
 using http::Task;
 using http::task_nothrow;
 
@@ -36,20 +33,42 @@ bool is_2xx(unsigned status) { return status >= 200 && status < 300; }
 static_assert(http::provider_body_bytes_max == size_t{64} << 20, "the message below names the limit");
 
 // What the client is told when a provider's body could not be read whole.
-const char* unread_body_message(boost::system::error_code ec, const char* cut_off) {
-  return ec == bhttp::error::body_limit ? "provider response exceeds 64 MiB" : cut_off;
+const char* unread_body_message(ReadStatus s, const char* cut_off) {
+  return s == ReadStatus::too_large ? "provider response exceeds 64 MiB" : cut_off;
 }
 
+// What the buyer reads when the settlement failed; the store's text goes to the log.
+constexpr std::string_view unrecorded_message =
+    "usage could not be recorded; the request is kept for reconciliation";
+
+// Why the gateway cut a stream: the error event that ends it.
+struct Cut {
+  ErrorCode code;
+  std::string_view message;
+};
+
+// A provider's Retry-After in seconds, when it is one (digits, at most a day); else 0.
+int retry_after_seconds(std::string_view v) {
+  constexpr int retry_after_s_max = 86400;
+  int s = 0;
+  const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), s);
+  if (ec != std::errc() || end != v.data() + v.size() || s <= 0) return 0;
+  return std::min(s, retry_after_s_max);
+}
+
+// The flow of one admitted request, the same for every API: forward it through the
+// upstream seam, relay the response in the dialect's codec C, settle. A dialect is a
+// codec (wire/codec.h), never a branch here.
+template <wire::Codec C>
 struct Flow {
   const Gateway& gw;
-  upstream::UpstreamPool& pool;
+  upstream::Upstream& upstream;
   ClientExchange& ex;
   const store::KeyGrant& grant;
-  const ProviderEndpoint* provider = nullptr;
+  const ProviderEndpoint* provider = nullptr;  // set before send()
   std::optional<int64_t> lowered_to;
   UnixMicros deadline_mono = 0;  // in_flight_timeout_s after admission, monotonic
-  std::unique_ptr<UpstreamConnection> conn;
-  std::optional<http::ResponseReader> head;  // the provider's response, header then body
+  std::unique_ptr<upstream::Response> res;  // the provider's response, head then body
 
   Task<Result<store::SettleResult>> settle(store::SettleKind kind, std::string provider_request_id = {},
                                                      core::Tokens usage = {}) {
@@ -83,13 +102,12 @@ struct Flow {
   // (x-request-id, openai-processing-ms).
   http::MessageHead client_head() const {
     // A provider status no client could read as a final answer is passed on as a 502.
-    unsigned status = head->status();
+    unsigned status = res->status();
     if (status < 200 || status > 599) status = 502;
     auto h = ex.head(static_cast<int>(status));
     if (lowered_to) h.add("x-cairva-max-tokens-lowered", *lowered_to);
-    for (size_t i = 0; i < http::ResponseReader::kept_fields.size(); ++i) {
-      if (head->has_field(i)) h.add(http::ResponseReader::kept_fields[i], head->field(i));
-    }
+    if (res->has_field(Field::request_id)) h.add("x-request-id", res->field(Field::request_id));
+    if (res->has_field(Field::processing_ms)) h.add("openai-processing-ms", res->field(Field::processing_ms));
     return h;
   }
 
@@ -97,111 +115,109 @@ struct Flow {
     return std::chrono::microseconds(std::max<int64_t>(0, deadline_mono - gw.clock.monotonic_micros()));
   }
 
-  // Sends the request and reads the provider's response headers into `head`. A pooled
-  // connection that the provider closed while idle fails before any response byte: that
-  // one attempt is retried on a fresh connection.
-  Task<Status> send_upstream(std::string& body) {
-    for (int attempt = 0;; ++attempt) {
-      conn = pool.take_idle(*provider);
-      if (!conn) {
-        auto connected = co_await pool.connect(*provider);
-        if (!connected) co_return connected.error();
-        conn = std::move(*connected);
-      }
-      auto req = http::MessageHead::request("POST", provider->chat_path);
-      req.add("Host", provider->host_header);
-      req.add("Content-Type", "application/json");
-      req.add("Accept", "application/json, text/event-stream");
-      if (!provider->authorization.empty()) req.add("Authorization", provider->authorization);
-      req.add("x-cairva-request-id", ex.request_id);
-      const std::string& head_text = req.finish(body.size(), true);
-      // The body is referenced, not copied: it outlives the exchange and a retry reuses it.
-      const std::array<net::const_buffer, 2> bytes{net::buffer(head_text), net::buffer(body)};
-      conn->expires_after(std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(provider->timeout_s),
-                                                                        until_deadline()));
-      const auto wrote = co_await conn->write(bytes);
-      auto ec = conn->error_of(wrote);
-      if (!ec) {
-        head.emplace();
-        head->header_limit(static_cast<std::uint32_t>(http::provider_header_bytes_max));
-        head->body_limit(boost::none);
-        const auto read = co_await conn->read_header(*head);
-        ec = conn->error_of(read);
-      }
-      if (!ec) co_return Status{};
-      const bool idle_close = ec == bhttp::error::end_of_stream || ec == net::error::eof ||
-                              ec == net::error::connection_reset || ec == net::error::broken_pipe;
-      if (conn->reused && idle_close && attempt == 0) continue;
-      conn.reset();
-      if (ec == beast::error::timeout) {
-        co_return make_error(ErrorCode::provider_timeout, "provider " + provider->name + " did not respond in time");
-      }
-      co_return make_error(ErrorCode::provider_unavailable, "provider " + provider->name + " failed: " + ec.message());
-    }
+  // Sends the request and receives the response's head into `res`.
+  Task<Status> send(std::string_view path, std::string_view body) {
+    const upstream::Request req{path, ex.request_id, body,
+                                std::min<std::chrono::steady_clock::duration>(
+                                    std::chrono::seconds(provider->timeout_s), until_deadline())};
+    auto sent = co_await upstream.send(*provider, req);
+    if (!sent) co_return sent.error();
+    res = std::move(*sent);
+    co_return Status{};
   }
 
   // The booking key (SPEC "Accounting"): the response's id, else the provider's
   // x-request-id, else the gateway's request id; one no store could keep counts as absent.
   std::string provider_request_id(std::string_view from_body) const {
-    for (const std::string_view id : {from_body, head->field(http::ResponseReader::request_id_field)}) {
+    for (const std::string_view id : {from_body, res->field(Field::request_id)}) {
       if (wire::usable_provider_id(id)) return std::string(id);
     }
     return ex.request_id;
   }
 
-  void maybe_release(bool clean) {
-    if (conn && clean) pool.release(*provider, std::move(conn));
-    conn.reset();
+  // Hands the connection back for reuse when its exchange ended cleanly, else closes it.
+  void release(bool clean) {
+    if (res && clean) upstream.release(*provider, std::move(res));
+    res.reset();
   }
 
-  // A provider error status: release the hold, pass the provider's status and body on.
-  Task<bool> relay_provider_error(boost::system::error_code ec) {
+  // A provider error status: release the hold, pass the provider's status and body on,
+  // except errors about the supplier's own account (SPEC §5): 401/403 become 502
+  // provider_unavailable and a 429 keeps its status and Retry-After, each with the
+  // gateway's own body; the provider's body is for operators (the log) only.
+  Task<bool> relay_provider_error(ReadStatus read) {
     auto settled = co_await settle(store::SettleKind::failed);
     (void)settled;  // a failed settlement releases nothing durable-critical; the sweep covers it
-    maybe_release(!ec && head->keep_alive());
-    if (ec) {
+    const unsigned status = res->status();
+    if (status == 401 || status == 403 || status == 429) {
+      log_provider_body(status);
+      const int retry_after_s = status == 429 ? retry_after_seconds(res->field(Field::retry_after)) : 0;
+      release(read == ReadStatus::ok && res->keep_alive());
+      if (status == 429) {
+        co_return co_await ex.send_error(ErrorCode::rate_limited,
+                                         "the provider is rate limiting this capacity; retry later", {},
+                                         retry_after_s);
+      }
       co_return co_await ex.send_error(ErrorCode::provider_unavailable,
-                                       unread_body_message(ec, "provider error response was cut off"));
+                                       "the provider refused the supplier's credentials; the operator must fix them");
     }
-    co_return co_await ex.send_json(client_head(), std::move(head->body()));
+    if (read != ReadStatus::ok) {
+      release(false);
+      co_return co_await ex.send_error(ErrorCode::provider_unavailable,
+                                       unread_body_message(read, "provider error response was cut off"));
+    }
+    auto head = client_head();
+    std::string body = std::move(res->body());
+    release(res->keep_alive());
+    co_return co_await ex.send_json(std::move(head), std::move(body));
+  }
+
+  // Writes the provider's error body to the log, bounded, with the supplier's key (should
+  // the provider echo it) masked.
+  void log_provider_body(unsigned status) const {
+    std::string body = res->body().substr(0, provider_error_log_bytes_max);
+    constexpr std::string_view bearer = "Bearer ";
+    if (provider->authorization.size() > bearer.size()) {
+      const std::string_view key = std::string_view(provider->authorization).substr(bearer.size());
+      for (size_t at = body.find(key); at != std::string::npos; at = body.find(key, at)) {
+        body.replace(at, key.size(), "[supplier key]");
+      }
+    }
+    ex.log_error("provider " + provider->name + " answered " + std::to_string(status), body);
   }
 
   Task<bool> plain() {
-    auto& p = *head;
-    // Beast compares an announced Content-Length with the body limit only as the header
-    // completes, and the header was read without one (a stream has none): compare here,
-    // before a body byte is read, or a provider announcing 1 TiB would be read to its end.
-    const auto announced = p.content_length();
-    boost::system::error_code ec;
-    if (announced && *announced > http::provider_body_bytes_max) {
-      ec = bhttp::error::body_limit;
-    } else {
-      p.body_limit(http::provider_body_bytes_max);  // no body byte parsed yet: Beast allows it
-      conn->expires_after(until_deadline());
-      if (!conn->parse_buffered(p, ec)) {
-        const auto read = co_await conn->read(p);
-        ec = conn->error_of(read);
-      }
+    res->expires_after(until_deadline());
+    auto read = res->body_buffered(http::provider_body_bytes_max);
+    if (!read) {
+      const auto outcome = co_await res->read_body();
+      read = res->status_of(outcome);
     }
     // Either error path below drops the connection: a body left unread spends it.
-    if (!is_2xx(p.status())) co_return co_await relay_provider_error(ec);
-    if (ec) {
+    if (!is_2xx(res->status())) co_return co_await relay_provider_error(*read);
+    if (*read != ReadStatus::ok) {
       // The provider accepted the work but the body was lost: it may have been billed.
-      conn.reset();
+      release(false);
       co_await settle(store::SettleKind::usage_missing);
       co_return co_await ex.send_error(ErrorCode::provider_unavailable,
-                                       unread_body_message(ec, "provider response was cut off"));
+                                       unread_body_message(*read, "provider response was cut off"));
     }
-    maybe_release(p.keep_alive());
-    auto& body = p.body();
-    auto info = wire::read_completion(body);
+    auto head = client_head();
+    std::string body = std::move(res->body());
+    auto info = C::read_response(body);
     if (!info) {
+      release(res->keep_alive());
       co_await settle(store::SettleKind::usage_missing);
       co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider sent a malformed response");
     }
-    auto settled = co_await settle_reported(info->usage, provider_request_id(info->id));
-    if (!settled) co_return co_await ex.send_error(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message);
-    co_return co_await ex.send_json(client_head(), wire::with_usage_source(body, *info, !info->usage.has_value()));
+    std::string provider_id = provider_request_id(info->id);
+    release(res->keep_alive());
+    auto settled = co_await settle_reported(info->usage, std::move(provider_id));
+    if (!settled) {
+      ex.log_error("settlement failed", settled.error().message);
+      co_return co_await ex.send_error(ErrorCode::store_unavailable, unrecorded_message);
+    }
+    co_return co_await ex.send_json(std::move(head), C::with_usage_source(body, *info));
   }
 
   // Writes one chunk to the client unless it has gone; a client that goes away does not
@@ -213,31 +229,37 @@ struct Flow {
     if (ec) client_ok = false;
   }
 
+  // Ends the client's chunked body after `out`, which ends the stream without [DONE]
+  // (an error event). The connection closes: the exchange did not end as the client asked.
+  Task<bool> end_with_error(std::string& out, bool& client_ok) {
+    co_await to_client(out, client_ok);
+    if (client_ok) co_await net::async_write(ex.stream, bhttp::make_chunk_last(), task_nothrow);
+    co_return false;
+  }
+
   Task<bool> streamed(bool client_wants_usage) {
-    auto res = client_head();
-    res.add("Content-Type", "text/event-stream");
-    res.add("Cache-Control", "no-cache");
-    ex.status_sent = static_cast<int>(res.status());
+    auto h = client_head();
+    h.add("Content-Type", "text/event-stream");
+    h.add("Cache-Control", "no-cache");
+    ex.status_sent = static_cast<int>(h.status());
     ex.deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
-    auto [hec, hn] = co_await net::async_write(ex.stream, net::buffer(res.finish_chunked(ex.keep_alive)), task_nothrow);
+    auto [hec, hn] = co_await net::async_write(ex.stream, net::buffer(h.finish_chunked(ex.keep_alive)), task_nothrow);
     bool client_ok = !hec;
 
-    auto& p = *head;
-    p.body_limit(boost::none);  // a stream is bounded by time (in-flight timeout), not size
-    p.hold_at_most(http::stream_read_buffer_bytes);
-    wire::StreamRelay relay(client_wants_usage);
+    res->hold_at_most(http::stream_read_buffer_bytes);
+    typename C::Relay relay(client_wants_usage);
     std::string out;
-    bool cut = false;
-    while (!p.is_done()) {
-      conn->expires_after(until_deadline());
-      const auto read = co_await conn->read_some(p);
+    std::optional<Cut> cut;
+    while (!res->complete()) {
+      res->expires_after(until_deadline());
+      const auto outcome = co_await res->read_some();
       const int64_t read_at = gw.clock.monotonic_micros();
-      auto ec = conn->error_of(read);
-      if (ec == bhttp::error::need_buffer) ec = {};
-      const bool fed = p.body().empty() || relay.feed(p.body(), out);
-      p.body().clear();
+      const ReadStatus read = res->status_of(outcome);
+      std::string& piece = res->body();
+      const bool fed = piece.empty() || relay.feed(piece, out);
+      piece.clear();
       if (!fed) {
-        cut = true;  // an event over the size bound: treat the stream as cut off
+        cut = Cut{ErrorCode::provider_unavailable, "the provider sent a stream event over the gateway's size bound"};
         break;
       }
       if (!out.empty() && client_ok) {
@@ -245,21 +267,32 @@ struct Flow {
         if (client_ok) admin::metrics().observe_stream_relay_us(gw.clock.monotonic_micros() - read_at);
       }
       out.clear();
-      if (ec) {
-        cut = true;
+      if (read == ReadStatus::timeout) {
+        cut = Cut{ErrorCode::provider_timeout, "the request exceeded the gateway's in-flight timeout"};
+        break;
+      }
+      if (read != ReadStatus::ok) {
+        // A provider whose stream already ended ([DONE]) and then lost its connection
+        // sent everything: not a cut.
+        if (!relay.done_seen()) cut = Cut{ErrorCode::provider_unavailable, "the provider's stream was cut off"};
         break;
       }
     }
-    maybe_release(!cut && p.keep_alive());
-    auto settled = co_await settle_reported(relay.usage(), provider_request_id(relay.provider_id()));
+    std::string provider_id = provider_request_id(relay.provider_id());
+    release(res->complete() && res->keep_alive());
+    auto settled = co_await settle_reported(relay.usage(), std::move(provider_id));
     if (!settled) {
       // Without a durable booking the client must not see a successful end: the stream
       // ends with an error event and no [DONE]. The request stays open in the store and
       // becomes usage_pending at the in-flight timeout.
-      out = "data: " + wire::error_body(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message) + "\n\n";
-      co_await to_client(out, client_ok);
-      if (client_ok) co_await net::async_write(ex.stream, bhttp::make_chunk_last(), task_nothrow);
-      co_return false;
+      ex.log_error("settlement failed", settled.error().message);
+      C::append_stream_error(out, ErrorCode::store_unavailable, unrecorded_message);
+      co_return co_await end_with_error(out, client_ok);
+    }
+    if (cut) {
+      relay.finish_cut(out);
+      C::append_stream_error(out, cut->code, cut->message);
+      co_return co_await end_with_error(out, client_ok);
     }
     relay.finish(out);
     co_await to_client(out, client_ok);
@@ -267,7 +300,69 @@ struct Flow {
     auto [lec, ln] = co_await net::async_write(ex.stream, bhttp::make_chunk_last(), task_nothrow);
     co_return !lec && ex.keep_alive;
   }
+
+  // Forwards the admitted request's `body` to `path` and answers the client.
+  Task<bool> run(std::string_view path, std::string_view body, bool stream, bool client_wants_usage) {
+    const int64_t sent_at = gw.clock.monotonic_micros();
+    auto sent = co_await send(path, body);
+    admin::metrics().observe_provider_latency_us(gw.clock.monotonic_micros() - sent_at);
+    if (!sent) {
+      co_await settle(store::SettleKind::failed);
+      co_return co_await ex.send_error(sent.error().code, sent.error().message);
+    }
+    if (stream && is_2xx(res->status())) co_return co_await streamed(client_wants_usage);
+    co_return co_await plain();
+  }
 };
+
+// What admission decided; `admitted` empty when the request was refused (already answered,
+// `keep` saying whether the connection stays open).
+struct Admission {
+  std::optional<core::Admitted> admitted;
+  bool keep = false;
+};
+
+// Admission, the same for every API: the agreement's model list, then the store's decision
+// under the allocation's lock. Answers a refusal itself.
+Task<Admission> admit(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant, const std::string& model,
+                      const std::optional<std::string>& service_tier, bool stream, const core::RequestFacts& facts) {
+  if (!grant.models.empty() && std::find(grant.models.begin(), grant.models.end(), model) == grant.models.end()) {
+    co_return Admission{std::nullopt, co_await refuse_before_admission(gw, ex, grant, ErrorCode::model_not_allowed,
+                                                                       "model \"" + model + "\" is not in this agreement's models")};
+  }
+  // A tier beyond auto/default changes the supplier's price: the agreement must allow it (SPEC §2).
+  if (service_tier && *service_tier != "auto" && *service_tier != "default" &&
+      std::find(grant.service_tiers.begin(), grant.service_tiers.end(), *service_tier) == grant.service_tiers.end()) {
+    co_return Admission{std::nullopt,
+                        co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request,
+                                                         "service_tier \"" + *service_tier +
+                                                             "\" is not in this agreement's service_tiers")};
+  }
+  store::AdmitCommand cmd;
+  cmd.request_id = ex.request_id;
+  cmd.allocation_id = grant.allocation_id;
+  cmd.key_id = grant.key_id;
+  cmd.model = model;
+  cmd.stream = stream;
+  cmd.facts = facts;
+  auto start_admit = [&gw, &cmd](store::Callback<store::AdmitResult> cb) { gw.store.admit(std::move(cmd), std::move(cb)); };
+  const int64_t asked_at = gw.clock.monotonic_micros();
+  auto admitted = co_await await_store<store::AdmitResult>(start_admit);
+  admin::metrics().observe_store_wait_us(admin::StoreWait::admit, gw.clock.monotonic_micros() - asked_at);
+  if (!admitted) {
+    // invalid_api_key: a key revoked since a provisional grant, refused by the store's
+    // admission. Anything else is the store's outage.
+    co_return Admission{std::nullopt, co_await ex.send_store_error(admitted.error())};
+  }
+  ex.rate = admitted->after;
+  if (const auto* refused = std::get_if<core::Refused>(&admitted->decision.outcome)) {
+    admin::metrics().count_refusal(refused->reason);
+    co_return Admission{std::nullopt, co_await ex.send_error(refused->code, refused->message, refused->limit,
+                                                             refused->retry_after_s)};
+  }
+  admin::metrics().count_admitted();
+  co_return Admission{std::get<core::Admitted>(admitted->decision.outcome), false};
+}
 
 }  // namespace
 
@@ -277,7 +372,8 @@ Task<bool> refuse_before_admission(const Gateway& gw, ClientExchange& ex, const 
     const std::string hash(ex.key_hash);
     auto start = [&gw, &hash](store::Callback<store::KeyGrant> cb) { gw.store.authenticate(hash, std::move(cb)); };
     auto fresh = co_await await_store<store::KeyGrant>(start);
-    if (!fresh) co_return co_await ex.send_error(ErrorCode::invalid_api_key, fresh.error().message);
+    // A key revoked since is 401; a store that cannot say is 503, never 401.
+    if (!fresh) co_return co_await ex.send_store_error(fresh.error());
   }
   auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
     gw.store.allocation_status(grant.allocation_id, std::move(cb));
@@ -287,64 +383,34 @@ Task<bool> refuse_before_admission(const Gateway& gw, ClientExchange& ex, const 
   co_return co_await ex.send_error(code, message);
 }
 
-Task<bool> chat_completion(const Gateway& gw, upstream::UpstreamPool& pool, ClientExchange& ex,
+Task<bool> chat_completion(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
                                      const store::KeyGrant& grant, std::string body) {
   auto inspected = wire::inspect_chat_request(body);
   if (!inspected) co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request, inspected.error().message);
   const wire::ChatRequest& chat = *inspected;
-  const std::string model(chat.model);
-  if (!grant.models.empty() && std::find(grant.models.begin(), grant.models.end(), model) == grant.models.end()) {
-    co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::model_not_allowed,
-                                               "model \"" + model + "\" is not in this agreement's models");
-  }
-  store::AdmitCommand cmd;
-  cmd.request_id = ex.request_id;
-  cmd.allocation_id = grant.allocation_id;
-  cmd.key_id = grant.key_id;
-  cmd.model = model;
-  cmd.stream = chat.stream;
-  cmd.facts = core::RequestFacts{core::input_estimate(chat.prompt), chat.max_completion_tokens, chat.max_tokens,
+  const core::RequestFacts facts{core::input_estimate(chat.prompt), chat.max_completion_tokens, chat.max_tokens,
                                  chat.n, gw.config.default_max_tokens};
-  auto start_admit = [&gw, &cmd](store::Callback<store::AdmitResult> cb) { gw.store.admit(std::move(cmd), std::move(cb)); };
-  const int64_t asked_at = gw.clock.monotonic_micros();
-  auto admitted = co_await await_store<store::AdmitResult>(start_admit);
-  admin::metrics().observe_store_wait_us(admin::StoreWait::admit, gw.clock.monotonic_micros() - asked_at);
-  if (!admitted) {
-    // A key revoked since a provisional grant: the store's admission refused it.
-    const bool revoked = admitted.error().code == ErrorCode::invalid_api_key;
-    co_return co_await ex.send_error(revoked ? ErrorCode::invalid_api_key : ErrorCode::store_unavailable,
-                                     admitted.error().message);
-  }
-  ex.rate = admitted->after;
-  if (const auto* refused = std::get_if<core::Refused>(&admitted->decision.outcome)) {
-    admin::metrics().count_refusal(refused->reason);
-    co_return co_await ex.send_error(refused->code, refused->message, refused->limit, refused->retry_after_s);
-  }
-  const auto& adm = std::get<core::Admitted>(admitted->decision.outcome);
-  admin::metrics().count_admitted();
+  auto admission = co_await admit(gw, ex, grant, chat.model, chat.service_tier, chat.stream, facts);
+  if (!admission.admitted) co_return admission.keep;
+  const auto& adm = *admission.admitted;
 
-  Flow flow{gw, pool, ex, grant};
+  const ProviderEndpoint* provider = gw.find_provider(grant.provider);
+  Flow<wire::ChatCodec> flow{gw, upstream, ex, grant, provider};
   flow.lowered_to = adm.lowered_to;
   flow.deadline_mono = gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
-  flow.provider = gw.find_provider(grant.provider);
-  if (!flow.provider) {
+  if (!provider) {
     co_await flow.settle(store::SettleKind::failed);
     co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider \"" + grant.provider + "\" is not configured");
   }
   wire::RewritePlan plan;
-  plan.per_choice_limit = adm.lowered_to;
-  plan.include_usage = chat.stream && !chat.include_usage;
-  std::string upstream_body = (plan.per_choice_limit || plan.include_usage) ? wire::rewrite_chat_request(body, chat, plan)
-                                                                          : std::move(body);
-  const int64_t sent_at = gw.clock.monotonic_micros();
-  auto sent = co_await flow.send_upstream(upstream_body);
-  admin::metrics().observe_provider_latency_us(gw.clock.monotonic_micros() - sent_at);
-  if (!sent) {
-    co_await flow.settle(store::SettleKind::failed);
-    co_return co_await ex.send_error(sent.error().code, sent.error().message);
+  plan.per_choice_limit = adm.per_choice_limit;  // what was held, lowered or not (SPEC §4)
+  for (const config::Provider& p : gw.config.providers) {
+    if (p.name == grant.provider) plan.limit_field = p.limit_field;
   }
-  if (chat.stream && is_2xx(flow.head->status())) co_return co_await flow.streamed(chat.include_usage);
-  co_return co_await flow.plain();
+  plan.include_usage = chat.stream && !chat.include_usage;
+  std::string upstream_body = wire::rewrite_needed(chat, plan) ? wire::rewrite_chat_request(body, chat, plan)
+                                                               : std::move(body);
+  co_return co_await flow.run(provider->chat_path, upstream_body, chat.stream, chat.include_usage);
 }
 
 }  // namespace cairva::gateway

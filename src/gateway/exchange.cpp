@@ -8,12 +8,18 @@
 #include <boost/asio/write.hpp>
 
 #include "admin/metrics.h"
+#include "gateway/limits.h"
 #include "http/limits.h"
 #include "wire/errors.h"
 
 namespace cairva::gateway {
 
 namespace {
+
+// What a buyer reads when the store fails: the detail is the operators' (the log).
+constexpr std::string_view store_down_message =
+    "the gateway cannot reach its store; the request was not processed, retry later";
+
 }  // namespace
 
 http::MessageHead ClientExchange::head(int status) const {
@@ -44,8 +50,24 @@ http::Task<bool> ClientExchange::send_error(ErrorCode code, std::string_view mes
   admin::metrics().count_refused(code);
   outcome = wire_name(code);
   auto h = head(http_status(code));
+  if (code == ErrorCode::store_unavailable && retry_after_s <= 0) retry_after_s = store_unavailable_retry_after_s;
   if (retry_after_s > 0) h.add("Retry-After", int64_t{retry_after_s});
   co_return co_await send_json(std::move(h), wire::error_body(code, message, limit));
+}
+
+http::Task<bool> ClientExchange::send_store_error(const Error& e) {
+  if (e.code == ErrorCode::invalid_api_key) co_return co_await send_error(ErrorCode::invalid_api_key, e.message);
+  log_error("store unavailable", e.message);
+  co_return co_await send_error(ErrorCode::store_unavailable, store_down_message);
+}
+
+void ClientExchange::log_error(std::string_view what, std::string_view detail) const {
+  std::string shown(detail);
+  for (char& c : shown) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  std::fprintf(stderr, "cairva: request %s: %.*s: %s\n", request_id.empty() ? "-" : request_id.c_str(),
+               static_cast<int>(what.size()), what.data(), shown.c_str());
 }
 
 void ClientExchange::log_access(int64_t latency_us) const {

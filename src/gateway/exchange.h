@@ -12,6 +12,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "base/error_code.h"
+#include "base/result.h"
 #include "core/admission.h"
 #include "http/deadline.h"
 #include "http/executor.h"
@@ -44,9 +45,19 @@ struct ClientExchange {
   // or must close.
   http::Task<bool> send_json(http::MessageHead head, std::string body);
   http::Task<bool> send_json(int status, std::string body) { return send_json(head(status), std::move(body)); }
-  // Writes an OpenAI-shaped error; `retry_after_s` > 0 adds Retry-After.
+  // Writes an OpenAI-shaped error; `retry_after_s` > 0 adds Retry-After (a
+  // store_unavailable always has one). `message` is the buyer's to read: never an internal
+  // error's text (send_store_error).
   http::Task<bool> send_error(ErrorCode code, std::string_view message,
                                           std::string_view limit = {}, int retry_after_s = 0);
+  // Answers a failed store call (SPEC §6): a missing, unknown or revoked key
+  // (invalid_api_key) is 401; any other failure is the store's outage, never the key's:
+  // 503 store_unavailable with Retry-After and the gateway's own message. The store's own
+  // text (libpq's names the database's host and port) goes to the log only.
+  http::Task<bool> send_store_error(const Error& e);
+  // "cairva: request <id>: <what>: <detail>" on stderr, for operators; control bytes in
+  // `detail` are shown as '?' so that it cannot forge a line.
+  void log_error(std::string_view what, std::string_view detail) const;
 };
 
 }  // namespace cairva::gateway

@@ -12,8 +12,11 @@
 #include "base/time.h"
 #include "config/config.h"
 #include "store/store.h"
-#include "upstream/connection.h"
 #include "upstream/provider_endpoint.h"
+
+namespace cairva::upstream {
+class UpstreamPool;  // upstream/connection.h: Beast-heavy, included only where it is used
+}  // namespace cairva::upstream
 
 namespace cairva::gateway {
 

@@ -22,6 +22,7 @@
 #include "http/listener.h"
 #include "store/open.h"
 #include "store/validate.h"
+#include "upstream/connection.h"
 
 namespace cairva::gateway {
 namespace {

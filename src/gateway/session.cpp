@@ -14,6 +14,7 @@
 #include "http/buffered_parse.h"
 #include "http/message_reader.h"
 #include "http/limits.h"
+#include "upstream/connection.h"
 #include "admin/entity_json.h"
 #include "wire/limits.h"
 
@@ -112,7 +113,7 @@ Task<bool> allocation_current(const Gateway& gw, ClientExchange& ex, const store
     gw.store.allocation_status(grant.allocation_id, std::move(cb));
   };
   auto status = co_await await_store<store::AllocationStatus>(start);
-  if (!status) co_return co_await ex.send_error(status.error().code, status.error().message);
+  if (!status) co_return co_await ex.send_store_error(status.error());
   ex.rate = status->snapshot;
   co_return co_await ex.send_json(200, admin::allocation_json(*status));
 }
@@ -169,7 +170,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
 
   auto grant = co_await authenticate(gw, keys, ex, hp.authorization(), route == Route::chat);
-  if (!grant) co_return co_await ex.send_error(ErrorCode::invalid_api_key, grant.error().message);
+  // A store outage is not a revoked key: 503, never 401 (send_store_error).
+  if (!grant) co_return co_await ex.send_store_error(grant.error());
   ex.allocation_id = grant->allocation_id;
   ex.rate = core::AllocationSnapshot{};
   ex.rate->terms.limits = grant->limits;  // refined by admission; enough for early errors

@@ -30,6 +30,10 @@ inline constexpr size_t provider_body_bytes_max = size_t{64} << 20;
 inline constexpr size_t provider_header_bytes_max = size_t{64} << 10;
 // Idle upstream keep-alive connections kept per provider per event loop.
 inline constexpr size_t upstream_idle_connections_max = 256;
+// An idle upstream connection is dropped after this long, before the provider's own
+// keep-alive timeout closes it under a request (Node's default is 5 s; CDNs close sooner
+// or later, and a failure there is retried on a fresh connection anyway).
+inline constexpr int64_t upstream_idle_keepalive_s = 4;
 // Most of a stream's body held between relays: the parser stops there until the relay
 // drained it. The holding string grows only to what the provider's reads bring (SSE
 // events are a few hundred bytes), so memory per stream follows the events, not this bound

@@ -69,9 +69,10 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
 
 class ResponseReader final : public boost::beast::http::basic_parser<false> {
  public:
-  // The response fields the gateway reads (the provider's id, and those passed on to the
-  // client), matched without regard to case.
-  static constexpr std::array<std::string_view, 2> kept_fields = {"x-request-id", "openai-processing-ms"};
+  // The response fields the gateway reads (the provider's id, those passed on to the
+  // client, and a 429's Retry-After), matched without regard to case.
+  static constexpr std::array<std::string_view, 3> kept_fields = {"x-request-id", "openai-processing-ms",
+                                                                  "retry-after"};
   static constexpr size_t request_id_field = 0;
 
   unsigned status() const { return status_; }

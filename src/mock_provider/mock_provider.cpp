@@ -42,6 +42,9 @@ constexpr size_t mock_body_bytes_max = size_t{32} << 20;
 // split=N pieces: at least one byte, at most a whole event.
 constexpr int64_t split_bytes_max = 1 << 20;
 constexpr uint64_t oversize_announced_bytes = uint64_t{1} << 40;
+// What the supplier-account errors (status=401/403/429) name, for tests to look for.
+constexpr std::string_view mock_supplier_org = "org-MockSupplier7Q2";
+constexpr std::string_view mock_supplier_key_fragment = "sk-proj-****k3Yz";
 
 struct Stats {
   std::atomic<int64_t> requests{0};
@@ -72,6 +75,8 @@ struct Switches {
   int status = 200;
   int64_t delay_ms = 0, chunks = chunks_default, chunk_delay_ms = 0, cut_after = -1;
   int64_t reset_after = -1, truncate_after = -1, split_bytes = 0;
+  int64_t retry_after_s = 3;  // a 429's Retry-After
+  int64_t output = completion_tokens_default;  // per choice, before the request's limit
   std::string id, header_id;
   // usage=P,C as sent (any JSON number text: negative, fractional, huge); empty = default.
   std::string prompt, completion;
@@ -107,9 +112,11 @@ Switches parse_switches(std::string_view model) {
     else if (key == "cut-after") sw.cut_after = to_int(val);
     else if (key == "reset-after") sw.reset_after = to_int(val);
     else if (key == "truncate-after") sw.truncate_after = to_int(val);
+    else if (key == "retry-after") sw.retry_after_s = to_int(val);
     else if (key == "split") sw.split_bytes = std::min(to_int(val), split_bytes_max);
     else if (key == "id") sw.id = std::string(val);
     else if (key == "header-id") sw.header_id = std::string(val);
+    else if (key == "output") sw.output = std::max<int64_t>(to_int(val), 0);
     else if (key == "usage") {
       const auto comma = val.find(',');
       sw.prompt = std::string(val.substr(0, comma));
@@ -186,7 +193,7 @@ std::string usage_json(const Switches& sw, const ChatFacts& f) {
   std::string completion = sw.completion;
   if (completion.empty()) {
     completion = std::to_string(
-        (f.limit >= 0 ? std::min(f.limit, completion_tokens_default) : completion_tokens_default) *
+        (f.limit >= 0 ? std::min(f.limit, sw.output) : sw.output) *
         std::max<int64_t>(f.n, 1));
   }
   std::string out = "{\"prompt_tokens\":" + prompt + ",\"completion_tokens\":" + completion;
@@ -298,13 +305,38 @@ net::awaitable<bool> send(beast::tcp_stream& stream, http::response<Body>& res) 
 }
 
 net::awaitable<bool> json_reply(beast::tcp_stream& stream, unsigned version, bool keep_alive, int status, std::string body,
-                                const std::string& header_id = {}) {
+                                const std::string& header_id = {}, int64_t retry_after_s = 0) {
   http::response<http::string_body> res{static_cast<http::status>(status), version};
   res.set(http::field::content_type, "application/json");
   if (!header_id.empty()) res.set("x-request-id", header_id);
+  if (retry_after_s > 0) res.set(http::field::retry_after, std::to_string(retry_after_s));
   res.keep_alive(keep_alive);
   res.body() = std::move(body);
   co_return co_await send(stream, res);
+}
+
+// Errors about the supplier's account (401, 403, 429) as OpenAI words them, naming the
+// supplier's organisation and a fragment of its key (mock_supplier_org,
+// mock_supplier_key_fragment): the gateway must never pass either to a buyer. Other
+// statuses get a scripted error whose code names the status.
+std::string error_body(int status) {
+  const std::string org(mock_supplier_org);
+  const std::string key(mock_supplier_key_fragment);
+  if (status == 401) {
+    return R"j({"error":{"message":"Incorrect API key provided: )j" + key +
+           ". You can find your API key at https://platform.openai.com/account/api-keys. (organization " + org +
+           R"j()","type":"invalid_request_error","param":null,"code":"invalid_api_key"}})j";
+  }
+  if (status == 403) {
+    return R"j({"error":{"message":"Project proj_MockSupplier9 in organization )j" + org + " (key " + key +
+           R"j() does not have access to this model","type":"invalid_request_error","param":null,"code":"model_not_found"}})j";
+  }
+  if (status == 429) {
+    return R"j({"error":{"message":"Rate limit reached for gpt-4o in organization )j" + org +
+           R"j( on tokens per min (TPM): Limit 30000, Used 29500, Requested 1200.","type":"tokens","param":null,"code":"rate_limit_exceeded"}})j";
+  }
+  return R"j({"error":{"message":"mock: scripted error","type":"mock_error","code":"mock_)j" + std::to_string(status) +
+         "\"}}";
 }
 
 net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_body>& req) {
@@ -332,10 +364,8 @@ net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_
     co_return false;
   }
   if (sw.status != 200) {
-    co_return co_await json_reply(stream, req.version(), req.keep_alive(), sw.status,
-                                  R"({"error":{"message":"mock: scripted error","type":"mock_error","code":"mock_)" +
-                                      std::to_string(sw.status) + "\"}}",
-                                  sw.header_id);
+    co_return co_await json_reply(stream, req.version(), req.keep_alive(), sw.status, error_body(sw.status),
+                                  sw.header_id, sw.status == 429 ? sw.retry_after_s : 0);
   }
   if (facts.stream) co_return co_await stream_reply(stream, sw, facts, req.version()) && req.keep_alive();
   if (sw.malformed) co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"id\": truncated");

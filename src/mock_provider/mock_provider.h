@@ -4,13 +4,18 @@
 // Switches ride in the request's `model`, after a '?', '&'-separated, so that they pass
 // through any gateway unchanged: "mock?no-usage&status=500&delay-ms=50".
 //   no-usage            reply without usage (no usage chunk when streaming)
-//   status=N            answer with HTTP status N and an OpenAI-style error body
+//   status=N            answer with HTTP status N and an OpenAI-style error body; 401, 403
+//                       and 429 word it as OpenAI does and name the supplier's organisation
+//                       (org-MockSupplier7Q2) and a key fragment (sk-proj-****k3Yz)
+//   retry-after=N       with status=429: its Retry-After header (default 3)
 //   delay-ms=N          wait N ms before the response headers
 //   chunks=N            stream N content chunks (default 3)
 //   chunk-delay-ms=N    wait N ms between streamed chunks
 //   id=TEXT             use TEXT as the response id (default: a unique one)
 //   usage=P,C           report P prompt and C completion tokens, as written: any JSON number
 //                       text (-5, 1.5, 1e3, 99999999999999999999) for bad-usage cases
+//   output=N            the model writes N completion tokens per choice unless the request's
+//                       limit stops it sooner (as a real model does): min(limit, N) times n
 //   cut-after=N         streaming: close the connection after N chunks, no [DONE]
 //   reset-after=N       streaming: a TCP reset (RST) after N events; non-streaming: the
 //                       headers and N bytes of the body, then a reset
@@ -27,7 +32,7 @@
 //   stamp               streaming: each content chunk is "stamp:<steady_clock µs when
 //                       written>", for per-chunk latency (bench/stream_load)
 // Usage by default: prompt_tokens 10, completion_tokens min(limit, 7) where limit is
-// max_completion_tokens, else max_tokens, else 7; times n.
+// max_completion_tokens, else max_tokens, else 7 (or N with output=N); times n.
 //
 // Also: GET /mock/stats → {"requests","in_flight","peak_in_flight"}; POST /mock/reset
 // zeroes them; GET /mock/last → the last chat request's body and authorization header.

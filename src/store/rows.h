@@ -22,6 +22,8 @@ struct AgreementRow {
   core::Terms terms;
   core::AgreementState state = core::AgreementState::in_force;
   UnixMicros created_at = 0;
+  // service_tier values allowed beyond "auto" and "default" (SPEC §2); empty: none.
+  std::vector<std::string> service_tiers;
 };
 
 // An allocation as `GET /v1/allocations/current` shows it, as of `now`.
@@ -48,6 +50,7 @@ struct KeyGrant {
   // From a store's cache (Store::authenticate_for_admission): the key may have been
   // revoked since; only the store's admission, which checks, may rely on it.
   bool provisional = false;
+  std::vector<std::string> service_tiers;  // agreement's allow-list beyond auto/default
 };
 
 struct RequestRow {

@@ -72,6 +72,7 @@ struct NewAgreement {
   std::string provider;
   std::vector<std::string> models;
   core::Terms terms;
+  std::vector<std::string> service_tiers;  // beyond "auto" and "default"; empty: none
 };
 
 struct CreatedAgreement {

@@ -23,6 +23,9 @@ Status validate_new_agreement(const NewAgreement& a, const std::vector<std::stri
   for (const auto& m : a.models) {
     if (m.empty()) return invalid("models: model names must be non-empty");
   }
+  for (const auto& t : a.service_tiers) {
+    if (t.empty()) return invalid("service_tiers: tier names must be non-empty");
+  }
   return {};
 }
 

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "base/assert.h"
+#include "wire/estimate_walk.h"
 #include "wire/json.h"
 #include "wire/limits.h"
 #include "wire/splice.h"
@@ -32,6 +33,7 @@ enum Member : unsigned {
   member_stream_options = 1u << 5,
   member_max_tokens = 1u << 6,
   member_max_completion_tokens = 1u << 7,
+  member_service_tier = 1u << 8,
 };
 
 Member member_of(std::string_view key) {
@@ -43,14 +45,13 @@ Member member_of(std::string_view key) {
   if (key == "stream_options") return member_stream_options;
   if (key == "max_tokens") return member_max_tokens;
   if (key == "max_completion_tokens") return member_max_completion_tokens;
+  if (key == "service_tier") return member_service_tier;
   return Member{0};
 }
 
 // Depths of the values read, for the nesting bound (the top-level object is depth 1).
 constexpr int member_depth = 2;  // messages[i] is depth 3
-constexpr int message_member_depth = 4;
-constexpr int part_depth = 5;
-constexpr int part_member_depth = 6;
+constexpr int message_depth = 3;
 
 // Runs fn(key, value) on each member of `obj` in order, up to the first failure. Each
 // field is used where the iterator yields it, not copied out.
@@ -76,22 +77,25 @@ Status each_element(od::array& arr, Fn&& fn) {
   return {};
 }
 
-// Reads one request: walks the whole document once, reading the members it knows and
-// validating the rest.
+Status checked(error_code e) {
+  if (e) return malformed(e);
+  return {};
+}
+
+// Reads one request: walks the whole document once, reading the members it knows,
+// validating the rest and counting the input estimate's facts (estimate_walk.h) as it goes.
 class Inspector {
  public:
-  Inspector(od::document& doc, const char* base) : doc_(doc), base_(base) {}
+  Inspector(od::document& doc, const char* base, ChatRequest& out)
+      : doc_(doc), base_(base), out_(out), walk_(out.prompt) {}
 
-  Status run(ChatRequest& out);
+  Status run();
 
  private:
-  Status member(Member m, od::value v, ChatRequest& out);
-  Status messages(od::value v, ChatRequest& out);
-  Status message(od::value v, int64_t& chars);
-  Status content_parts(od::array parts, int64_t& chars);
-  Status tool_calls(od::array calls, int64_t& chars);
-  Status tools(od::value v, ChatRequest& out);
-  Status stream_options(od::value v, ChatRequest& out);
+  Status member(Member m, std::string_view key, od::value v);
+  Status messages(od::value v);
+  Status service_tier(od::value v);
+  Status stream_options(od::value v);
   Status limit(od::value v, std::string_view name, int64_t max, std::optional<int64_t>& out);
 
   size_t offset_of(std::string_view token) const { return static_cast<size_t>(token.data() - base_); }
@@ -103,20 +107,11 @@ class Inspector {
 
   od::document& doc_;
   const char* base_;
+  ChatRequest& out_;
+  EstimateWalk walk_;
 };
 
-// Adds the code points of `v` to `chars` when it is a string; otherwise only validates.
-Status count_if_string(od::value v, int depth, int64_t& chars) {
-  const error_code e = json::count_string(v, chars);
-  if (e == simdjson::INCORRECT_TYPE) {  // not a string, and not read yet
-    if (auto e2 = json::validate(v, depth)) return malformed(e2);
-    return {};
-  }
-  if (e) return malformed(e);
-  return {};
-}
-
-Status Inspector::run(ChatRequest& out) {
+Status Inspector::run() {
   od::json_type type;
   if (auto e = doc_.type().get(type)) return malformed(e);
   if (type != od::json_type::object) return invalid("request body must be a JSON object");
@@ -129,7 +124,7 @@ Status Inspector::run(ChatRequest& out) {
       if (seen & m) return invalid("member \"" + std::string(key) + "\" appears more than once");
       seen |= m;
     }
-    return member(m, v, out);
+    return member(m, key, v);
   });
   if (!read) return read;
   // Whatever follows the object (a second document, garbage) makes the body malformed.
@@ -142,43 +137,52 @@ Status Inspector::run(ChatRequest& out) {
   return {};
 }
 
-Status Inspector::member(Member m, od::value v, ChatRequest& out) {
+Status Inspector::member(Member m, std::string_view key, od::value v) {
   switch (m) {
     case member_model: {
+      walk_.key(key);  // the model's name is the one string that does not count (SPEC §4)
       std::string_view model;
       if (v.get_string().get(model)) return invalid("model must be a string");
       // Kept on the request's row: PostgreSQL's text cannot hold a NUL byte.
       if (model.find('\0') != std::string_view::npos) return invalid("model must not contain a NUL character");
-      out.model.assign(model);
+      out_.model.assign(model);
       return {};
     }
     case member_messages:
-      return messages(v, out);
-    case member_tools:
-      return tools(v, out);
+      walk_.key(key);
+      return messages(v);
     case member_n: {
+      walk_.key(key);
       std::optional<int64_t> n;
       if (auto s = limit(v, "n", choices_max, n); !s) return s;
-      out.n = n.value_or(1);
+      out_.n = n.value_or(1);
       return {};
     }
     case member_stream: {
+      walk_.key(key);
       bool is_null = false;
       if (v.is_null().get(is_null) == simdjson::SUCCESS && is_null) return {};
-      if (v.get_bool().get(out.stream)) return invalid("stream must be a boolean");
+      if (v.get_bool().get(out_.stream)) return invalid("stream must be a boolean");
       return {};
     }
     case member_stream_options:
-      return stream_options(v, out);
+      walk_.key(key);
+      return stream_options(v);
     case member_max_tokens:
-      out.max_tokens_value = scalar_span(v);
-      return limit(v, "max_tokens", output_tokens_per_choice_max, out.max_tokens);
+      walk_.key(key);
+      out_.max_tokens_value = scalar_span(v);
+      return limit(v, "max_tokens", output_tokens_per_choice_max, out_.max_tokens);
     case member_max_completion_tokens:
-      out.max_completion_tokens_value = scalar_span(v);
-      return limit(v, "max_completion_tokens", output_tokens_per_choice_max, out.max_completion_tokens);
+      walk_.key(key);
+      out_.max_completion_tokens_value = scalar_span(v);
+      return limit(v, "max_completion_tokens", output_tokens_per_choice_max, out_.max_completion_tokens);
+    case member_service_tier:
+      walk_.key(key);
+      return service_tier(v);
+    case member_tools:  // read by name only to refuse a repeated one; counted as any member
+      break;
   }
-  if (auto e = json::validate(v, member_depth)) return malformed(e);
-  return {};
+  return checked(walk_.member(key, v, member_depth));
 }
 
 Status Inspector::limit(od::value v, std::string_view name, int64_t max, std::optional<int64_t>& out) {
@@ -204,120 +208,42 @@ Status Inspector::limit(od::value v, std::string_view name, int64_t max, std::op
   return {};
 }
 
-Status Inspector::messages(od::value v, ChatRequest& out) {
+// Each entry of `messages` is one item; everything in it counts (SPEC §4).
+Status Inspector::messages(od::value v) {
   const char* must = "messages must be a non-empty array of objects";
   od::array arr;
   if (v.get_array().get(arr)) return invalid(must);
-  int64_t chars = 0;
   auto read = each_element(arr, [&](od::value& item) -> Status {
-    ++out.prompt.messages;
-    return message(item, chars);
+    ++out_.prompt.items;
+    od::object obj;
+    if (item.get_object().get(obj)) return invalid(must);
+    return checked(walk_.object(obj, message_depth));
   });
   if (!read) return read;
-  if (out.prompt.messages == 0) return invalid(must);
-  out.prompt.chars += chars;
+  if (out_.prompt.items == 0) return invalid(must);
   return {};
 }
 
-Status Inspector::message(od::value v, int64_t& chars) {
-  od::object obj;
-  if (v.get_object().get(obj)) return invalid("messages must be a non-empty array of objects");
-  return each_member(obj, [&](std::string_view key, od::value& value) -> Status {
-    if (key == "content" || key == "tool_calls") {
-      od::json_type type;
-      if (auto e = value.type().get(type)) return malformed(e);
-      if (type == od::json_type::array) {
-        od::array arr;
-        if (auto e = value.get_array().get(arr)) return malformed(e);
-        return key == "content" ? content_parts(arr, chars) : tool_calls(arr, chars);
-      }
-    }
-    if (key == "content" || key == "name") return count_if_string(value, message_member_depth, chars);
-    if (auto e = json::validate(value, message_member_depth)) return malformed(e);
-    return {};
-  });
-}
-
-// Content parts: only the `text` of parts of type "text" counts (SPEC §4).
-Status Inspector::content_parts(od::array parts, int64_t& chars) {
-  return each_element(parts, [&](od::value& part) -> Status {
-    od::json_type type;
-    if (auto e = part.type().get(type)) return malformed(e);
-    if (type != od::json_type::object) {
-      if (auto e = json::validate(part, part_depth)) return malformed(e);
-      return {};
-    }
-    od::object obj;
-    if (auto e = part.get_object().get(obj)) return malformed(e);
-    bool is_text = false;
-    int64_t text_chars = 0;  // members come in any order: decided once "type" is known
-    auto read = each_member(obj, [&](std::string_view key, od::value& value) -> Status {
-      if (key == "text") return count_if_string(value, part_member_depth, text_chars);
-      if (key == "type") {
-        od::json_type t;
-        if (auto e = value.type().get(t)) return malformed(e);
-        if (t == od::json_type::string) {
-          std::string_view part_type;
-          if (auto e = json::read_string(value, part_type)) return malformed(e);
-          is_text = part_type == "text";
-          return {};
-        }
-      }
-      if (auto e = json::validate(value, part_member_depth)) return malformed(e);
-      return {};
-    });
-    if (!read) return read;
-    if (is_text) chars += text_chars;
-    return {};
-  });
-}
-
-// Tool calls: each call's function.name and function.arguments count (SPEC §4).
-Status Inspector::tool_calls(od::array calls, int64_t& chars) {
-  return each_element(calls, [&](od::value& call) -> Status {
-    od::json_type type;
-    if (auto e = call.type().get(type)) return malformed(e);
-    if (type != od::json_type::object) {
-      if (auto e = json::validate(call, part_depth)) return malformed(e);
-      return {};
-    }
-    od::object obj;
-    if (auto e = call.get_object().get(obj)) return malformed(e);
-    return each_member(obj, [&](std::string_view key, od::value& value) -> Status {
-      od::json_type t;
-      if (auto e = value.type().get(t)) return malformed(e);
-      if (key != "function" || t != od::json_type::object) {
-        if (auto e = json::validate(value, part_member_depth)) return malformed(e);
-        return {};
-      }
-      od::object function;
-      if (auto e = value.get_object().get(function)) return malformed(e);
-      return each_member(function, [&](std::string_view fkey, od::value& fvalue) -> Status {
-        if (fkey == "name" || fkey == "arguments") return count_if_string(fvalue, part_member_depth + 1, chars);
-        if (auto e = json::validate(fvalue, part_member_depth + 1)) return malformed(e);
-        return {};
-      });
-    });
-  });
-}
-
-// `tools` counts as its raw text exactly as sent, whitespace included (SPEC §4).
-Status Inspector::tools(od::value v, ChatRequest& out) {
-  const json::SpanStart start = json::span_start(v, base_);
-  if (auto e = json::validate(v, member_depth)) return malformed(e);
-  size_t end = 0;
-  if (auto e = json::span_end(start, doc_, base_, end)) return malformed(e);
-  CAIRVA_ASSERT(end >= start.offset);
-  out.prompt.chars += json::count_code_points(std::string_view(base_ + start.offset, end - start.offset));
+// A string or null; the agreement decides which tiers it allows (SPEC §2).
+Status Inspector::service_tier(od::value v) {
+  const char* must = "service_tier must be a string";
+  od::json_type type;
+  if (auto e = v.type().get(type)) return malformed(e);
+  if (type == od::json_type::null) return checked(json::validate(v, member_depth));
+  if (type != od::json_type::string) return invalid(must);
+  std::string_view tier;
+  if (auto e = json::read_string(v, tier)) return malformed(e);
+  walk_.string(tier);
+  out_.service_tier.emplace(tier);
   return {};
 }
 
-Status Inspector::stream_options(od::value v, ChatRequest& out) {
+Status Inspector::stream_options(od::value v) {
   od::json_type type;
   if (auto e = v.type().get(type)) return malformed(e);
   const size_t start = offset_of(v.raw_json_token());
   if (type == od::json_type::null) {
-    out.stream_options_value = scalar_span(v);
+    out_.stream_options_value = scalar_span(v);
     if (auto e = json::validate(v, member_depth)) return malformed(e);
     return {};
   }
@@ -326,23 +252,21 @@ Status Inspector::stream_options(od::value v, ChatRequest& out) {
   if (auto e = v.get_object().get(obj)) return malformed(e);
   bool seen_include_usage = false;
   auto read = each_member(obj, [&](std::string_view key, od::value& value) -> Status {
-    out.stream_options_has_members = true;
-    if (key != "include_usage") {
-      if (auto e = json::validate(value, member_depth + 1)) return malformed(e);
-      return {};
-    }
+    out_.stream_options_has_members = true;
+    if (key != "include_usage") return checked(walk_.member(key, value, member_depth + 1));
+    walk_.key(key);
     if (seen_include_usage) return invalid("member \"stream_options.include_usage\" appears more than once");
     seen_include_usage = true;
-    out.include_usage_value = scalar_span(value);
+    out_.include_usage_value = scalar_span(value);
     bool is_null = false;
     if (value.is_null().get(is_null) == simdjson::SUCCESS && is_null) return {};
-    if (value.get_bool().get(out.include_usage)) return invalid("stream_options.include_usage must be a boolean");
+    if (value.get_bool().get(out_.include_usage)) return invalid("stream_options.include_usage must be a boolean");
     return {};
   });
   if (!read) return read;
   size_t end = 0;
   if (auto e = json::end_of_consumed(doc_, base_).get(end)) return malformed(e);
-  out.stream_options_value = ByteSpan{start, end - start};
+  out_.stream_options_value = ByteSpan{start, end - start};
   return {};
 }
 
@@ -355,8 +279,8 @@ Result<ChatRequest> inspect(std::string_view body, json::Scratch& scratch,
   size_t open = 0;
   while (open < body.size() && json::is_space(body[open])) ++open;
   out.object_open = open;
-  Inspector inspector(doc, scratch.base());
-  if (auto s = inspector.run(out); !s) return s.error();
+  Inspector inspector(doc, scratch.base(), out);
+  if (auto s = inspector.run(); !s) return s.error();
   // simdjson accepts a leading byte-order mark; the splice needs the '{' itself.
   if (out.object_open >= body.size() || body[out.object_open] != '{') {
     return invalid("request body must be a JSON object");
@@ -390,29 +314,31 @@ Result<ChatRequest> inspect_chat_request(std::string& body) {
   });
 }
 
+bool rewrite_needed(const ChatRequest& request, const RewritePlan& plan) {
+  if (plan.include_usage) return true;
+  if (!request.max_tokens_value && !request.max_completion_tokens_value) return true;
+  // A member present with another value than the plan's, or null (its value then nullopt).
+  if (request.max_tokens_value && request.max_tokens != plan.per_choice_limit) return true;
+  if (request.max_completion_tokens_value && request.max_completion_tokens != plan.per_choice_limit) return true;
+  return false;
+}
+
 std::string rewrite_chat_request(std::string_view body, const ChatRequest& request,
                                  const RewritePlan& plan) {
+  CAIRVA_ASSERT(plan.per_choice_limit >= 1);
+  CAIRVA_ASSERT(plan.limit_field == limit_field_max_completion_tokens || plan.limit_field == limit_field_max_tokens);
   std::vector<Edit> edits;
   const size_t after_open = request.object_open + 1;
-  if (plan.per_choice_limit) {
-    CAIRVA_ASSERT(*plan.per_choice_limit >= 0);
-    const std::string value = std::to_string(*plan.per_choice_limit);
-    bool replaced = false;
-    if (request.max_tokens && request.max_tokens_value) {
-      edits.push_back({request.max_tokens_value->offset, request.max_tokens_value->size, value});
-      replaced = true;
-    }
-    if (request.max_completion_tokens && request.max_completion_tokens_value) {
-      edits.push_back({request.max_completion_tokens_value->offset,
-                       request.max_completion_tokens_value->size, value});
-      replaced = true;
-    }
-    if (!replaced && request.max_tokens_value) {
-      // "max_tokens": null was sent: give it the value rather than repeat the member.
-      edits.push_back({request.max_tokens_value->offset, request.max_tokens_value->size, value});
-    } else if (!replaced) {
-      edits.push_back({after_open, 0, "\"max_tokens\":" + value + ","});
-    }
+  const std::string value = std::to_string(plan.per_choice_limit);
+  // Every limit member the request carries, null ones too, ends up equal to the hold.
+  if (request.max_tokens_value && request.max_tokens != plan.per_choice_limit) {
+    edits.push_back({request.max_tokens_value->offset, request.max_tokens_value->size, value});
+  }
+  if (request.max_completion_tokens_value && request.max_completion_tokens != plan.per_choice_limit) {
+    edits.push_back({request.max_completion_tokens_value->offset, request.max_completion_tokens_value->size, value});
+  }
+  if (!request.max_tokens_value && !request.max_completion_tokens_value) {
+    edits.push_back({after_open, 0, "\"" + std::string(plan.limit_field) + "\":" + value + ","});
   }
   if (plan.include_usage) {
     if (request.include_usage_value) {

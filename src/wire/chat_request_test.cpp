@@ -1,7 +1,5 @@
 #include "wire/chat_request.h"
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include <boost/json.hpp>
@@ -14,13 +12,6 @@ namespace cairva::wire {
 namespace {
 
 namespace bj = boost::json;
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // simdjson's SIMDJSON_PADDING: the spare capacity the in-place overload reads the body with.
 constexpr size_t parser_padding_bytes = 64;
@@ -63,24 +54,6 @@ std::string body_with(std::string_view members) {
          std::string(members) + "}";
 }
 
-TEST(InspectChatRequest, EveryInputEstimateVectorMatches) {
-  const auto doc = bj::parse(read_file(CAIRVA_VECTORS_DIR "/input-estimate.json"));
-  const auto& cases = doc.at("cases").as_array();
-  ASSERT_GE(cases.size(), 10u);
-  for (const auto& c : cases) {
-    const std::string name(c.at("name").as_string());
-    const std::string body(c.at("body").as_string());
-    auto r = inspect_both(body);
-    ASSERT_TRUE(r.ok()) << name << ": " << r.error().message;
-    EXPECT_EQ(core::input_estimate(r->prompt), c.at("input_estimate").as_int64()) << name;
-    if (!c.as_object().contains("remaining_output")) {
-      const core::OutputRequest out{r->max_completion_tokens, r->max_tokens, r->n};
-      EXPECT_EQ(core::output_hold(out, core::output_hold_tokens_default), c.at("output_hold").as_int64())
-          << name;
-    }
-  }
-}
-
 TEST(InspectChatRequest, ReadsEveryMember) {
   const std::string body =
       R"({"model":"gpt-x","messages":[{"role":"user","content":"abc"},{"role":"system","content":"de"}],)"
@@ -93,8 +66,9 @@ TEST(InspectChatRequest, ReadsEveryMember) {
   EXPECT_TRUE(r.include_usage);
   EXPECT_EQ(r.max_tokens, 100);
   EXPECT_EQ(r.max_completion_tokens, 50);
-  EXPECT_EQ(r.prompt.messages, 2);
-  EXPECT_EQ(r.prompt.chars, 5);
+  EXPECT_EQ(r.prompt.items, 2);
+  EXPECT_EQ(r.prompt.chars, 126);  // every key and string but "gpt-x" (SPEC §4)
+  EXPECT_EQ(r.prompt.media, 0);
   ASSERT_TRUE(r.max_tokens_value);
   EXPECT_EQ(body.substr(r.max_tokens_value->offset, r.max_tokens_value->size), "100");
   ASSERT_TRUE(r.max_completion_tokens_value);
@@ -115,21 +89,90 @@ TEST(InspectChatRequest, DefaultsWhenOptionalMembersAbsentOrNull) {
   EXPECT_FALSE(plain.stream_options_value);
 }
 
-TEST(InspectChatRequest, CountsNamesToolCallsAndTextPartsOnly) {
-  // name "bob" (3) + text part "four" (4) + tool call name "fn" (2) + arguments "{}" (2).
-  const std::string body =
-      R"({"model":"m","messages":[{"role":"user","name":"bob","content":[{"text":"four","type":"text"},)"
-      R"({"type":"image_url","text":"ignored","image_url":{"url":"x"}}]},)"
-      R"({"role":"assistant","content":null,"tool_calls":[{"id":"c","type":"function","function":{"name":"fn","arguments":"{}"}}]}]})";
-  const ChatRequest r = inspect_ok(body);
-  EXPECT_EQ(r.prompt.chars, 11);
-  EXPECT_EQ(r.prompt.messages, 2);
+std::string message_with(std::string_view content) {
+  return R"({"model":"m","messages":[{"role":"user","content":)" + std::string(content) + "}]}";
+}
+
+// SPEC §4's one rule: every key and string value counts but the top-level model's value;
+// each media payload counts one media part instead of its characters. Expected counts
+// worked out by hand from the rule (tests/vectors has the same rule's cases per API).
+TEST(InspectChatRequest, CountsEveryKeyAndStringAndEachMediaFormOnce) {
+  struct Case {
+    const char* name;
+    std::string body;
+    int64_t chars;
+    int64_t media;
+  };
+  const std::vector<Case> cases = {
+      {"a string under image_url", message_with(R"([{"type":"image_url","image_url":"data:image/png;base64,AAAA"}])"), 50, 1},
+      {"url inside an image_url object",
+       message_with(R"([{"type":"image_url","image_url":{"url":"https://x/cat.png","detail":"low"}}])"), 62, 1},
+      {"data inside an input_audio object",
+       message_with(R"([{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}}])"), 67, 1},
+      {"a string under file_data", message_with(R"([{"type":"file","file":{"filename":"a.pdf","file_data":"JVBERi0="}}])"), 62, 1},
+      {"data inside a source object",
+       message_with(R"([{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBOR"}}])"), 76, 1},
+      {"url inside a source object", message_with(R"([{"type":"image","source":{"type":"url","url":"https://x/a.png"}}])"), 53, 1},
+      {"file_data anywhere, even at the top level",
+       R"({"model":"m","messages":[{"role":"user","content":"hi"}],"file_data":"abc"})", 39, 1},
+      {"url elsewhere counts as text", message_with(R"([{"type":"text","text":"t","url":"https://x"}])"), 53, 0},
+      {"data elsewhere counts as text", message_with(R"([{"type":"x","x":{"data":"abcdef"}}])"), 44, 0},
+      {"a media key's non-string value is walked",
+       message_with(R"([{"type":"image_url","image_url":{"url":{"href":"abc"}}}])"), 60, 0},
+      {"objects in an array under source are not source objects", message_with(R"([{"source":[{"data":"abcd"}]}])"), 42, 0},
+      {"only the top-level model value is left out",
+       R"({"model":"gpt","messages":[{"role":"user","content":"hi","model":"inner"}],"metadata":{"model":"abc"}})", 56, 0},
+      {"escaped keys and values count decoded",
+       R"({"model":"m","messages":[{"role":"user","con\u0074ent":"\u00e9\n"}],"x\u0079":"\ud83d\ude00"})", 33, 0},
+      {"an escaped media key is the key it names",
+       R"({"model":"m","messages":[{"role":"user","content":[{"image\u005furl":"data:x"}]}]})", 37, 1},
+      {"stream_options' keys and strings count",
+       R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true,"other":"ab"}})", 64, 0},
+      {"service_tier's value counts",
+       R"({"model":"m","messages":[{"role":"user","content":"hi"}],"service_tier":"flex"})", 46, 0},
+  };
+  for (const Case& c : cases) {
+    const ChatRequest r = inspect_ok(c.body);
+    EXPECT_EQ(r.prompt.chars, c.chars) << c.name;
+    EXPECT_EQ(r.prompt.media, c.media) << c.name;
+    EXPECT_EQ(r.prompt.items, 1) << c.name;
+  }
 }
 
 TEST(InspectChatRequest, CountsEscapedCharactersOnceEach) {
-  // "\n" is one code point, "\u00e9" one, a surrogate pair one.
+  // "\n" is one code point, "\u00e9" one, a surrogate pair one: 5, beside 28 of keys and "user".
   const ChatRequest r = inspect_ok(R"({"model":"m","messages":[{"role":"user","content":"a\nb\u00e9\ud83d\ude00"}]})");
-  EXPECT_EQ(r.prompt.chars, 5);
+  EXPECT_EQ(r.prompt.chars, 28 + 5);
+}
+
+TEST(InspectChatRequest, WhatAProviderBillsRaisesTheEstimate) {
+  // Each member below was free before SPEC §4's one rule: its text must now count.
+  const std::string big(30'000, 'x');
+  const int64_t base = core::input_estimate(inspect_ok(body_with("")).prompt);
+  for (const std::string& members :
+       {R"("functions":[{"name":"f","description":")" + big + R"("}])",
+        R"("response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"description":")" + big + R"("}}})",
+        R"("prediction":{"type":"content","content":")" + big + R"("})",
+        R"("tools":[{"type":"function","function":{"name":"f","description":")" + big + R"("}}])"}) {
+    const int64_t estimate = core::input_estimate(inspect_ok(body_with(members)).prompt);
+    EXPECT_GE(estimate, base + static_cast<int64_t>(big.size()) / 3) << members.substr(0, 40);
+  }
+  // An unknown member of a message, or a file part's name, as much.
+  const ChatRequest r = inspect_ok(message_with(R"("hi","x_note":")" + big + R"(")"));
+  EXPECT_GE(r.prompt.chars, static_cast<int64_t>(big.size()));
+}
+
+TEST(InspectChatRequest, ServiceTierIsAStringOrNull) {
+  EXPECT_EQ(inspect_ok(body_with(R"("service_tier":"priority")")).service_tier, "priority");
+  EXPECT_FALSE(inspect_ok(body_with(R"("service_tier":null)")).service_tier);
+  EXPECT_FALSE(inspect_ok(body_with("")).service_tier);
+  EXPECT_EQ(inspect_ok(body_with(R"("service_tier":"pr\u0069ority")")).service_tier, "priority");
+  for (const char* bad : {R"("service_tier":1)", R"("service_tier":true)", R"("service_tier":["priority"])",
+                          R"("service_tier":{"t":"priority"})"}) {
+    EXPECT_EQ(inspect_error(body_with(bad)), "service_tier must be a string") << bad;
+  }
+  EXPECT_EQ(inspect_error(body_with(R"("service_tier":"auto","service_tier":"priority")")),
+            "member \"service_tier\" appears more than once");
 }
 
 TEST(InspectChatRequest, InPlaceWithoutSpareCapacityCopiesAndLeavesTheBodyAlone) {
@@ -161,19 +204,13 @@ TEST(InspectChatRequest, RefusesBadEscapesWhereverTheStringIs) {
   }
 }
 
-TEST(InspectChatRequest, ToolsCountAsRawTextIncludingWhitespaceAndEscapes) {
-  const std::string tools = R"([ {"d": "\u00e9 é"} ])";
-  const ChatRequest r = inspect_ok(body_with(R"("tools": )" + tools + " "));
-  // "hi" (2) + the raw tools text in code points.
-  EXPECT_EQ(r.prompt.chars, 2 + static_cast<int64_t>(tools.size()) - 1);
-}
-
-TEST(InspectChatRequest, ToolsOfAnyTypeCountAsTheirRawText) {
-  // Regression: a scalar `tools` is not consumed by reading it, so its end comes from the token.
-  EXPECT_EQ(inspect_ok(body_with(R"("tools": "ab" ,"n":1)")).prompt.chars, 2 + 4);
-  EXPECT_EQ(inspect_ok(body_with(R"("tools":null)")).prompt.chars, 2 + 4);
-  EXPECT_EQ(inspect_ok(body_with(R"("tools":12.5e1)")).prompt.chars, 2 + 6);
-  EXPECT_EQ(inspect_ok(body_with(R"("tools":"a\"b")")).prompt.chars, 2 + 6);
+TEST(InspectChatRequest, ToolsOfAnyTypeCountTheirStringsAndKeys) {
+  // "hi" and the keys of body_with (2 + 28), then the tools member's name (5) and strings.
+  EXPECT_EQ(inspect_ok(body_with(R"("tools": "ab" ,"n":1)")).prompt.chars, 30 + 5 + 2 + 1);
+  EXPECT_EQ(inspect_ok(body_with(R"("tools":null)")).prompt.chars, 30 + 5);
+  EXPECT_EQ(inspect_ok(body_with(R"("tools":12.5e1)")).prompt.chars, 30 + 5);
+  EXPECT_EQ(inspect_ok(body_with(R"("tools":"a\"b")")).prompt.chars, 30 + 5 + 3);
+  EXPECT_EQ(inspect_ok(body_with(R"("tools": [ {"d": "\u00e9 é"} ] )")).prompt.chars, 30 + 5 + 1 + 3);
 }
 
 TEST(InspectChatRequest, EscapedMemberNamesAreTheMembersTheyName) {
@@ -309,18 +346,27 @@ TEST(RewriteChatRequest, ReplacesEveryLimitTheClientSent) {
   EXPECT_EQ(rewrite(only_mct, {.per_choice_limit = 9}), body_with(R"("max_completion_tokens":9)"));
 }
 
-TEST(RewriteChatRequest, AddsMaxTokensWhenTheClientSentNone) {
+TEST(RewriteChatRequest, AddsTheProvidersLimitFieldWhenTheClientSentNone) {
   const std::string body = " \n{\"model\":\"m\"," + std::string(msgs) + "}";
   EXPECT_EQ(rewrite(body, {.per_choice_limit = 12}),
+            " \n{\"max_completion_tokens\":12,\"model\":\"m\"," + std::string(msgs) + "}");
+  EXPECT_EQ(rewrite(body, {.per_choice_limit = 12, .limit_field = limit_field_max_tokens}),
             " \n{\"max_tokens\":12,\"model\":\"m\"," + std::string(msgs) + "}");
 }
 
-TEST(RewriteChatRequest, GivesANullMaxTokensTheValueInsteadOfRepeatingIt) {
+TEST(RewriteChatRequest, GivesEveryNullLimitTheHeldValue) {
   EXPECT_EQ(rewrite(body_with(R"("max_tokens":null,"max_completion_tokens":null)"), {.per_choice_limit = 5}),
-            body_with(R"("max_tokens":5,"max_completion_tokens":null)"));
-  // A null beside a real value stays as it is.
+            body_with(R"("max_tokens":5,"max_completion_tokens":5)"));
   EXPECT_EQ(rewrite(body_with(R"("max_tokens":null,"max_completion_tokens":80)"), {.per_choice_limit = 5}),
-            body_with(R"("max_tokens":null,"max_completion_tokens":5)"));
+            body_with(R"("max_tokens":5,"max_completion_tokens":5)"));
+  // A null member is the field written: the provider's limit_field is not added beside it.
+  EXPECT_EQ(rewrite(body_with(R"("max_tokens":null)"), {.per_choice_limit = 5}), body_with(R"("max_tokens":5)"));
+}
+
+TEST(RewriteChatRequest, EveryLimitMemberEqualsTheHoldEvenWhenNotLowered) {
+  // max_completion_tokens wins the hold; the larger max_tokens beside it is brought down.
+  EXPECT_EQ(rewrite(body_with(R"("max_tokens":500,"max_completion_tokens":40)"), {.per_choice_limit = 40}),
+            body_with(R"("max_tokens":40,"max_completion_tokens":40)"));
 }
 
 TEST(RewriteChatRequest, InjectsIncludeUsage) {
@@ -336,24 +382,49 @@ TEST(RewriteChatRequest, InjectsIncludeUsage) {
       {R"("stream":true,"stream_options":{"include_usage":false})", R"("stream":true,"stream_options":{"include_usage":true})"},
       {R"("stream":true,"stream_options":{"include_usage": null ,"y":2})", R"("stream":true,"stream_options":{"include_usage": true ,"y":2})"},
   };
+  const std::string limit = R"("max_tokens":7,)";
   for (const auto& c : cases) {
-    std::string expected = body_with(c.expected);
+    std::string expected = body_with(limit + c.expected);
     if (c.members == R"("stream":true)") expected.insert(1, R"("stream_options":{"include_usage":true},)");
-    EXPECT_EQ(rewrite(body_with(c.members), {.include_usage = true}), expected) << c.members;
+    EXPECT_EQ(rewrite(body_with(limit + c.members), {.per_choice_limit = 7, .include_usage = true}), expected)
+        << c.members;
   }
 }
 
 TEST(RewriteChatRequest, LowersAndInjectsTogether) {
   const std::string out = rewrite(body_with(R"("stream":true)"), {.per_choice_limit = 3, .include_usage = true});
   const auto v = reparse(out);
-  EXPECT_EQ(v.at("max_tokens").as_int64(), 3);
+  EXPECT_EQ(v.at("max_completion_tokens").as_int64(), 3);
+  EXPECT_FALSE(v.as_object().contains("max_tokens"));
   EXPECT_TRUE(v.at("stream_options").at("include_usage").as_bool());
   EXPECT_EQ(out.substr(out.size() - body_with(R"("stream":true)").size() + 1), body_with(R"("stream":true)").substr(1));
 }
 
-TEST(RewriteChatRequest, EmptyPlanLeavesBodyUnchanged) {
-  const std::string body = body_with(R"("max_tokens":10)");
-  EXPECT_EQ(rewrite(body, {}), body);
+TEST(RewriteChatRequest, NeededOnlyWhenTheBodyWouldChange) {
+  struct Case {
+    std::string members;
+    RewritePlan plan;
+    bool needed;
+  };
+  const std::vector<Case> cases = {
+      {R"("max_tokens":10)", {.per_choice_limit = 10}, false},
+      {R"("max_completion_tokens":10)", {.per_choice_limit = 10}, false},
+      {R"("max_tokens":10,"max_completion_tokens":10)", {.per_choice_limit = 10}, false},
+      {R"("max_tokens":10)", {.per_choice_limit = 9}, true},
+      {R"("max_tokens":500,"max_completion_tokens":10)", {.per_choice_limit = 10}, true},
+      {R"("max_tokens":null)", {.per_choice_limit = 10}, true},
+      {R"("max_tokens":10,"max_completion_tokens":null)", {.per_choice_limit = 10}, true},
+      {"", {.per_choice_limit = 10}, true},
+      {R"("max_tokens":10)", {.per_choice_limit = 10, .include_usage = true}, true},
+  };
+  for (const Case& c : cases) {
+    const std::string body = body_with(c.members);
+    const ChatRequest r = inspect_ok(body);
+    EXPECT_EQ(rewrite_needed(r, c.plan), c.needed) << c.members;
+    if (!c.needed) {
+      EXPECT_EQ(rewrite_chat_request(body, r, c.plan), body) << c.members;
+    }
+  }
 }
 
 }  // namespace

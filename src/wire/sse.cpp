@@ -255,6 +255,12 @@ void StreamRelay::relay(const SseEvent& event, std::string& out) {
 
 void StreamRelay::finish(std::string& out) {
   if (finished_) return;
+  finish_cut(out);
+  out.append("data: [DONE]\n\n");
+}
+
+void StreamRelay::finish_cut(std::string& out) {
+  if (finished_) return;
   finished_ = true;
   if (client_wants_usage_ && !usage_) {
     out.append("data: {\"id\":");
@@ -265,7 +271,6 @@ void StreamRelay::finish(std::string& out) {
     out.append(model_json_.empty() ? std::string_view("\"\"") : std::string_view(model_json_));
     out.append(",\"choices\":[],\"usage\":null,\"usage_source\":\"pending\"}\n\n");
   }
-  out.append("data: [DONE]\n\n");
 }
 
 }  // namespace cairva::wire

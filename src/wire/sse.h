@@ -74,6 +74,11 @@ class StreamRelay {
   // appends the pending-usage chunk when the client asked for usage and none came, then
   // `data: [DONE]`. Later calls append nothing.
   void finish(std::string& out);
+  // Ends the client's stream of one the gateway cut (an in-flight timeout, an event over
+  // the bound, the provider's connection lost): the pending-usage chunk as finish() does,
+  // but no `data: [DONE]`, so that the client can tell the stream is truncated; the caller
+  // then appends its error event. Later calls append nothing.
+  void finish_cut(std::string& out);
 
   // The first chunk's "id" (unescaped); empty when none came.
   std::string_view provider_id() const { return provider_id_; }

@@ -153,6 +153,38 @@ TEST_P(StoreContract, CreateAgreementMakesActiveAllocationAndWorkingKey) {
   EXPECT_EQ(got->terms.allowance, (Tokens{500, 500}));
 }
 
+TEST_P(StoreContract, AllowListsReachTheKeyGrantAndSurviveReopen) {
+  auto terms = agreement({10, 1000, 2}, {500, 500});
+  terms.models = {"gpt-a", "gpt-b"};
+  terms.service_tiers = {"priority", "flex"};
+  auto created = store->create_agreement(terms);
+  ASSERT_TRUE(created.ok()) << created.error().message;
+  EXPECT_EQ(created->agreement.service_tiers, (std::vector<std::string>{"priority", "flex"}));
+  const auto plain = create({10, 1000, 2}, {500, 500});
+  auto check = [&] {
+    auto g = authenticate(created->key_secret);
+    ASSERT_TRUE(g.ok()) << g.error().message;
+    EXPECT_EQ(g->models, (std::vector<std::string>{"gpt-a", "gpt-b"}));
+    EXPECT_EQ(g->service_tiers, (std::vector<std::string>{"priority", "flex"}));
+    auto got = store->get_agreement(created->agreement.id);
+    ASSERT_TRUE(got.ok()) << got.error().message;
+    EXPECT_EQ(got->models, (std::vector<std::string>{"gpt-a", "gpt-b"}));
+    EXPECT_EQ(got->service_tiers, (std::vector<std::string>{"priority", "flex"}));
+    auto none = authenticate(plain.key_secret);
+    ASSERT_TRUE(none.ok()) << none.error().message;
+    EXPECT_TRUE(none->service_tiers.empty());
+    EXPECT_TRUE(store->get_agreement(plain.agreement.id)->service_tiers.empty());
+  };
+  check();
+  reopen();
+  check();
+  auto empty_tier = agreement({10, 1000, 2}, {500, 500});
+  empty_tier.service_tiers = {""};
+  auto refused_tier = store->create_agreement(empty_tier);
+  ASSERT_FALSE(refused_tier.ok());
+  EXPECT_EQ(refused_tier.error().code, ErrorCode::invalid_request);
+}
+
 TEST_P(StoreContract, CreateAgreementRejectsBadTerms) {
   auto bad_provider = agreement({10, 1000, 2}, {500, 500});
   bad_provider.provider = "nobody";

@@ -115,7 +115,8 @@ test('usage missing: request usage_pending, hold kept, body says usage null and 
   const reqs = await gw.admin('GET', `/admin/v1/requests?allocation_id=${allocation.id}&state=usage_pending`);
   assert.equal(reqs.body.data.length, 1);
   const status = await gw.admin('GET', `/admin/v1/allocations/${allocation.id}`);
-  assert.deepEqual(status.body.held, { input_tokens: 14, output_tokens: 100 });
+  // SPEC §4: every key and string but the model's name, 43 code points: 15 + 4 + 8.
+  assert.deepEqual(status.body.held, { input_tokens: 27, output_tokens: 100 });
   assert.equal(status.body.current.usage_pending, 1);
 });
 
@@ -143,7 +144,9 @@ test('max_tokens over the remaining output allowance is lowered to fit and annou
   const r2 = await chat(gw, (await createAgreement(gw, { output_tokens: 30 })).secret,
     { model: 'm', messages: [{ role: 'user', content: 'x' }] });
   assert.equal(r2.headers.get('x-cairva-max-tokens-lowered'), '30');
-  assert.equal((await mockLast(mock)).body.max_tokens, 30, 'max_tokens added when the client sent none');
+  const added = (await mockLast(mock)).body;
+  assert.equal(added.max_completion_tokens, 30, "the provider's limit_field added when the client sent none");
+  assert.equal(added.max_tokens, undefined);
   void allocation;
 });
 

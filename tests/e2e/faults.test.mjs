@@ -52,8 +52,12 @@ after(async () => {
   gw?.cleanup();
 });
 
-const MESSAGES = [{ role: 'user', content: 'hi' }];  // input estimate ceil(2/3) + 4 + 8 = 13
-const HOLD = { input_tokens: 13, output_tokens: 50 };
+const MESSAGES = [{ role: 'user', content: 'hi' }];
+// SPEC §4: every key and string of {model, messages: MESSAGES, max_tokens: 50} but the
+// model's name, 40 code points: ceil(40/3) + 4 + 8 = 26; streamed with stream_options
+// {include_usage: true} (and stream: true), 73: 37.
+const HOLD = { input_tokens: 26, output_tokens: 50 };
+const HOLD_STREAMED = { input_tokens: 37, output_tokens: 50 };
 const ZERO = { input_tokens: 0, output_tokens: 0 };
 
 // One fresh allocation per case, so that its totals are the case's alone.
@@ -95,19 +99,21 @@ test('the audit runs read-only beside the live gateway that owns the SQLite file
 
 // --- (a) a misbehaving provider ---
 
-test('provider resets the connection mid-stream: usage_pending, hold kept, the client told usage is pending', async () => {
+test('provider resets the connection mid-stream: usage_pending, hold kept, the client told usage is pending and the stream is cut', async () => {
   const a = await fresh();
   const r = await chatStream(gw, a.secret, {
     model: 'mock?reset-after=2', messages: MESSAGES, max_tokens: 50, stream_options: { include_usage: true },
   });
   assert.equal(r.status, 200);
   // SPEC §5: after a 2xx a cut stream settles as usage missing, and the client's stream ends
-  // with a pending usage chunk (what the provider sent before its reset may be lost with it).
-  assert.equal(r.events.at(-1), '[DONE]');
+  // with a pending usage chunk (what the provider sent before its reset may be lost with it),
+  // then an error event and no [DONE], so that the client can tell it is truncated.
+  assert.ok(!r.events.includes('[DONE]'), r.text);
+  assert.equal(JSON.parse(r.events.at(-1)).error.code, 'provider_unavailable');
   const usage = JSON.parse(r.events.at(-2));
   assert.equal(usage.usage, null);
   assert.equal(usage.usage_source, 'pending');
-  assertTotals(await a.state(), { state: 'usage_pending', used: ZERO, held: HOLD, events: 0 });
+  assertTotals(await a.state(), { state: 'usage_pending', used: ZERO, held: HOLD_STREAMED, events: 0 });
 });
 
 test('provider resets the connection mid-body (non-streaming): 502, usage_pending, hold kept', async () => {
@@ -128,7 +134,7 @@ test('truncated SSE line at the end of the stream: usage_pending; a client that 
   assert.ok(usage, 'a final usage chunk');
   assert.equal(usage.usage, null);
   assert.equal(usage.usage_source, 'pending');
-  assertTotals(await a.state(), { state: 'usage_pending', used: ZERO, held: HOLD, events: 0 });
+  assertTotals(await a.state(), { state: 'usage_pending', used: ZERO, held: HOLD_STREAMED, events: 0 });
 });
 
 test('malformed JSON body from the provider (200): 502 provider_unavailable, usage_pending, hold kept', async () => {
@@ -185,7 +191,7 @@ for (const [name, usage] of [
     assert.equal(st.requests.length, 2);
     for (const q of st.requests) assert.equal(q.state, 'usage_pending');
     assert.deepEqual(st.alloc.used, ZERO);
-    assert.deepEqual(st.alloc.held, { input_tokens: 26, output_tokens: 100 });
+    assert.deepEqual(st.alloc.held, { input_tokens: HOLD.input_tokens + HOLD_STREAMED.input_tokens, output_tokens: 100 });
     assert.equal(st.events.length, 0);
   });
 }
@@ -203,7 +209,8 @@ test('usage with a count beyond int64 is never booked: usage_pending, hold kept'
   const st = await a.state();
   for (const q of st.requests) assert.equal(q.state, 'usage_pending');
   assert.deepEqual(st.alloc.used, ZERO);
-  assert.deepEqual(st.alloc.held, { input_tokens: 26, output_tokens: 100 });
+  // The streamed body has "stream": true beside the plain one's members: 46 code points, 28.
+  assert.deepEqual(st.alloc.held, { input_tokens: HOLD.input_tokens + 28, output_tokens: 100 });
   assert.equal(st.events.length, 0);
 });
 
@@ -257,7 +264,8 @@ test('slow drip (7-byte pieces): the stream arrives whole and its usage is booke
   assertTotals(await a.state(), { state: 'booked', used: { input_tokens: 10, output_tokens: 7 }, held: ZERO, events: 1 });
 });
 
-for (const status of [429, 500, 502, 503]) {
+// 401, 403 and 429 are about the supplier's account: tests/e2e/upstream.test.mjs.
+for (const status of [500, 502, 503]) {
   test(`provider ${status}: passed on as is, hold released, nothing booked, rpm still counted`, async () => {
     const a = await fresh();
     const r = await chat(gw, a.secret, { model: `mock?status=${status}`, messages: MESSAGES, max_tokens: 50 });

@@ -98,6 +98,7 @@ Result<AgreementRow> parse_agreement(const PGresult* r, int row) {
   if (!st) return bad_value("agreement state", state);
   a.state = *st;
   a.created_at = get_i64(r, row, 13);
+  a.service_tiers = split_models(get_text(r, row, 14));
   return a;
 }
 

@@ -27,7 +27,7 @@ Result<RequestRow> parse_request(const PGresult* r, int row);
 Result<UsageEventRow> parse_event(const PGresult* r, int row);
 Result<AgreementRow> parse_agreement(const PGresult* r, int row);
 
-// The models allow-list as stored: newline-separated.
+// The models (and service_tiers) allow-list as stored: newline-separated.
 std::string join_models(const std::vector<std::string>& models);
 std::vector<std::string> split_models(const std::string& s);
 

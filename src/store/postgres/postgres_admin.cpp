@@ -51,6 +51,7 @@ Result<CreatedAgreement> PostgresStore::create_agreement(const NewAgreement& a) 
     CreatedAgreement out;
     out.agreement = AgreementRow{new_id("agr"), a.supplier, a.buyer, a.provider, a.models,
                                  a.terms, core::AgreementState::in_force, *now};
+    out.agreement.service_tiers = a.service_tiers;
     const std::string alloc_id = new_id("alloc");
     out.key_id = new_id("key");
     out.key_secret = new_secret();
@@ -71,7 +72,8 @@ Result<CreatedAgreement> PostgresStore::create_agreement(const NewAgreement& a) 
                                                .i64(t.limits.tokens_per_minute)
                                                .i64(t.limits.max_concurrency)
                                                .text("in_force")
-                                               .i64(*now));
+                                               .i64(*now)
+                                               .text(join_models(a.service_tiers)));
     if (!ag.ok()) return ag.error();
     auto al = c.run(sql::insert_allocation,
                     Params().text(alloc_id).text(out.agreement.id).text("ready").i64(*now));

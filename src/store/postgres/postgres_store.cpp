@@ -130,6 +130,7 @@ Result<KeyGrant> PostgresStore::authenticate_on(Connection& c, const std::string
   g.provider = get_text(res, 0, 3);
   g.models = split_models(get_text(res, 0, 4));
   g.limits = {get_i64(res, 0, 5), get_i64(res, 0, 6), get_i64(res, 0, 7)};
+  g.service_tiers = split_models(get_text(res, 0, 8));
   return g;
 }
 

@@ -138,7 +138,12 @@ DROP INDEX usage_events_booked;
 CREATE INDEX usage_events_booked ON usage_events (allocation_id, booked_at, seq);
 )SQL";
 
-constexpr std::array<const char*, 2> migrations = {migration_1, migration_2};
+// 3: an agreement's service_tier allow-list (SPEC §2), newline-separated as models is.
+constexpr const char* migration_3 = R"SQL(
+ALTER TABLE agreements ADD COLUMN service_tiers text NOT NULL DEFAULT '';
+)SQL";
+
+constexpr std::array<const char*, 3> migrations = {migration_1, migration_2, migration_3};
 
 // First key of the two-key advisory lock; the second is the schema's name hash, so that
 // separate schemas (tests) migrate independently.

@@ -177,11 +177,12 @@ const Statement sweep_stale{
 
 const Statement read_now{"cv_read_now", "SELECT " + now_param(1)};
 
-// $1 secret hash. Columns: key id, allocation id, revoked, provider, models, rpm, tpm, maxc.
+// $1 secret hash. Columns: key id, allocation id, revoked, provider, models, rpm, tpm, maxc,
+// service_tiers.
 const Statement authenticate{
     "cv_authenticate",
     "SELECT k.id, k.allocation_id, k.revoked, ag.provider, ag.models, ag.requests_per_minute,"
-    " ag.tokens_per_minute, ag.max_concurrency FROM api_keys k"
+    " ag.tokens_per_minute, ag.max_concurrency, ag.service_tiers FROM api_keys k"
     " JOIN allocations al ON al.id = k.allocation_id JOIN agreements ag ON ag.id = al.agreement_id"
     " WHERE k.secret_hash = $1"};
 
@@ -189,7 +190,8 @@ const Statement insert_agreement{
     "cv_insert_agreement",
     "INSERT INTO agreements (id, supplier, buyer, provider, models, input_tokens, output_tokens,"
     " starts_at, ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state,"
-    " created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"};
+    " created_at, service_tiers) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+    " $15)"};
 
 const Statement insert_allocation{
     "cv_insert_allocation",
@@ -200,12 +202,12 @@ const Statement insert_key{
     "INSERT INTO api_keys (id, allocation_id, secret_hash, created_at) VALUES ($1, $2, $3, $4)"};
 
 // Columns: id, supplier, buyer, provider, models, input, output, starts, ends, rpm, tpm,
-// maxc, state, created_at.
+// maxc, state, created_at, service_tiers.
 const Statement get_agreement{
     "cv_get_agreement",
     "SELECT id, supplier, buyer, provider, models, input_tokens, output_tokens, starts_at,"
-    " ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state, created_at"
-    " FROM agreements WHERE id = $1"};
+    " ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state, created_at,"
+    " service_tiers FROM agreements WHERE id = $1"};
 
 const Statement allocation_of_agreement{
     "cv_allocation_of_agreement", "SELECT id FROM allocations WHERE agreement_id = $1"};

@@ -8,7 +8,7 @@ namespace cairva::store::sqlite {
 namespace {
 
 // Never edit a migration once released: add a new one.
-constexpr std::array<const char*, 6> migrations = {
+constexpr std::array<const char*, 7> migrations = {
     R"sql(
 CREATE TABLE agreements (
   id TEXT PRIMARY KEY,
@@ -221,6 +221,15 @@ INSERT INTO usage_events_v6 (seq, id, allocation_id, request_id, provider_reques
 DROP TABLE usage_events;
 ALTER TABLE usage_events_v6 RENAME TO usage_events;
 CREATE INDEX usage_events_allocation ON usage_events (allocation_id, seq);
+)sql",
+    // 7: an agreement's service_tier allow-list (SPEC §2), kept as its models are.
+    R"sql(
+CREATE TABLE agreement_service_tiers (
+  agreement_id TEXT NOT NULL REFERENCES agreements(id),
+  position INTEGER NOT NULL,
+  tier TEXT NOT NULL,
+  PRIMARY KEY (agreement_id, position)
+);
 )sql",
 };
 

@@ -59,6 +59,7 @@ Result<CreatedAgreement> SqliteStore::create_agreement(const NewAgreement& a) {
   CreatedAgreement out;
   out.agreement = AgreementRow{new_id("agr"), a.supplier, a.buyer, a.provider, a.models,
                                a.terms, core::AgreementState::in_force, now};
+  out.agreement.service_tiers = a.service_tiers;
   const std::string alloc_id = new_id("alloc");
   out.key_id = new_id("key");
   out.key_secret = new_secret();

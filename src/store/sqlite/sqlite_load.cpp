@@ -48,6 +48,15 @@ Status SqliteStore::load() {
       if (!*m) break;
       g.models.push_back(models->col_text(0));
     }
+    auto tiers = db.prepare("SELECT tier FROM agreement_service_tiers WHERE agreement_id = ? ORDER BY position");
+    if (!tiers.ok()) return tiers.error();
+    tiers->text(g.id);
+    for (;;) {
+      auto t = tiers->step();
+      if (!t.ok()) return t.error();
+      if (!*t) break;
+      g.service_tiers.push_back(tiers->col_text(0));
+    }
     auto a = std::make_shared<Allocation>(alloc_id, g);
     a->ledger.restore_states(*gstate, *astate);
     a->ledger.restore_booked({ag->col_i64(15), ag->col_i64(16)});

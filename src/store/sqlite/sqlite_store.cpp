@@ -131,8 +131,10 @@ void SqliteStore::authenticate(const std::string& key_secret_hash, Callback<KeyG
     done(make_error(ErrorCode::invalid_api_key, "invalid API key"));
     return;
   }
-  done(KeyGrant{key->id, alloc->id, alloc->agreement.provider, alloc->agreement.models,
-                alloc->agreement.terms.limits});
+  KeyGrant grant{key->id, alloc->id, alloc->agreement.provider, alloc->agreement.models,
+                 alloc->agreement.terms.limits};
+  grant.service_tiers = alloc->agreement.service_tiers;
+  done(std::move(grant));
 }
 
 void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {

@@ -299,6 +299,12 @@ Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
       m->text(a.id).i64(static_cast<int64_t>(i)).text(a.models[i]);
       if (Status r = m->run(); !r.ok()) return r;
     }
+    for (size_t i = 0; i < a.service_tiers.size(); ++i) {
+      auto m = db.cached("INSERT INTO agreement_service_tiers (agreement_id, position, tier) VALUES (?,?,?)");
+      if (!m.ok()) return m.error();
+      m->text(a.id).i64(static_cast<int64_t>(i)).text(a.service_tiers[i]);
+      if (Status r = m->run(); !r.ok()) return r;
+    }
     auto al = db.cached("INSERT INTO allocations (id, agreement_id, state) VALUES (?,?,?)");
     if (!al.ok()) return al.error();
     al->text(allocation_id).text(a.id).text(str(state));
