@@ -14,6 +14,10 @@
 namespace cairva::gateway {
 
 namespace {
+
+// Service Unavailable: the gateway, not the caller, is at a limit; the client may retry.
+constexpr int busy_status = 503;
+
 }  // namespace
 
 http::MessageHead ClientExchange::head(int status) const {
@@ -46,6 +50,21 @@ http::Task<bool> ClientExchange::send_error(ErrorCode code, std::string_view mes
   auto h = head(http_status(code));
   if (retry_after_s > 0) h.add("Retry-After", int64_t{retry_after_s});
   co_return co_await send_json(std::move(h), wire::error_body(code, message, limit));
+}
+
+http::Task<bool> ClientExchange::send_busy(std::string_view limit, std::string_view message, int retry_after_s) {
+  admin::metrics().count_refused(ErrorCode::rate_limited);
+  outcome = wire_name(ErrorCode::rate_limited);
+  auto h = head(busy_status);
+  h.add("Retry-After", int64_t{retry_after_s});
+  co_return co_await send_json(std::move(h), wire::error_body(ErrorCode::rate_limited, message, limit));
+}
+
+http::Task<bool> ClientExchange::send_continue() {
+  static constexpr std::string_view text = "HTTP/1.1 100 Continue\r\n\r\n";
+  deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
+  auto [ec, n] = co_await boost::asio::async_write(stream, boost::asio::buffer(text), http::task_nothrow);
+  co_return !ec;
 }
 
 void ClientExchange::log_access(int64_t latency_us) const {

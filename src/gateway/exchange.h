@@ -47,6 +47,12 @@ struct ClientExchange {
   // Writes an OpenAI-shaped error; `retry_after_s` > 0 adds Retry-After.
   http::Task<bool> send_error(ErrorCode code, std::string_view message,
                                           std::string_view limit = {}, int retry_after_s = 0);
+  // 503 with Retry-After: the gateway itself is at `limit` (a resource of the process, not
+  // of the caller's allocation). The body's code is rate_limited, naming the limit.
+  http::Task<bool> send_busy(std::string_view limit, std::string_view message, int retry_after_s);
+  // "100 Continue" to a client waiting for it before sending its body. False when the
+  // connection is lost.
+  http::Task<bool> send_continue();
 };
 
 }  // namespace cairva::gateway
