@@ -32,6 +32,7 @@ listen = "127.0.0.1:$GW_PORT"
 admin_listen = "127.0.0.1:$GW_ADMIN"
 threads = $threads
 access_log = false
+connections_per_client_max = 0   # every benchmark client connects from one address
 [store]
 url = "${CAIRVA_ONE_STORE_URL:-sqlite://$work/cairva.db}"
 sync = "$sync"

@@ -118,6 +118,7 @@ listen = "127.0.0.1:$GW_PORT"
 admin_listen = "127.0.0.1:$GW_ADMIN"
 threads = $THREADS
 access_log = false
+connections_per_client_max = 0   # every benchmark client connects from one address
 [store]
 url = "$2"
 sync = "$3"

@@ -21,6 +21,10 @@ constexpr int64_t threads_max = 1024;
 constexpr int64_t timeout_s_max = 86'400;
 // The largest output hold a request may get by default; far above any model's context.
 constexpr int64_t default_max_tokens_max = 100'000'000;
+// More connections than this in one process is a typo: each holds a descriptor and buffers.
+constexpr int64_t connections_max_max = 10'000'000;
+// A body budget beyond 1 TiB is a typo, not a machine.
+constexpr int64_t body_bytes_in_flight_max_max = int64_t{1} << 40;
 // Config files are a few hundred bytes; this only stops reading something absurd.
 constexpr size_t config_file_bytes_max = size_t{1} << 20;
 
@@ -163,7 +167,9 @@ void check_listen(Checker& c, const std::optional<std::string>& v, const std::st
 void load_server(Checker& c, const toml::table& root, Config& cfg) {
   const toml::table* t = get_table(c, root, "server");
   if (!t) return;
-  reject_unknown(c, *t, "server", {"listen", "admin_listen", "threads", "access_log"});
+  reject_unknown(c, *t, "server",
+                 {"listen", "admin_listen", "threads", "access_log", "connections_max", "connections_per_client_max",
+                  "first_byte_timeout_s", "body_bytes_in_flight_max"});
   check_listen(c, get_string(c, *t, "listen", "server.listen"), "server.listen", cfg.listen);
   check_listen(c, get_string(c, *t, "admin_listen", "server.admin_listen"), "server.admin_listen",
                cfg.admin_listen);
@@ -171,6 +177,20 @@ void load_server(Checker& c, const toml::table& root, Config& cfg) {
     cfg.threads = static_cast<int>(*v);
   }
   if (auto v = get_bool(c, *t, "access_log", "server.access_log")) cfg.access_log = *v;
+  if (auto v = get_int(c, *t, "connections_max", "server.connections_max", 1, connections_max_max)) {
+    cfg.connections_max = *v;
+  }
+  if (auto v = get_int(c, *t, "connections_per_client_max", "server.connections_per_client_max", 0,
+                       connections_max_max)) {
+    cfg.connections_per_client_max = *v;
+  }
+  if (auto v = get_int(c, *t, "first_byte_timeout_s", "server.first_byte_timeout_s", 1, timeout_s_max)) {
+    cfg.first_byte_timeout_s = *v;
+  }
+  if (auto v = get_int(c, *t, "body_bytes_in_flight_max", "server.body_bytes_in_flight_max",
+                       body_bytes_in_flight_min, body_bytes_in_flight_max_max)) {
+    cfg.body_bytes_in_flight_max = *v;
+  }
 }
 
 void load_admin(Checker& c, const toml::table& root, Config& cfg) {

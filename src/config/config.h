@@ -24,6 +24,22 @@ inline constexpr int64_t provider_timeout_s_default = 600;
 // OpenAI model accepts max_completion_tokens and reasoning models require it.
 inline constexpr const char* limit_field_default = "max_completion_tokens";
 inline constexpr const char* limit_field_max_tokens = "max_tokens";  // for servers that know only that
+// [server] connections_max: open public connections per process; beyond it the oldest idle
+// connection is shed, or the new one closed at accept.
+inline constexpr int64_t connections_max_default = 20000;
+// [server] connections_per_client_max: open public connections per client address, so one
+// address cannot take the whole budget. Behind a load balancer every client shares its
+// address: set 0 (no per-address cap) or the balancer's own connection count there.
+inline constexpr int64_t connections_per_client_max_default = 1000;
+// [server] first_byte_timeout_s: a connection that has sent nothing for this long is closed;
+// a real client sends its request as soon as it connects.
+inline constexpr int64_t first_byte_timeout_s_default = 10;
+// [server] body_bytes_in_flight_max: request bodies held in memory by the whole process;
+// past it new bodies get 503 with Retry-After.
+inline constexpr int64_t body_bytes_in_flight_max_default = int64_t{256} << 20;
+// The least body budget accepted: two of the largest bodies (16 MiB) and their slack, so
+// that a body the gateway admits by size can always be read.
+inline constexpr int64_t body_bytes_in_flight_min = int64_t{32} << 20;
 
 struct Provider {
   std::string name;
@@ -53,6 +69,10 @@ struct Config {
   std::vector<Provider> providers;
   int threads = 0;  // [server] threads: event loops; 0 = one per core
   bool access_log = true;  // [server] access_log: one line per request on stdout
+  int64_t connections_max = connections_max_default;
+  int64_t connections_per_client_max = connections_per_client_max_default;  // 0: no cap
+  int64_t first_byte_timeout_s = first_byte_timeout_s_default;
+  int64_t body_bytes_in_flight_max = body_bytes_in_flight_max_default;
 };
 
 // What loading checks beyond the file itself.

@@ -299,3 +299,40 @@ TEST_F(ConfigTest, LoadsFileAndNamesMissingFile) {
 
 }  // namespace
 }  // namespace cairva::config
+
+namespace cairva::config {
+namespace {
+
+TEST(ConfigServerLimits, ReadsTheListenerBudgetsAndChecksTheirRanges) {
+  auto d = parse_config("", "c.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->connections_max, connections_max_default);
+  EXPECT_EQ(d->connections_per_client_max, connections_per_client_max_default);
+  EXPECT_EQ(d->first_byte_timeout_s, first_byte_timeout_s_default);
+  EXPECT_EQ(d->body_bytes_in_flight_max, body_bytes_in_flight_max_default);
+  auto r = parse_config(
+      "[server]\nconnections_max = 200\nconnections_per_client_max = 0\nfirst_byte_timeout_s = 2\n"
+      "body_bytes_in_flight_max = 67108864\n",
+      "c.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->connections_max, 200);
+  EXPECT_EQ(r->connections_per_client_max, 0);
+  EXPECT_EQ(r->first_byte_timeout_s, 2);
+  EXPECT_EQ(r->body_bytes_in_flight_max, int64_t{64} << 20);
+  auto error_of = [](const std::string& text) {
+    auto bad = parse_config(text, "c.toml");
+    return bad.ok() ? std::string("accepted") : bad.error().message;
+  };
+  EXPECT_EQ(error_of("[server]\nconnections_max = 0\n").rfind("c.toml: server.connections_max: must be between 1", 0), 0u);
+  EXPECT_EQ(error_of("[server]\nconnections_per_client_max = -1\n")
+                .rfind("c.toml: server.connections_per_client_max: must be between 0", 0),
+            0u);
+  EXPECT_EQ(error_of("[server]\nfirst_byte_timeout_s = 0\n").rfind("c.toml: server.first_byte_timeout_s: must be between 1", 0),
+            0u);
+  EXPECT_EQ(error_of("[server]\nbody_bytes_in_flight_max = 1048576\n"),
+            "c.toml: server.body_bytes_in_flight_max: must be between 33554432 and 1099511627776, got 1048576");
+  EXPECT_EQ(error_of("[server]\nfirst_byte_timeout = 2\n"), "c.toml: server.first_byte_timeout: unknown key");
+}
+
+}  // namespace
+}  // namespace cairva::config

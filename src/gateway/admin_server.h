@@ -5,12 +5,19 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "admin/admin_api.h"
+#include "http/connections.h"
 
 namespace cairva::gateway {
 
 // Admin request bodies are small JSON documents.
 inline constexpr size_t admin_body_bytes_max = size_t{1} << 20;
 
-boost::asio::awaitable<void> admin_session(admin::AdminApi& api, boost::asio::ip::tcp::socket socket);
+struct AdminSessionOptions {
+  int64_t first_byte_timeout_s = 0;  // server.first_byte_timeout_s
+};
+
+boost::asio::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptions& options,
+                                           boost::asio::ip::tcp::socket socket,
+                                           std::shared_ptr<http::Connection> connection);
 
 }  // namespace cairva::gateway

@@ -19,6 +19,8 @@ namespace {
 // What a buyer reads when the store fails: the detail is the operators' (the log).
 constexpr std::string_view store_down_message =
     "the gateway cannot reach its store; the request was not processed, retry later";
+// Service Unavailable: the gateway, not the caller, is at a limit; the client may retry.
+constexpr int busy_status = 503;
 
 }  // namespace
 
@@ -68,6 +70,19 @@ void ClientExchange::log_error(std::string_view what, std::string_view detail) c
   }
   std::fprintf(stderr, "cairva: request %s: %.*s: %s\n", request_id.empty() ? "-" : request_id.c_str(),
                static_cast<int>(what.size()), what.data(), shown.c_str());
+http::Task<bool> ClientExchange::send_busy(std::string_view limit, std::string_view message, int retry_after_s) {
+  admin::metrics().count_refused(ErrorCode::rate_limited);
+  outcome = wire_name(ErrorCode::rate_limited);
+  auto h = head(busy_status);
+  h.add("Retry-After", int64_t{retry_after_s});
+  co_return co_await send_json(std::move(h), wire::error_body(ErrorCode::rate_limited, message, limit));
+}
+
+http::Task<bool> ClientExchange::send_continue() {
+  static constexpr std::string_view text = "HTTP/1.1 100 Continue\r\n\r\n";
+  deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
+  auto [ec, n] = co_await boost::asio::async_write(stream, boost::asio::buffer(text), http::task_nothrow);
+  co_return !ec;
 }
 
 void ClientExchange::log_access(int64_t latency_us) const {

@@ -58,6 +58,12 @@ struct ClientExchange {
   // "cairva: request <id>: <what>: <detail>" on stderr, for operators; control bytes in
   // `detail` are shown as '?' so that it cannot forge a line.
   void log_error(std::string_view what, std::string_view detail) const;
+  // 503 with Retry-After: the gateway itself is at `limit` (a resource of the process, not
+  // of the caller's allocation). The body's code is rate_limited, naming the limit.
+  http::Task<bool> send_busy(std::string_view limit, std::string_view message, int retry_after_s);
+  // "100 Continue" to a client waiting for it before sending its body. False when the
+  // connection is lost.
+  http::Task<bool> send_continue();
 };
 
 }  // namespace cairva::gateway

@@ -11,6 +11,8 @@
 
 #include "base/time.h"
 #include "config/config.h"
+#include "http/body_budget.h"
+#include "http/connections.h"
 #include "store/store.h"
 #include "upstream/provider_endpoint.h"
 
@@ -26,6 +28,7 @@ struct Gateway {
   store::Store& store;
   const Clock& clock;
   std::vector<upstream::ProviderEndpoint> providers;
+  http::BodyBudget* body_budget = nullptr;  // request bodies in memory, every loop; null: none
 
   const upstream::ProviderEndpoint* find_provider(const std::string& name) const {
     for (const auto& p : providers) {
@@ -38,6 +41,7 @@ struct Gateway {
 // One client connection's keep-alive loop on the calling event loop. `pool` is that
 // loop's upstream pool (and names its executor).
 boost::asio::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool,
-                                            boost::asio::ip::tcp::socket socket);
+                                            boost::asio::ip::tcp::socket socket,
+                                            std::shared_ptr<http::Connection> connection);
 
 }  // namespace cairva::gateway

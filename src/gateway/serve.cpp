@@ -19,6 +19,8 @@
 #include "base/thread_name.h"
 #include "gateway/admin_server.h"
 #include "gateway/gateway.h"
+#include "http/body_budget.h"
+#include "http/limits.h"
 #include "http/listener.h"
 #include "store/open.h"
 #include "store/validate.h"
@@ -76,6 +78,22 @@ int loop_count(const config::Config& cfg) {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
+// The public listener's connection cap the descriptors allow: server.connections_max, or,
+// when the hard RLIMIT_NOFILE cannot hold it with the admin budget and the reserve, half
+// of what is left beyond the admin budget (each admitted request may hold an upstream
+// connection too), so that the budget, not EMFILE, refuses connections.
+int64_t public_connections_max(const config::Config& cfg) {
+  const int64_t wanted = cfg.connections_max + http::admin_connections_max + http::file_descriptors_reserve;
+  const int64_t files = http::raise_open_files_limit(wanted);
+  if (files >= wanted) return cfg.connections_max;
+  const int64_t beyond_admin = files - http::admin_connections_max;
+  const int64_t fitting = std::max<int64_t>(1, std::min(cfg.connections_max, beyond_admin / 2));
+  std::printf("cairva: open files limit %lld cannot hold server.connections_max %lld: the public listener holds %lld\n",
+              static_cast<long long>(files), static_cast<long long>(cfg.connections_max),
+              static_cast<long long>(fitting));
+  return fitting;
+}
+
 }  // namespace
 
 int run_serve(const config::Config& cfg, store::StoreOptions options) {
@@ -89,7 +107,8 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   }
   std::unique_ptr<store::Store> store = std::move(*opened);
 
-  Gateway gw{cfg, *store, *clock, {}};
+  http::BodyBudget bodies(static_cast<size_t>(cfg.body_bytes_in_flight_max));
+  Gateway gw{cfg, *store, *clock, {}, &bodies};
   for (const auto& p : cfg.providers) {
     auto ep = upstream::make_endpoint(p);
     if (!ep) {
@@ -105,15 +124,20 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
     return 2;
   }
 
+  auto public_budget = std::make_shared<http::ConnectionBudget>(
+      http::ConnectionLimits{public_connections_max(cfg), cfg.connections_per_client_max});
+  // Operators' own budget: a flood of the public port never takes it.
+  auto admin_budget = std::make_shared<http::ConnectionBudget>(http::ConnectionLimits{http::admin_connections_max, 0});
   auto tls = upstream::make_client_tls_context();
   std::vector<std::unique_ptr<Loop>> loops;
   http::tcp::endpoint bound = *public_ep;
   for (int i = 0; i < loop_count(cfg); ++i) {
     loops.push_back(std::make_unique<Loop>(*tls));
     Loop& loop = *loops.back();
-    auto r = http::start_listener(loop.ctx, bound, true, [&gw, &loop](http::tcp::socket s) {
-      return public_session(gw, loop.pool, std::move(s));
-    });
+    auto r = http::start_listener(loop.ctx, bound, true, public_budget,
+                                  [&gw, &loop](http::tcp::socket s, std::shared_ptr<http::Connection> c) {
+                                    return public_session(gw, loop.pool, std::move(s), std::move(c));
+                                  });
     if (!r) {
       std::fprintf(stderr, "cairva: %s\n", r.error().message.c_str());
       return 1;
@@ -123,9 +147,12 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
 
   net::io_context admin_ctx(1);
   admin::AdminApi admin_api(*store, cfg.admin_token, clock, [&store] { return admin::render_metrics(*store); });
-  auto admin_bound = http::start_listener(admin_ctx, *admin_ep, false, [&admin_api](http::tcp::socket s) {
-    return admin_session(admin_api, std::move(s));
-  });
+  const AdminSessionOptions admin_options{cfg.first_byte_timeout_s};
+  auto admin_bound = http::start_listener(
+      admin_ctx, *admin_ep, false, admin_budget,
+      [&admin_api, &admin_options](http::tcp::socket s, std::shared_ptr<http::Connection> c) {
+        return admin_session(admin_api, admin_options, std::move(s), std::move(c));
+      });
   if (!admin_bound) {
     std::fprintf(stderr, "cairva: admin: %s\n", admin_bound.error().message.c_str());
     return 1;

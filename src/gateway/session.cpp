@@ -1,5 +1,7 @@
 // The public listener's connection loop: read the header under size and time limits,
-// route (404, 405), authenticate (401), read the body (413), then dispatch.
+// route (404, 405), authenticate (401), take the body's memory (413, 503), read the body,
+// then dispatch. A connection closed after a refusal with its body unread discards what
+// the client still sends before closing (http/linger.h).
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -12,6 +14,8 @@
 #include "gateway/gateway.h"
 #include "gateway/store_await.h"
 #include "http/buffered_parse.h"
+#include "http/connections.h"
+#include "http/linger.h"
 #include "http/message_reader.h"
 #include "http/limits.h"
 #include "upstream/connection.h"
@@ -49,19 +53,37 @@ Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
   return Route::unknown;
 }
 
+// Told to a client whose body does not fit in the body budget: retry in this many seconds,
+// by when bodies in flight have usually been forwarded.
+constexpr int body_budget_retry_after_s = 1;
+
 bool has_body(const http::RequestReader& p) {
   return p.chunked() || (p.content_length() && *p.content_length() > 0);
 }
 
-// Waits for the first byte of a request with the idle timeout, then gives the rest of the
-// header header_read_timeout_s: an idle keep-alive connection is cheap, a slow sender is not.
+// What the session loop keeps of its connection between requests.
+struct ConnectionState {
+  http::Connection& connection;
+  bool first_request = true;
+  // The connection closes with request bytes unread (a refused body, or bytes after a
+  // malformed header): discard them before closing.
+  bool unread = false;
+};
+
+// Waits for the first byte of a request, idle (the connection may be shed meanwhile), with
+// `wait_s`; then gives the rest of the header header_read_timeout_s: an idle keep-alive
+// connection is cheap, a slow sender is not.
 Task<void> read_header(http::Socket& stream, http::Deadline& deadline, beast::flat_buffer& buffer,
-                       http::RequestReader& parser, bool& got_bytes, boost::system::error_code& ec) {
+                       http::RequestReader& parser, http::Connection& connection, int64_t wait_s, bool& got_bytes,
+                       boost::system::error_code& ec) {
   got_bytes = buffer.size() > 0;
   if (!got_bytes) {
-    deadline.expires_after(std::chrono::seconds(http::idle_timeout_s));
+    deadline.expires_after(std::chrono::seconds(wait_s));
     size_t n = 0;
-    std::tie(ec, n) = co_await stream.async_read_some(buffer.prepare(4096), task_nothrow);
+    {
+      http::Connection::Idle idle(connection);
+      std::tie(ec, n) = co_await stream.async_read_some(buffer.prepare(4096), task_nothrow);
+    }
     if (ec) co_return;
     buffer.commit(n);
     got_bytes = true;
@@ -131,13 +153,15 @@ struct AccessLogLine {
 // Serves one request. Returns false when the connection must close.
 Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Socket& stream,
                      http::Deadline& deadline, beast::flat_buffer& buffer, std::string& head_text,
-                     KeyHashCache& keys) {
+                     KeyHashCache& keys, ConnectionState& state) {
   http::RequestReader hp(head_text);
   hp.header_limit(static_cast<std::uint32_t>(http::request_header_bytes_max));
   hp.body_limit(boost::none);  // checked after authentication: 401 comes before 413
   bool got_bytes = false;
   boost::system::error_code ec;
-  co_await read_header(stream, deadline, buffer, hp, got_bytes, ec);
+  const int64_t wait_s = state.first_request ? gw.config.first_byte_timeout_s : http::idle_timeout_s;
+  state.first_request = false;
+  co_await read_header(stream, deadline, buffer, hp, state.connection, wait_s, got_bytes, ec);
   ClientExchange ex{stream, deadline};
   AccessLogLine log_line{ex, gw, gw.clock.monotonic_micros()};
   ex.keep_alive = false;
@@ -149,8 +173,14 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
     ex.request_id = new_time_ordered_id("req");
     if (ec == beast::error::timeout) {
       co_await ex.send_error(ErrorCode::request_timeout, "request headers not received in time");
-    } else if (ec == bhttp::error::header_limit) {
+      co_return false;
+    }
+    state.unread = true;  // the rest of what the client sent cannot be framed: discard it
+    if (ec == bhttp::error::header_limit) {
       co_await ex.send_error(ErrorCode::headers_too_large, "request headers exceed 16 KiB");
+    } else if (ec == bhttp::error::bad_transfer_encoding) {
+      co_await ex.send_error(ErrorCode::invalid_request,
+                             "Transfer-Encoding must be chunked alone, without Content-Length (RFC 9112 section 6.1)");
     } else {
       co_await ex.send_error(ErrorCode::invalid_request, "malformed HTTP request: " + ec.message());
     }
@@ -159,6 +189,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   ex.version = hp.version();
   ex.head_only = hp.method() == bhttp::verb::head;
   ex.keep_alive = hp.keep_alive() && !has_body(hp);  // reset below once the body is read
+  state.unread = has_body(hp);                        // until the body is read
   ex.request_id = new_time_ordered_id("req");
   bool method_ok = false;
   const Route route = route_of(hp.target(), hp.method(), method_ok);
@@ -182,8 +213,26 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
                                                "request body exceeds 16 MiB");
   }
   hp.body_limit(http::request_body_bytes_max);  // no body byte parsed yet: Beast allows it
-  // The slack lets inspection parse the body where it lies instead of copying it.
-  if (hp.content_length()) hp.body().reserve(*hp.content_length() + wire::in_place_slack_bytes);
+  // The body's memory comes from the process's budget as it is read (released when the
+  // request is done): an announced length all at once, since it is reserved now.
+  http::BodyLease lease(gw.body_budget);
+  const std::string_view busy = "the gateway holds as many request bodies as it may; retry shortly";
+  if (hp.content_length()) {
+    // The slack lets inspection parse the body where it lies instead of copying it.
+    const size_t room = *hp.content_length() + wire::in_place_slack_bytes;
+    if (!lease.grow_to(room)) {
+      co_return co_await ex.send_busy("body_bytes_in_flight", busy, body_budget_retry_after_s);
+    }
+    hp.body().reserve(room);
+  } else {
+    hp.body_lease(&lease);
+  }
+  // A client that waits for 100 Continue before its body gets it now that the body will be
+  // read (RFC 9110 section 10.1.1; never to an HTTP/1.0 client); every refusal above came
+  // instead of it.
+  if (hp.expects_continue() && hp.version() >= 11 && buffer.size() == 0 && has_body(hp)) {
+    if (!co_await ex.send_continue()) co_return false;
+  }
   deadline.expires_after(std::chrono::seconds(http::body_read_timeout_s));
   if (!http::parse_buffered(hp, buffer, false, ec)) {
     std::tie(ec, std::ignore) = co_await bhttp::async_read(stream, buffer, hp, task_nothrow);
@@ -193,6 +242,10 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
     co_return co_await refuse_before_admission(gw, ex, *grant, ErrorCode::request_too_large,
                                                "request body exceeds 16 MiB");
   }
+  if (ec == http::body_budget_exhausted) {
+    co_return co_await ex.send_busy("body_bytes_in_flight", busy, body_budget_retry_after_s);
+  }
+  state.unread = false;  // read, or the client is too slow or gone: nothing worth discarding
   if (ec == beast::error::timeout) {
     co_return co_await refuse_before_admission(gw, ex, *grant, ErrorCode::request_timeout,
                                                "request body not received in time");
@@ -202,23 +255,36 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   co_return co_await chat_completion(gw, pool, ex, *grant, std::move(hp.body()));
 }
 
-Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, http::Socket socket) {
+Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, http::Socket socket,
+                            std::shared_ptr<http::Connection> connection) {
   http::Deadline deadline(socket);
+  connection->on_shed([&socket] {
+    boost::system::error_code ignored;
+    socket.close(ignored);
+  });
   beast::flat_buffer buffer;
   std::string head_text;  // a request's target and Authorization, reused
   KeyHashCache keys;
-  while (co_await serve_one(gw, pool, socket, deadline, buffer, head_text, keys)) {
+  ConnectionState state{*connection};
+  while (co_await serve_one(gw, pool, socket, deadline, buffer, head_text, keys, state)) {
   }
+  if (connection->shed()) co_return;  // closed already
   boost::system::error_code ignored;
   socket.shutdown(http::Socket::shutdown_send, ignored);
+  if (state.unread) {
+    http::Connection::Idle idle(*connection);  // discarding is the first thing to give up
+    co_await http::discard_until_closed(socket, buffer, [&deadline](auto d) { deadline.expires_after(d); });
+  }
 }
 
 }  // namespace
 
 // The listener's coroutine runs on the default executor type; the connection's own loop
 // runs on the data path's, started once per connection.
-net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket socket) {
-  co_await net::co_spawn(pool.executor(), serve_connection(gw, pool, http::rebind(std::move(socket), pool.executor())),
+net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket socket,
+                                    std::shared_ptr<http::Connection> connection) {
+  auto on_loop = http::rebind(std::move(socket), pool.executor());
+  co_await net::co_spawn(pool.executor(), serve_connection(gw, pool, std::move(on_loop), std::move(connection)),
                          net::use_awaitable);
 }
 

@@ -18,12 +18,27 @@ inline constexpr int64_t idle_timeout_s = 75;
 inline constexpr int64_t body_read_timeout_s = 60;
 // A client must accept a response's bytes at least this often, else it is dropped.
 inline constexpr int64_t client_write_timeout_s = 60;
-// Open client connections per process; beyond it new connections are refused cleanly.
-inline constexpr int64_t connections_max = 20000;
-// File descriptors kept beyond connections_max for the store, upstream connections and
-// listeners: the process raises its soft RLIMIT_NOFILE to connections_max plus this (at most
-// the hard limit) so that the connection cap, not EMFILE, is what refuses connections.
+// The public listener's connection budgets, its first-byte timeout and the bodies' memory
+// budget are configuration ([server], src/config/config.h); these are the fixed ones.
+//
+// Connections the admin listener holds, apart from the public listener's: a flood of the
+// public port never takes the operator's way in. Operators' tools open a few at a time.
+inline constexpr int64_t admin_connections_max = 256;
+// File descriptors kept beyond both listeners' budgets for the store, upstream connections
+// and listeners: the process raises its soft RLIMIT_NOFILE to the budgets plus this (at most
+// the hard limit) so that a connection budget, not EMFILE, is what refuses connections.
 inline constexpr int64_t file_descriptors_reserve = 4096;
+// After EMFILE with no idle connection to shed, the accept loop waits this long before
+// accepting again rather than spinning on a listening socket that stays readable.
+inline constexpr int64_t accept_pause_ms = 100;
+// A refused request's unread body is read and discarded, up to these bounds, before the
+// connection closes, so that a client writing its whole body before reading gets the answer
+// instead of a reset (as nginx's lingering close). 64 MiB covers any body a client might
+// send past the 16 MiB limit by mistake; beyond either bound the connection just closes.
+inline constexpr size_t discard_body_bytes_max = size_t{64} << 20;
+inline constexpr int64_t discard_body_timeout_s = 30;
+// The room read at once while discarding: one buffer reused per connection.
+inline constexpr size_t discard_read_bytes = size_t{16} << 10;
 // Body of a non-streaming provider response; beyond it the response is a provider error.
 inline constexpr size_t provider_body_bytes_max = size_t{64} << 20;
 // Response headers from a provider.

@@ -5,9 +5,11 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/socket_base.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <algorithm>
+#include <cerrno>
+#include <limits>
 #include <memory>
-#include <mutex>
 
 #include <sys/resource.h>
 
@@ -18,54 +20,55 @@ namespace {
 
 constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
-// Decrements the open-connection count when a session ends, however it ends.
-struct ConnectionSlot {
-  ConnectionSlot() = default;
-  ConnectionSlot(const ConnectionSlot&) = delete;
-  ~ConnectionSlot() { open_connections().fetch_sub(1, std::memory_order_relaxed); }
-};
-
-net::awaitable<void> run_session(SessionFn& session, tcp::socket socket) {
-  ConnectionSlot slot;
-  co_await session(std::move(socket));
+bool out_of_descriptors(const boost::system::error_code& ec) {
+  return ec == net::error::no_descriptors || ec == net::error::no_buffer_space || ec == net::error::no_memory ||
+         ec.value() == ENFILE;
 }
 
-net::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, SessionFn session) {
+net::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, std::shared_ptr<ConnectionBudget> budget,
+                                 SessionFn session) {
+  auto idle = std::make_shared<IdleConnections>();
+  net::steady_timer pause(acceptor->get_executor());
   for (;;) {
     auto [ec, socket] = co_await acceptor->async_accept(nothrow);
     if (ec) {
       if (ec == net::error::operation_aborted) co_return;
-      continue;  // EMFILE and friends: keep serving the connections we have
-    }
-    if (open_connections().fetch_add(1, std::memory_order_relaxed) >= connections_max) {
-      open_connections().fetch_sub(1, std::memory_order_relaxed);
-      boost::system::error_code ignored;
-      socket.close(ignored);
+      // Out of descriptors: an idle connection makes room; with none, wait instead of
+      // spinning on a listening socket that stays readable. Keep serving the rest.
+      if (out_of_descriptors(ec) && !idle->shed_oldest()) {
+        pause.expires_after(std::chrono::milliseconds(accept_pause_ms));
+        co_await pause.async_wait(nothrow);
+      }
       continue;
     }
+    const auto peer = socket.remote_endpoint(ec);
+    if (ec) continue;  // gone already; the socket closes here
+    auto taken = budget->try_take(peer.address());
+    if (taken == ConnectionBudget::Take::full && idle->shed_oldest()) taken = budget->try_take(peer.address());
+    if (taken != ConnectionBudget::Take::taken) continue;  // closed at once
     socket.set_option(tcp::no_delay(true), ec);
+    auto connection = std::make_shared<Connection>(budget, idle, peer.address());
     auto ex = socket.get_executor();
-    net::co_spawn(ex, run_session(session, std::move(socket)), net::detached);
-  }
-}
-
-// Lets the process hold connections_max connections: the soft RLIMIT_NOFILE is often 1024.
-void raise_open_files_limit() {
-  rlimit lim{};
-  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return;
-  const rlim_t wanted = static_cast<rlim_t>(connections_max + file_descriptors_reserve);
-  const rlim_t target = lim.rlim_max == RLIM_INFINITY ? wanted : std::min(wanted, lim.rlim_max);
-  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < target) {
-    lim.rlim_cur = target;
-    (void)::setrlimit(RLIMIT_NOFILE, &lim);  // best effort: connections_max still bounds what is accepted
+    net::co_spawn(ex, session(std::move(socket), std::move(connection)), net::detached);
   }
 }
 
 }  // namespace
 
-std::atomic<int64_t>& open_connections() {
-  static std::atomic<int64_t> count{0};
-  return count;
+int64_t raise_open_files_limit(int64_t wanted) {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return wanted;  // unknown: assume enough
+  const auto wanted_files = static_cast<rlim_t>(wanted);
+  const rlim_t target = lim.rlim_max == RLIM_INFINITY ? wanted_files : std::min(wanted_files, lim.rlim_max);
+  if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < target) {
+    rlimit raised = lim;
+    raised.rlim_cur = target;
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
+  }
+  if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > static_cast<rlim_t>(std::numeric_limits<int64_t>::max())) {
+    return std::numeric_limits<int64_t>::max();
+  }
+  return static_cast<int64_t>(lim.rlim_cur);
 }
 
 Result<tcp::endpoint> parse_listen_address(const std::string& addr) {
@@ -92,9 +95,7 @@ Result<tcp::endpoint> parse_listen_address(const std::string& addr) {
 }
 
 Result<tcp::endpoint> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint, bool reuse_port,
-                                     SessionFn session) {
-  static std::once_flag raised;
-  std::call_once(raised, raise_open_files_limit);
+                                     std::shared_ptr<ConnectionBudget> budget, SessionFn session) {
   auto acceptor = std::make_shared<tcp::acceptor>(ctx);
   boost::system::error_code ec;
   acceptor->open(endpoint.protocol(), ec);
@@ -113,7 +114,7 @@ Result<tcp::endpoint> start_listener(net::io_context& ctx, const tcp::endpoint& 
                           ": " + ec.message());
   }
   auto bound = acceptor->local_endpoint();
-  net::co_spawn(ctx, accept_loop(acceptor, std::move(session)), net::detached);
+  net::co_spawn(ctx, accept_loop(acceptor, std::move(budget), std::move(session)), net::detached);
   return bound;
 }
 

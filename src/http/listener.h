@@ -1,18 +1,19 @@
 // Listener: accepts TCP connections on one address for one event loop and hands each
 // to a session coroutine. Several event loops listen on the same port (SO_REUSEPORT),
-// so the kernel spreads connections over cores. A process-wide connection count is
-// bounded by connections_max: over it, new connections are closed at once.
+// so the kernel spreads connections over cores. Each listener has its own
+// ConnectionBudget (http/connections.h): over it, or out of descriptors, the event loop's
+// oldest idle connection is shed to make room, else the new connection is closed at once.
 #pragma once
-
-#include <atomic>
-#include <functional>
-#include <string>
 
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <functional>
+#include <memory>
+#include <string>
 
 #include "base/result.h"
+#include "http/connections.h"
 
 namespace cairva::http {
 
@@ -22,14 +23,18 @@ using tcp = net::ip::tcp;
 // "host:port" → endpoint (numeric host or "localhost"; port 0 = any).
 Result<tcp::endpoint> parse_listen_address(const std::string& addr);
 
-using SessionFn = std::function<net::awaitable<void>(tcp::socket)>;
+// A session gets its socket and its connection's slot, which it keeps for its life.
+using SessionFn = std::function<net::awaitable<void>(tcp::socket, std::shared_ptr<Connection>)>;
 
-// Open connections across every listener of the process.
-std::atomic<int64_t>& open_connections();
+// Raises the soft RLIMIT_NOFILE towards `wanted` (at most the hard limit): the default soft
+// limit is often 1024. Returns the soft limit now in force.
+int64_t raise_open_files_limit(int64_t wanted);
 
-// Binds `endpoint` (with SO_REUSEPORT when `reuse_port`) on `ctx`, and starts accepting.
+// Binds `endpoint` (with SO_REUSEPORT when `reuse_port`) on `ctx`, and starts accepting
+// connections within `budget` (shared by every loop of the same listener).
 // Returns the bound endpoint (useful with port 0).
 Result<tcp::endpoint> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint,
-                                     bool reuse_port, SessionFn session);
+                                     bool reuse_port, std::shared_ptr<ConnectionBudget> budget,
+                                     SessionFn session);
 
 }  // namespace cairva::http

@@ -5,6 +5,8 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
 
+#include "http/limits.h"
+
 namespace cairva::http {
 
 namespace bhttp = boost::beast::http;
@@ -20,6 +22,23 @@ TextSpan append_kept(std::string& text, boost::beast::string_view value) {
 
 }  // namespace
 
+bool only_chunked_coding(std::string_view transfer_encoding) {
+  // The field is a comma-separated list whose empty elements are ignored (RFC 9110 section
+  // 5.6.1); every element must be the bare token: a parameter or another coding is refused.
+  bool any = false;
+  while (!transfer_encoding.empty()) {
+    const size_t comma = transfer_encoding.find(',');
+    std::string_view coding = transfer_encoding.substr(0, comma);
+    transfer_encoding.remove_prefix(comma == std::string_view::npos ? transfer_encoding.size() : comma + 1);
+    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+    if (coding.empty()) continue;
+    if (!boost::beast::iequals(boost::beast::string_view(coding.data(), coding.size()), "chunked")) return false;
+    any = true;
+  }
+  return any;
+}
+
 TextSpan RequestReader::keep(string_view value) { return append_kept(text_, value); }
 
 void RequestReader::on_request_impl(bhttp::verb method, string_view method_str, string_view target, int version,
@@ -31,10 +50,40 @@ void RequestReader::on_request_impl(bhttp::verb method, string_view method_str, 
 }
 
 void RequestReader::on_field_impl(bhttp::field name, string_view, string_view value, error_code&) {
-  if (name == bhttp::field::authorization && !authorization_.found) authorization_ = keep(value);
+  switch (name) {
+    case bhttp::field::authorization:
+      if (!authorization_.found) authorization_ = keep(value);
+      break;
+    case bhttp::field::expect:
+      expects_continue_ = expects_continue_ || boost::beast::iequals(value, "100-continue");
+      break;
+    case bhttp::field::transfer_encoding:
+      transfer_encoding_ = true;
+      other_transfer_coding_ = other_transfer_coding_ || !only_chunked_coding(std::string_view(value.data(), value.size()));
+      break;
+    default:
+      break;
+  }
 }
 
-size_t RequestReader::on_body_impl(string_view body, error_code&) {
+// Beast frames a request by its Transfer-Encoding only when the final coding is chunked;
+// otherwise it reads no body, and the body's bytes would be parsed as the next request.
+void RequestReader::on_header_impl(error_code& ec) {
+  if (transfer_encoding_ && (other_transfer_coding_ || !chunked())) ec = bhttp::error::bad_transfer_encoding;
+}
+
+size_t RequestReader::on_body_impl(string_view body, error_code& ec) {
+  const size_t need = body_.size() + body.size();
+  if (need > body_.capacity()) {
+    // Grows as std::string would (doubling, up to the body limit), the room taken from
+    // the budget before it is allocated.
+    const size_t room = std::max(need, std::min(2 * body_.capacity(), request_body_bytes_max));
+    if (lease_ && !lease_->grow_to(room)) {
+      ec = body_budget_exhausted;
+      return 0;
+    }
+    body_.reserve(room);
+  }
   body_.append(body.data(), body.size());  // the parser's body limit bounds it
   return body.size();
 }

@@ -11,8 +11,11 @@
 #include <string>
 #include <string_view>
 
+#include <boost/asio/error.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/verb.hpp>
+
+#include "http/body_budget.h"
 
 namespace cairva::http {
 
@@ -26,6 +29,16 @@ struct TextSpan {
   size_t size = 0;
   bool found = false;
 };
+
+// True when a Transfer-Encoding value names only the chunked coding (once or more; the
+// parser refuses "chunked, chunked" itself). The gateway decodes no other coding, and a
+// request whose final coding is not chunked has no length a server can trust
+// (RFC 9112 §6.1: 400 and close), so any other coding refuses the request.
+bool only_chunked_coding(std::string_view transfer_encoding);
+
+// What RequestReader's parse fails with when a chunked body would grow past the
+// process's body budget (BodyLease): the request gets 503, not the memory.
+inline constexpr auto body_budget_exhausted = boost::asio::error::no_buffer_space;
 
 class RequestReader final : public boost::beast::http::basic_parser<true> {
  public:
@@ -41,6 +54,12 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
   std::string_view authorization() const { return view(authorization_); }
   // The body read so far. Reserve before reading it to parse in place (wire::in_place_slack_bytes).
   std::string& body() { return body_; }
+  // An "Expect: 100-continue" field: the client waits for 100 Continue before its body.
+  bool expects_continue() const { return expects_continue_; }
+  // Takes the room the body grows to from `lease` (a chunked body; an announced length is
+  // the caller's to take before reserving it): past the budget the parse fails with
+  // body_budget_exhausted. Null: no budget.
+  void body_lease(BodyLease* lease) { lease_ = lease; }
 
  private:
   using string_view = boost::beast::string_view;
@@ -53,7 +72,7 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
   void on_response_impl(int, string_view, int, error_code&) override {}
   void on_field_impl(boost::beast::http::field name, string_view name_string, string_view value,
                      error_code& ec) override;
-  void on_header_impl(error_code&) override {}
+  void on_header_impl(error_code& ec) override;
   void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
   size_t on_body_impl(string_view body, error_code& ec) override;
   void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
@@ -65,6 +84,10 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
   boost::beast::http::verb method_ = boost::beast::http::verb::unknown;
   TextSpan method_text_, target_, authorization_;
   unsigned version_ = 11;
+  bool expects_continue_ = false;
+  bool transfer_encoding_ = false;       // a Transfer-Encoding field was sent
+  bool other_transfer_coding_ = false;   // one named a coding other than chunked
+  BodyLease* lease_ = nullptr;
 };
 
 class ResponseReader final : public boost::beast::http::basic_parser<false> {

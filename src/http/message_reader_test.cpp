@@ -160,5 +160,78 @@ TEST(ResponseReader, AHeldStreamStopsWhenFullAndGoesOnOnceDrained) {
   EXPECT_EQ(seen, "0123456789abc");
 }
 
+TEST(RequestReader, RefusesATransferEncodingWhoseCodingsAreNotChunkedAlone) {
+  for (const char* te : {"gzip", "identity", "xchunked", "chunked, gzip", "gzip, chunked", "chunked;x=1, gzip", "",
+                         "chunked\r\nTransfer-Encoding: gzip", "gzip\r\nTransfer-Encoding: chunked"}) {
+    std::string text;
+    RequestReader r(text);
+    error_code ec;
+    feed(r, std::string("POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: ") + te +
+                "\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n",
+         11, ec);
+    EXPECT_EQ(ec, bhttp::error::bad_transfer_encoding) << te << ": " << ec.message();
+  }
+  for (const char* te : {"chunked", "Chunked", " chunked "}) {
+    std::string text;
+    RequestReader r(text);
+    error_code ec;
+    feed(r, std::string("POST / HTTP/1.1\r\nTransfer-Encoding: ") + te + "\r\n\r\n1\r\na\r\n0\r\n\r\n", 5, ec);
+    EXPECT_FALSE(ec) << te << ": " << ec.message();
+    EXPECT_EQ(r.body(), "a");
+  }
+}
+
+TEST(OnlyChunkedCoding, AcceptsChunkedAloneOnly) {
+  EXPECT_TRUE(only_chunked_coding("chunked"));
+  EXPECT_TRUE(only_chunked_coding("CHUNKED"));
+  EXPECT_FALSE(only_chunked_coding(""));
+  EXPECT_FALSE(only_chunked_coding("gzip, chunked"));
+  EXPECT_FALSE(only_chunked_coding("chunked, identity"));
+  EXPECT_FALSE(only_chunked_coding("chunkedx"));
+  EXPECT_FALSE(only_chunked_coding("chunked;q=1"));
+  EXPECT_TRUE(only_chunked_coding(" , chunked ,"));
+}
+
+TEST(RequestReader, SeesExpect100Continue) {
+  std::string text;
+  RequestReader r(text);
+  error_code ec;
+  r.eager(false);
+  feed(r, "POST / HTTP/1.1\r\nExpect: 100-Continue\r\nContent-Length: 3\r\n\r\n", 64, ec);
+  ASSERT_FALSE(ec);
+  EXPECT_TRUE(r.expects_continue());
+  std::string text2;
+  RequestReader plain(text2);
+  feed(plain, "GET / HTTP/1.1\r\n\r\n", 64, ec);
+  EXPECT_FALSE(plain.expects_continue());
+}
+
+TEST(RequestReader, AChunkedBodyTakesItsRoomFromTheBodyBudgetAndStopsWhenItRunsOut) {
+  BodyBudget budget(64);
+  std::string text;
+  {
+    RequestReader r(text);
+    BodyLease lease(&budget);
+    r.body_lease(&lease);
+    error_code ec;
+    const std::string forty(40, 'y');  // past the string's inline room: a real allocation
+    feed(r, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n28\r\n" + forty + "\r\n0\r\n\r\n", 8, ec);
+    ASSERT_FALSE(ec) << ec.message();
+    EXPECT_EQ(r.body(), forty);
+    EXPECT_GE(lease.bytes(), r.body().capacity()) << "the room was taken before it was allocated";
+    EXPECT_LE(lease.bytes(), 64u);
+  }
+  EXPECT_EQ(budget.used(), 0u);
+  RequestReader big(text);
+  BodyLease lease(&budget);
+  big.body_lease(&lease);
+  error_code ec;
+  const std::string chunk(100, 'x');
+  feed(big, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n" + chunk + "\r\n0\r\n\r\n", 16, ec);
+  EXPECT_EQ(ec, body_budget_exhausted);
+  EXPECT_LE(budget.used(), 64u);
+  EXPECT_LE(big.body().size(), 64u);
+}
+
 }  // namespace
 }  // namespace cairva::http

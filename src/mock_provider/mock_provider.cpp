@@ -24,6 +24,7 @@
 
 #include "base/ids.h"
 #include "base/time.h"
+#include "http/limits.h"
 #include "http/listener.h"
 
 namespace cairva::mock_provider {
@@ -433,11 +434,19 @@ int run(const Options& options) {
     return 2;
   }
   const int threads = std::max(1, options.threads);
+  // The mock serves tests and benchmarks: as many connections as the descriptors hold.
+  constexpr int64_t mock_connections_max = 20000;
+  (void)cairva::http::raise_open_files_limit(mock_connections_max + cairva::http::file_descriptors_reserve);
+  auto budget =
+      std::make_shared<cairva::http::ConnectionBudget>(cairva::http::ConnectionLimits{mock_connections_max, 0});
   std::vector<std::unique_ptr<net::io_context>> loops;
   tcp::endpoint bound = *endpoint;
   for (int i = 0; i < threads; ++i) {
     loops.push_back(std::make_unique<net::io_context>(1));
-    auto r = cairva::http::start_listener(*loops.back(), bound, true, session);
+    auto r = cairva::http::start_listener(*loops.back(), bound, true, budget,
+                                          [](tcp::socket s, std::shared_ptr<cairva::http::Connection>) {
+                                            return session(std::move(s));
+                                          });
     if (!r) {
       std::fprintf(stderr, "mock-provider: %s\n", r.error().message.c_str());
       return 1;

@@ -44,7 +44,8 @@ let mock;
 let gw;
 before(async () => {
   mock = await startMock(['--threads', '2']);
-  gw = await startGateway(mock);
+  // The attacks and the legitimate traffic all come from 127.0.0.1, as behind a load balancer.
+  gw = await startGateway(mock, { serverToml: 'connections_per_client_max = 0' });
 });
 after(async () => {
   await gw?.stop();

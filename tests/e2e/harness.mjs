@@ -24,8 +24,11 @@ export async function freePort() {
 }
 
 // Starts a process and resolves once `ready` matches a line of its stdout.
-export function startProcess(args, { env = {}, ready = /listening on/, cwd } = {}) {
-  const child = spawn(BIN, args, { env: { ...process.env, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+// `launcher` runs the binary through another command (e.g. ['prlimit', '--nofile=1024', '--']).
+export function startProcess(args, { env = {}, ready = /listening on/, cwd, launcher = [] } = {}) {
+  const [cmd, ...pre] = [...launcher, BIN];
+  const child = spawn(cmd, [...pre, ...args],
+    { env: { ...process.env, ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stderr.on('data', (d) => { err += d; });
@@ -56,7 +59,8 @@ export async function startMock(extraArgs = []) {
 }
 
 // Starts `cairva serve` with a config file in a fresh folder. `opts.store` overrides the
-// store URL; `opts.extraToml` is appended to the config.
+// store URL; `opts.extraToml` is appended to the config; `opts.serverToml` goes in [server];
+// `opts.launcher` as startProcess's.
 export async function startGateway(mock, opts = {}) {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'cairva-e2e-'));
   const port = opts.port ?? await freePort();
@@ -66,6 +70,7 @@ export async function startGateway(mock, opts = {}) {
 listen = "127.0.0.1:${port}"
 admin_listen = "127.0.0.1:${adminPort}"
 threads = ${opts.threads ?? 2}
+${opts.serverToml ?? ''}
 [admin]
 token_env = "CAIRVA_ADMIN_TOKEN"
 [store]
@@ -84,6 +89,7 @@ ${opts.extraToml ?? ''}`;
   const child = startProcess(['serve', '--config', configPath], {
     env: { CAIRVA_ADMIN_TOKEN: ADMIN_TOKEN, CAIRVA_TEST_PROVIDER_KEY: PROVIDER_KEY },
     cwd: dir,
+    launcher: opts.launcher,
   });
   await child.started;
   const gw = {
