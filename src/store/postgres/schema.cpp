@@ -138,7 +138,15 @@ DROP INDEX usage_events_booked;
 CREATE INDEX usage_events_booked ON usage_events (allocation_id, booked_at, seq);
 )SQL";
 
-constexpr std::array<const char*, 2> migrations = {migration_1, migration_2};
+// 3: a request's reported_usage: counts a provider reported that were not booked
+// (core/settlement.h), NULL when none.
+constexpr const char* migration_3 = R"SQL(
+ALTER TABLE requests ADD COLUMN reported_input bigint;
+ALTER TABLE requests ADD COLUMN reported_output bigint;
+ALTER TABLE requests ADD COLUMN reported_provider_request_id text;
+)SQL";
+
+constexpr std::array<const char*, 3> migrations = {migration_1, migration_2, migration_3};
 
 // First key of the two-key advisory lock; the second is the schema's name hash, so that
 // separate schemas (tests) migrate independently.

@@ -8,7 +8,7 @@ namespace cairva::store::sqlite {
 namespace {
 
 // Never edit a migration once released: add a new one.
-constexpr std::array<const char*, 6> migrations = {
+constexpr std::array<const char*, 7> migrations = {
     R"sql(
 CREATE TABLE agreements (
   id TEXT PRIMARY KEY,
@@ -221,6 +221,13 @@ INSERT INTO usage_events_v6 (seq, id, allocation_id, request_id, provider_reques
 DROP TABLE usage_events;
 ALTER TABLE usage_events_v6 RENAME TO usage_events;
 CREATE INDEX usage_events_allocation ON usage_events (allocation_id, seq);
+)sql",
+    // 7: a request's reported_usage: counts a provider reported that were not booked
+    // (core/settlement.h), NULL when none.
+    R"sql(
+ALTER TABLE requests ADD COLUMN reported_input INTEGER;
+ALTER TABLE requests ADD COLUMN reported_output INTEGER;
+ALTER TABLE requests ADD COLUMN reported_provider_request_id TEXT;
 )sql",
 };
 

@@ -473,7 +473,8 @@ void Writer::fail_batch(Stage stage, Batch& batch, const Status& why) {
         if (q.op.done) q.op.done(q.applied ? Status{} : why);
         break;
       case WriteOp::Kind::durable:
-        if (!q.acknowledged && now - q.enqueued >= ack_wait) {
+      case WriteOp::Kind::settlement:
+        if (!q.acknowledged && (q.op.kind == WriteOp::Kind::settlement || now - q.enqueued >= ack_wait)) {
           q.acknowledged = true;
           if (q.op.done) q.op.done(unavailable(why.error().message));
         }
