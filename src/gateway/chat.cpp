@@ -53,12 +53,19 @@ struct Flow {
 
   Task<Result<store::SettleResult>> settle(store::SettleKind kind, std::string provider_request_id = {},
                                                      core::Tokens usage = {}) {
-    store::SettleCommand cmd{ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage};
+    store::SettleCommand cmd{ex.request_id, grant.allocation_id, kind, provider_request_id, usage};
     auto start = [this, &cmd](store::Callback<store::SettleResult> cb) { gw.store.settle(std::move(cmd), std::move(cb)); };
     const int64_t asked_at = gw.clock.monotonic_micros();
     auto settled = co_await await_store<store::SettleResult>(start);
     admin::metrics().observe_store_wait_us(admin::StoreWait::settle, gw.clock.monotonic_micros() - asked_at);
-    if (!settled) co_return settled;
+    if (!settled) {
+      // The provider's report is kept and settled again until the store records it.
+      if (gw.settlement_retry != nullptr) {
+        gw.settlement_retry->keep({ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage},
+                                  settled.error());
+      }
+      co_return settled;
+    }
     ex.outcome = core::to_string(settled->request_state);
     if (kind == store::SettleKind::usage) {
       admin::metrics().count_booking(settled->book, usage);
@@ -156,8 +163,9 @@ struct Flow {
 
   // A provider error status: release the hold, pass the provider's status and body on.
   Task<bool> relay_provider_error(boost::system::error_code ec) {
-    auto settled = co_await settle(store::SettleKind::failed);
-    (void)settled;  // a failed settlement releases nothing durable-critical; the sweep covers it
+    // A failed settlement is kept and settled again (settle()); the client gets the
+    // provider's answer meanwhile.
+    co_await settle(store::SettleKind::failed);
     maybe_release(!ec && head->keep_alive());
     if (ec) {
       co_return co_await ex.send_error(ErrorCode::provider_unavailable,
@@ -254,8 +262,8 @@ struct Flow {
     auto settled = co_await settle_reported(relay.usage(), provider_request_id(relay.provider_id()));
     if (!settled) {
       // Without a durable booking the client must not see a successful end: the stream
-      // ends with an error event and no [DONE]. The request stays open in the store and
-      // becomes usage_pending at the in-flight timeout.
+      // ends with an error event and no [DONE]. settle() kept the report, to be settled
+      // again once the store answers (meanwhile the request stays open, its hold kept).
       out = "data: " + wire::error_body(ErrorCode::store_unavailable, "usage could not be recorded: " + settled.error().message) + "\n\n";
       co_await to_client(out, client_ok);
       if (client_ok) co_await net::async_write(ex.stream, bhttp::make_chunk_last(), task_nothrow);

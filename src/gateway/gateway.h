@@ -11,6 +11,7 @@
 
 #include "base/time.h"
 #include "config/config.h"
+#include "gateway/settle_retry.h"
 #include "store/store.h"
 #include "upstream/connection.h"
 #include "upstream/provider_endpoint.h"
@@ -23,6 +24,8 @@ struct Gateway {
   store::Store& store;
   const Clock& clock;
   std::vector<upstream::ProviderEndpoint> providers;
+  // Where a settlement the store could not record is kept and settled again (may be null).
+  SettlementRetry* settlement_retry = nullptr;
 
   const upstream::ProviderEndpoint* find_provider(const std::string& name) const {
     for (const auto& p : providers) {
