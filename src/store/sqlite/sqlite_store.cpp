@@ -193,7 +193,7 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
     return;
   }
   // Answered at once, the ledger untouched: the gateway keeps the report and settles again.
-  if (writer_->failing()) {
+  if (writer_->journal_failing()) {
     done(unavailable("store unavailable: writes are failing"));
     return;
   }

@@ -156,6 +156,11 @@ bool Writer::failing() const {
   return journal_failing_ || apply_failing_;
 }
 
+bool Writer::journal_failing() const {
+  std::lock_guard lock(mu_);
+  return journal_failing_;
+}
+
 WriterStats Writer::stats() const {
   std::lock_guard lock(mu_);
   WriterStats s = stats_;

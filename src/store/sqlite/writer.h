@@ -103,6 +103,9 @@ class Writer {
   void flush();
 
   bool failing() const;
+  // The journal's commits fail: nothing new can be made durable (a failing applier alone
+  // still lets the journal take settlements, into the log's reserve when the disk is full).
+  bool journal_failing() const;
   WriterStats stats() const;
   // Tests: every commit fails (as a full disk would) while set.
   void set_fault_for_testing(bool fail);
