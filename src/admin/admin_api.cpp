@@ -199,12 +199,16 @@ class Handler {
   }
 
   AdminResponse reconcile(const std::string& request_id, const std::string& body) {
-    BodyReader r(body, {"input_tokens", "output_tokens", "evidence"});
-    auto input = r.integer("input_tokens", 0, quantity_max, true);
-    auto output = r.integer("output_tokens", 0, quantity_max, true);
+    BodyReader r(body, {"input_tokens", "output_tokens", "evidence", "use_reported"});
+    // use_reported books the counts kept on the request (its reported_usage) instead.
+    const bool use_reported = r.boolean("use_reported", false).value_or(false);
+    auto input = r.integer("input_tokens", 0, quantity_max, !use_reported);
+    auto output = r.integer("output_tokens", 0, quantity_max, !use_reported);
     auto evidence = r.string("evidence", evidence_bytes_max, true);
+    if (use_reported && (input || output)) r.fail("use_reported: books the request's reported_usage; give no token counts");
     if (!r.ok()) return error_response(r.error());
-    auto event = store_.reconcile(store::Reconciliation{request_id, {*input, *output}, *evidence});
+    auto event = store_.reconcile(
+        store::Reconciliation{request_id, {input.value_or(0), output.value_or(0)}, *evidence, use_reported});
     if (!event) return error_response(event.error());
     return json_response(200, json::object{{"event", event_object(*event)}});
   }

@@ -425,6 +425,36 @@ TEST_F(AdminApiTest, ReconcileChecksBodyThenExistenceThenState) {
   EXPECT_EQ(zero.status, 404) << "zero counts are valid";
 }
 
+TEST_F(AdminApiTest, ReconcileCanBookTheCountsKeptOnTheRequest) {
+  store::RequestRow kept = add_request("req_k", core::RequestState::usage_pending);
+  kept.reported_usage = core::ReportedUsage{{30, 40}, "chatcmpl-k"};
+  store_.add_request(kept);
+  add_request("req_n", core::RequestState::usage_pending);
+  Reply listed = call("GET", "/admin/v1/requests?state=usage_pending");
+  ASSERT_EQ(listed.status, 200) << listed.text;
+  for (const auto& row : listed.body.at("data").as_array()) {
+    const auto& o = row.as_object();
+    if (o.at("id") == "req_k") {
+      EXPECT_EQ(o.at("reported_usage"),
+                boost::json::parse(R"({"input_tokens":30,"output_tokens":40,"provider_request_id":"chatcmpl-k"})"));
+    } else {
+      EXPECT_TRUE(o.at("reported_usage").is_null());
+    }
+  }
+  for (const std::string bad : {R"({"use_reported":true,"input_tokens":1,"output_tokens":2,"evidence":"x"})",
+                                R"({"use_reported":"yes","evidence":"x"})", R"({"use_reported":true})",
+                                R"({"use_reported":false,"evidence":"x"})"}) {
+    Reply r = call("POST", "/admin/v1/requests/req_k/reconcile", bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(r.code(), "invalid_request") << bad;
+  }
+  EXPECT_EQ(call("POST", "/admin/v1/requests/req_n/reconcile", R"({"use_reported":true,"evidence":"x"})").status, 400);
+  Reply ok = call("POST", "/admin/v1/requests/req_k/reconcile", R"({"use_reported":true,"evidence":"gateway's report"})");
+  ASSERT_EQ(ok.status, 200) << ok.text;
+  EXPECT_EQ(ok.body.at("event").at("input_tokens"), 30);
+  EXPECT_EQ(ok.body.at("event").at("output_tokens"), 40);
+}
+
 TEST_F(AdminApiTest, ListsEventsAfterAnExclusiveId) {
   for (const char* id : {"req_1", "req_2", "req_3"}) {
     add_request(id, core::RequestState::usage_pending);

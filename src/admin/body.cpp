@@ -81,6 +81,16 @@ std::optional<int64_t> BodyReader::integer(std::string_view key, int64_t min, in
   return v->get_int64();
 }
 
+std::optional<bool> BodyReader::boolean(std::string_view key, bool required) {
+  const json::value* v = field(key, required);
+  if (v == nullptr) return std::nullopt;
+  if (!v->is_bool()) {
+    fail(std::string(key) + ": must be true or false, got " + kind_of(*v));
+    return std::nullopt;
+  }
+  return v->get_bool();
+}
+
 std::optional<std::string> BodyReader::string(std::string_view key, size_t max_bytes,
                                               bool required) {
   const json::value* v = field(key, required);

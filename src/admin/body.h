@@ -25,6 +25,7 @@ class BodyReader {
   std::optional<int64_t> integer(std::string_view key, int64_t min, int64_t max, bool required);
   std::optional<std::string> string(std::string_view key, size_t max_bytes, bool required);
   std::optional<UnixMicros> time(std::string_view key, bool required);
+  std::optional<bool> boolean(std::string_view key, bool required);
   std::optional<std::vector<std::string>> string_list(std::string_view key, size_t max_items,
                                                       size_t max_item_bytes);
 

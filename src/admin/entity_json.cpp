@@ -103,6 +103,13 @@ json::object request_object(const store::RequestRow& r) {
   o["stream"] = r.stream;
   o["hold"] = tokens_object(r.hold);
   o["provider_request_id"] = string_or_null(r.provider_request_id);
+  if (r.reported_usage) {
+    json::object reported = tokens_object(r.reported_usage->counts);
+    reported["provider_request_id"] = r.reported_usage->provider_request_id;
+    o["reported_usage"] = std::move(reported);
+  } else {
+    o["reported_usage"] = nullptr;
+  }
   return o;
 }
 

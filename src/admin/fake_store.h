@@ -145,12 +145,13 @@ class FakeStore final : public store::Store {
       return make_error(ErrorCode::not_pending,
                         "request " + r.request_id + " is not usage_pending");
     }
+    if (r.use_reported && !it->second.reported_usage) return make_error(ErrorCode::invalid_request, "no reported usage");
     it->second.state = core::RequestState::booked;
     store::UsageEventRow e{new_id("evt"),
                            it->second.allocation_id,
                            r.request_id,
                            r.request_id,
-                           r.usage,
+                           r.use_reported ? it->second.reported_usage->counts : r.usage,
                            core::EventSource::reconciliation,
                            core::Finality::confirmed,
                            r.evidence,

@@ -9,8 +9,8 @@ namespace {
 
 // Names for core::BookResult, in enum order.
 constexpr std::array<std::string_view, book_result_count> book_result_names = {
-    "booked", "duplicate", "conflict", "already_settled", "unknown_request"};
-static_assert(static_cast<int>(core::BookResult::unknown_request) == book_result_count - 1);
+    "booked", "duplicate", "conflict", "already_settled", "unknown_request", "reused_id"};
+static_assert(static_cast<int>(core::BookResult::reused_id) == book_result_count - 1);
 // Names for StoreWait, in enum order (the `op` label).
 constexpr std::array<std::string_view, store_wait_count> store_wait_names = {"admit", "settle"};
 

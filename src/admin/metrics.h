@@ -48,7 +48,8 @@ inline constexpr int refusal_count = static_cast<int>(core::Refusal::allowance_e
 enum class StoreWait : uint8_t { admit, settle };
 inline constexpr int store_wait_count = static_cast<int>(StoreWait::settle) + 1;
 
-inline constexpr int book_result_count = static_cast<int>(core::BookResult::unknown_request) + 1;
+// Usage reports end in the outcomes up to reused_id (pending and failed are other kinds').
+inline constexpr int book_result_count = static_cast<int>(core::BookResult::reused_id) + 1;
 
 // A fixed-bucket histogram: per-bucket counts (not cumulative; rendering sums them), a sum
 // and a count.
@@ -90,6 +91,7 @@ class Metrics {
   void observe_provider_latency_us(int64_t us) { provider_latency_.observe(us); }
   // cairva_bookings_total{result} and cairva_booked_tokens_total{direction}.
   void count_booking(core::BookResult r, const core::Tokens& booked) {
+    if (static_cast<int>(r) >= book_result_count) return;  // not a usage report's outcome
     bookings_[static_cast<size_t>(r)].fetch_add(1, std::memory_order_relaxed);
     if (r == core::BookResult::booked) {
       booked_input_.fetch_add(booked.input, std::memory_order_relaxed);

@@ -36,6 +36,7 @@ constexpr const char* footer =
     "  cairva requests pending\n"
     "  cairva reconcile req_... --input 1200 --output 340 --evidence \"provider export "
     "2026-11-30\"\n"
+    "  cairva reconcile req_... --reported --evidence \"the provider's report, kept by the gateway\"\n"
     "Run `cairva COMMAND --help` for a command's options.";
 
 struct AdminOptions {
@@ -401,23 +402,38 @@ int run(int argc, char** argv, const Hooks& hooks) {
       render_request_list));
 
   int64_t rec_input = -1, rec_output = -1;
+  bool rec_reported = false;
   std::string evidence;
   auto* reconcile = app.add_subcommand(
       "reconcile", "Book the real counts of a usage_pending request, with written evidence");
   reconcile->add_option("REQUEST", id, "Request id (req_...)")->required();
-  reconcile->add_option("--input", rec_input, "Input tokens the provider metered")->required();
-  reconcile->add_option("--output", rec_output, "Output tokens the provider metered")->required();
+  auto* rec_in = reconcile->add_option("--input", rec_input, "Input tokens the provider metered");
+  auto* rec_out = reconcile->add_option("--output", rec_output, "Output tokens the provider metered");
+  auto* rec_rep = reconcile->add_flag("--reported", rec_reported,
+                                      "Book the counts the provider reported, kept on the request (reported_usage)");
+  rec_rep->excludes(rec_in)->excludes(rec_out);
+  rec_in->needs(rec_out);
+  rec_out->needs(rec_in);
   reconcile
       ->add_option("--evidence", evidence, "Where the counts come from (kept with the booking)")
       ->required();
   add_admin_options(reconcile, admin);
-  reconcile->callback(admin_action(
-      [&] {
-        json::object body{
-            {"input_tokens", rec_input}, {"output_tokens", rec_output}, {"evidence", evidence}};
-        return HttpCall{"POST", admin_target({"requests", id, "reconcile"}), json::serialize(body)};
-      },
-      render_event));
+  reconcile->callback([&] {
+    action = [&] {
+      json::object body{{"evidence", evidence}};
+      if (rec_reported) {
+        body["use_reported"] = true;
+      } else if (rec_in->count() == 0) {
+        std::cerr << "cairva: reconcile: give --input and --output, or --reported\n";
+        return exit_refused;
+      } else {
+        body["input_tokens"] = rec_input;
+        body["output_tokens"] = rec_output;
+      }
+      return admin_call(hooks, admin, HttpCall{"POST", admin_target({"requests", id, "reconcile"}), json::serialize(body)},
+                        render_event);
+    };
+  });
 
   auto* events =
       app.add_subcommand("events", "List usage events in booking order (page with --after)");

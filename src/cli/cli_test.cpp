@@ -173,6 +173,19 @@ TEST_F(CliTest, ApiErrorExitsNonZeroWithItsMessage) {
             json::parse(R"({"input_tokens":3,"output_tokens":4,"evidence":"export"})"));
 }
 
+TEST_F(CliTest, ReconcileReportedBooksTheKeptCountsInOneCommand) {
+  reply_ = {200, R"({"event":{"id":"evt_1","request_id":"req_1","input_tokens":3,"output_tokens":4}})"};
+  Outcome o = run_cli({"reconcile", "req_1", "--reported", "--evidence", "kept by the gateway"});
+  EXPECT_EQ(o.code, 0) << o.err;
+  ASSERT_EQ(calls_.size(), 1u);
+  EXPECT_EQ(calls_[0].target, "/admin/v1/requests/req_1/reconcile");
+  EXPECT_EQ(json::parse(calls_[0].body), json::parse(R"({"use_reported":true,"evidence":"kept by the gateway"})"));
+  // Counts and --reported exclude each other; one of them is needed.
+  EXPECT_NE(run_cli({"reconcile", "req_1", "--reported", "--input", "1", "--output", "1", "--evidence", "e"}).code, 0);
+  EXPECT_NE(run_cli({"reconcile", "req_1", "--evidence", "e"}).code, 0);
+  EXPECT_EQ(calls_.size(), 1u);
+}
+
 TEST_F(CliTest, MissingAdminTokenIsRefusedBeforeAnyCall) {
   unsetenv(admin_token_env);
   Outcome o = run_cli({"allocation", "list"});

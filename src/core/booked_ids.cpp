@@ -88,6 +88,14 @@ BookedIds::Claim BookedIds::claim(std::string_view provider_request_id, const To
   return {true, counts};
 }
 
+std::optional<Tokens> BookedIds::find(std::string_view provider_request_id) const {
+  const Digest96 key = digest96(provider_request_id);
+  const auto& slots = shards_[shard_of(key)].slots;
+  const auto slot = slots.find(key);
+  if (slot == slots.end()) return std::nullopt;
+  return unpack(key, slot->second);
+}
+
 void BookedIds::assign(std::string_view provider_request_id, const Tokens& counts) {
   const Digest96 key = digest96(provider_request_id);
   const PackedCounts packed = pack(counts);

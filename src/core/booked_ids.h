@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -60,6 +61,8 @@ class BookedIds {
   // Books `counts` under the id unless it is already booked; one hash lookup either way
   // (the booking hot path). Counts of any value come back exactly.
   Claim claim(std::string_view provider_request_id, const Tokens& counts);
+  // The id's counts, if it is booked.
+  std::optional<Tokens> find(std::string_view provider_request_id) const;
   // Rebuilding from a store: books the id with `counts`, replacing earlier counts.
   void assign(std::string_view provider_request_id, const Tokens& counts);
 

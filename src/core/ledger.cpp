@@ -172,35 +172,51 @@ bool AllocationLedger::apply_booking(const Tokens& usage, UnixMicros now) {
     }
     tokens_in_window_ += tokens;
   }
-  const bool can_deplete = state_ == AllocationState::ready || state_ == AllocationState::active ||
-                           state_ == AllocationState::suspended;
-  if (!can_deplete || !is_depleted(terms_.allowance, booked_)) return false;
+  if (!depletes(state_, terms_.allowance, booked_)) return false;
   state_ = AllocationState::depleted;
   if (agreement_state_ == AgreementState::in_force) agreement_state_ = AgreementState::completed;
   return true;
 }
 
-BookOutcome AllocationLedger::book(const std::string& request_id,
-                                   const std::string& provider_request_id, const Tokens& usage,
-                                   UnixMicros now) {
-  CAIRVA_ASSERT(usage.input >= 0 && usage.output >= 0);
-  BookOutcome out;
+SettlePlan AllocationLedger::settle(const std::string& request_id, const Report& report, UnixMicros now) {
+  CAIRVA_ASSERT(report.usage.input >= 0 && report.usage.output >= 0);
+  SettlementFacts facts{std::nullopt, nullptr, std::nullopt, state_, agreement_state_, terms_.allowance, booked_};
   const auto it = open_.find(request_id);
-  if (it == open_.end()) return out;  // unknown_request
-  // One lookup both tests the booking key and claims it.
-  const BookedIds::Claim claim = booked_provider_ids_.claim(provider_request_id, usage);
-  close(it);
-  if (!claim.claimed) {
-    // The same provider response again: the request is done, nothing more is booked.
-    out.result = claim.booked == usage ? BookResult::duplicate : BookResult::conflict;
-    out.booked_event = claim.booked;
-    check_invariants();
-    return out;
+  if (it == open_.end()) return plan_settlement(facts, report);
+  Open& open = it->second;
+  facts.state = open.req.state;
+  if (open.req.reported) facts.reported = &*open.req.reported;
+  bool claimed = false;
+  if (report.kind == SettleKind::usage) {
+    // One lookup both tests the booking key and claims it. An open request has no event
+    // of its own, so an id already booked is another request's.
+    const BookedIds::Claim claim = booked_provider_ids_.claim(report.provider_request_id, report.usage);
+    claimed = claim.claimed;
+    if (!claimed) facts.booked = BookedEvent{claim.booked, false};
   }
-  out.result = BookResult::booked;
-  out.became_depleted = apply_booking(usage, now);
+  const SettlePlan plan = plan_settlement(facts, report);
+  CAIRVA_ASSERT(plan.insert_event == claimed);
+  if (plan.release_hold) {
+    close(it);
+    if (plan.insert_event) apply_booking(report.usage, now);
+  } else {
+    if (plan.change_state) mark_usage_pending(request_id);
+    if (plan.keep_reported) {
+      open.req.reported = ReportedUsage{report.usage, std::string(report.provider_request_id)};
+    }
+  }
   check_invariants();
-  return out;
+  return plan;
+}
+
+BookOutcome AllocationLedger::book(const std::string& request_id, const std::string& provider_request_id,
+                                   const Tokens& usage, UnixMicros now) {
+  const SettlePlan p = settle(request_id, {SettleKind::usage, provider_request_id, usage}, now);
+  return {p.outcome, p.booked_counts, p.depletes};
+}
+
+std::optional<Tokens> AllocationLedger::booked_counts(const std::string& provider_request_id) const {
+  return booked_provider_ids_.find(provider_request_id);
 }
 
 bool AllocationLedger::mark_usage_pending(const std::string& request_id) {

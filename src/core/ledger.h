@@ -16,23 +16,15 @@
 
 #include "core/admission.h"
 #include "core/booked_ids.h"
+#include "core/settlement.h"
 #include "core/types.h"
 
 namespace cairva::core {
 
-// What booking a provider usage report did (SPEC §5 "Usage reported").
-enum class BookResult : uint8_t {
-  booked,               // a new usage event; hold released
-  duplicate,            // provider id already booked with the same counts: request booked, no event
-  conflict,             // provider id already booked with other counts: request booked, no event,
-                        // a conflict to record for operators
-  already_settled,      // the request already has its event (or failed): nothing changes
-  unknown_request,      // not a request of this allocation: nothing changes
-};
-
+// A usage report's settlement (settle()), as book() returns it.
 struct BookOutcome {
   BookResult result = BookResult::unknown_request;
-  Tokens booked_event;          // for `conflict`/`duplicate`: the counts already booked
+  Tokens booked_event;          // duplicate, conflict, reused_id: the counts already booked
   bool became_depleted = false; // allocation -> depleted, agreement -> completed
 };
 
@@ -48,6 +40,7 @@ struct OpenRequest {
   RequestState state = RequestState::in_flight;
   Tokens hold;
   UnixMicros started_at = 0;
+  std::optional<ReportedUsage> reported;  // counts kept unbooked (core/settlement.h)
 };
 
 class AllocationLedger {
@@ -74,11 +67,16 @@ class AllocationLedger {
   AdmissionDecision admit(const std::string& request_id, const RequestFacts& facts, UnixMicros now);
 
   // --- Settlement. ---
-  // The ledger forgets a request once it is booked or failed: settling it again returns
-  // `unknown_request` (the store, which keeps request rows, tells that apart from a
-  // request that never existed and answers `already_settled`). REQUIRES: usage >= 0.
+  // Settles an open request as plan_settlement decides (core/settlement.h) and returns
+  // the plan, whose effects the store persists. The ledger forgets a request once it is
+  // booked or failed: settling it again plans it as unknown_request (the store, which
+  // keeps request rows, plans it again from its row). REQUIRES: usage >= 0.
+  SettlePlan settle(const std::string& request_id, const Report& report, UnixMicros now);
+  // settle() of a usage report.
   BookOutcome book(const std::string& request_id, const std::string& provider_request_id,
                    const Tokens& usage, UnixMicros now);
+  // The counts booked under a provider request id, if any.
+  std::optional<Tokens> booked_counts(const std::string& provider_request_id) const;
   // Provider completed without counts: usage_pending, hold kept. False if not in flight.
   bool mark_usage_pending(const std::string& request_id);
   // Provider error: hold released, nothing booked; the start still counts. False if not open.

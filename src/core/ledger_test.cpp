@@ -236,31 +236,29 @@ TEST(Ledger, BookReleasesHoldAndBooksRealCountsOnce) {
   EXPECT_EQ(l.snapshot(kNow).in_flight, 0);
 }
 
-TEST(Ledger, SameProviderRequestIdIsBookedOnlyOnce) {
+TEST(Ledger, AnIdBookedByAnotherRequestLeavesThisOnePendingWithItsHold) {
   AllocationLedger l(terms());
   ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
   ASSERT_TRUE(l.admit("b", facts(), kNow).admitted());
   ASSERT_EQ(l.book("a", "chatcmpl-1", {25, 80}, kNow).result, BookResult::booked);
-  const BookOutcome o = l.book("b", "chatcmpl-1", {25, 80}, kNow);
-  EXPECT_EQ(o.result, BookResult::duplicate);
-  EXPECT_EQ(o.booked_event, (Tokens{25, 80}));
-  // The second request is done (hold released) but nothing more is booked.
-  EXPECT_EQ(l.booked(), (Tokens{25, 80}));
-  EXPECT_EQ(l.held(), (Tokens{0, 0}));
-  EXPECT_EQ(l.find_open("b"), nullptr);
-  EXPECT_EQ(l.snapshot(kNow).tokens_last_minute, 105);
-}
-
-TEST(Ledger, SameProviderRequestIdWithOtherCountsIsAConflictNotABooking) {
-  AllocationLedger l(terms());
-  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
-  ASSERT_TRUE(l.admit("b", facts(), kNow).admitted());
-  ASSERT_EQ(l.book("a", "chatcmpl-1", {25, 80}, kNow).result, BookResult::booked);
+  const Tokens held = l.held();
   const BookOutcome o = l.book("b", "chatcmpl-1", {30, 90}, kNow);
-  EXPECT_EQ(o.result, BookResult::conflict);
+  EXPECT_EQ(o.result, BookResult::reused_id);
   EXPECT_EQ(o.booked_event, (Tokens{25, 80}));
+  // Nothing more is booked, and the request keeps its hold, usage_pending, with the
+  // counts it reported kept.
   EXPECT_EQ(l.booked(), (Tokens{25, 80}));
-  EXPECT_EQ(l.held(), (Tokens{0, 0}));
+  EXPECT_EQ(l.held(), held);
+  ASSERT_NE(l.find_open("b"), nullptr);
+  EXPECT_EQ(l.find_open("b")->state, RequestState::usage_pending);
+  EXPECT_EQ(l.find_open("b")->reported, (ReportedUsage{{30, 90}, "chatcmpl-1"}));
+  EXPECT_EQ(l.usage_pending(), 1);
+  EXPECT_EQ(l.in_flight(), 0);
+  // The same report again (a retried settlement) changes nothing more.
+  const SettlePlan again = l.settle("b", {SettleKind::usage, "chatcmpl-1", {30, 90}}, kNow);
+  EXPECT_EQ(again.outcome, BookResult::reused_id);
+  EXPECT_FALSE(again.keep_reported || again.record_conflict || again.change_state);
+  EXPECT_EQ(l.snapshot(kNow).tokens_last_minute, 105);
 }
 
 // Terms under which nothing refuses or depletes however large the bookings.
@@ -270,7 +268,7 @@ Terms roomy_terms() {
                {kHuge, kHuge});
 }
 
-TEST(Ledger, DuplicateAndConflictReturnTheEarlierCountsExactlyAtAndAboveUint32Max) {
+TEST(Ledger, AReusedIdReturnsTheEarlierCountsExactlyAtAndAboveUint32Max) {
   AllocationLedger l(roomy_terms());
   const int64_t counts[] = {kU32Max - 1, kU32Max, kU32Max + 1, int64_t{5'000'000'000}};
   int request = 0;
@@ -286,11 +284,10 @@ TEST(Ledger, DuplicateAndConflictReturnTheEarlierCountsExactlyAtAndAboveUint32Ma
     ASSERT_EQ(l.book(admitted(), pid, usage, kNow).result, BookResult::booked);
     booked = {booked.input + usage.input, booked.output + usage.output};
     const BookOutcome dup = l.book(admitted(), pid, usage, kNow);
-    EXPECT_EQ(dup.result, BookResult::duplicate) << c;
+    EXPECT_EQ(dup.result, BookResult::reused_id) << c;
     EXPECT_EQ(dup.booked_event, usage) << c;
-    // Counts that differ only past the 32nd bit (or by one) are still other counts.
     const BookOutcome other = l.book(admitted(), pid, {c, c + 1 + (int64_t{1} << 32)}, kNow);
-    EXPECT_EQ(other.result, BookResult::conflict) << c;
+    EXPECT_EQ(other.result, BookResult::reused_id) << c;
     EXPECT_EQ(other.booked_event, usage) << c;
     EXPECT_EQ(l.book(admitted(), pid, {c + 1, c + 1}, kNow).booked_event, usage) << c;
   }
@@ -418,7 +415,7 @@ TEST(Ledger, ReconcileRefusesAProviderRequestIdBookedWithCountsAboveUint32Max) {
   const Tokens bigger{kU32Max, kU32Max + 9};
   ASSERT_EQ(l.reconcile("b", "p-2", bigger, kNow).result, ReconcileResult::booked);
   const BookOutcome o = l.book("c", "p-2", bigger, kNow);
-  EXPECT_EQ(o.result, BookResult::duplicate);
+  EXPECT_EQ(o.result, BookResult::reused_id);
   EXPECT_EQ(o.booked_event, bigger);
   EXPECT_EQ(l.booked(), (Tokens{big.input + bigger.input, bigger.output}));
 }
@@ -531,7 +528,7 @@ TEST(Ledger, RestoreRebuildsWindowsHoldsAndBookingKeys) {
   EXPECT_EQ(s.tokens_last_minute, 60);
   EXPECT_EQ(s.in_flight, 1);
   EXPECT_EQ(s.usage_pending, 1);
-  EXPECT_EQ(l.book("y", "p-old", {200, 300}, kNow).result, BookResult::duplicate);
+  EXPECT_EQ(l.book("y", "p-old", {200, 300}, kNow).result, BookResult::reused_id);
   EXPECT_EQ(l.reconcile("x", "x", {9, 9}, kNow).result, ReconcileResult::booked);
   EXPECT_EQ(l.booked(), (Tokens{509, 609}));
 }
@@ -544,13 +541,13 @@ TEST(Ledger, RestoredBookingKeysKeepCountsAtAndAboveUint32MaxExactly) {
   l.restore_booked_provider_id("p-again", {3, 4});  // a repeated row: the later one stands
   for (const char* id : {"a", "b", "c", "d"}) ASSERT_TRUE(l.admit(id, facts(), kNow).admitted());
   const BookOutcome edge = l.book("a", "p-edge", {kU32Max - 1, kU32Max}, kNow);
-  EXPECT_EQ(edge.result, BookResult::duplicate);
+  EXPECT_EQ(edge.result, BookResult::reused_id);
   EXPECT_EQ(edge.booked_event, (Tokens{kU32Max - 1, kU32Max}));
   const BookOutcome big = l.book("b", "p-big", {kU32Max + 2, 8}, kNow);
-  EXPECT_EQ(big.result, BookResult::conflict);
+  EXPECT_EQ(big.result, BookResult::reused_id);
   EXPECT_EQ(big.booked_event, (Tokens{kU32Max + 2, 7}));
   const BookOutcome again = l.book("c", "p-again", {kU32Max + 2, 7}, kNow);
-  EXPECT_EQ(again.result, BookResult::conflict);
+  EXPECT_EQ(again.result, BookResult::reused_id);
   EXPECT_EQ(again.booked_event, (Tokens{3, 4}));
   ASSERT_TRUE(l.mark_usage_pending("d"));
   EXPECT_EQ(l.reconcile("d", "p-big", {1, 1}, kNow).result, ReconcileResult::provider_id_taken);

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "base/time.h"
@@ -32,6 +33,15 @@ struct Tokens {
   int64_t output = 0;
   friend bool operator==(const Tokens&, const Tokens&) = default;
   int64_t total() const { return input + output; }
+};
+
+// Counts a provider reported for a request that were not booked (its id was another
+// request's, or the store could not book them): kept on the request as evidence an
+// operator can book (SPEC §5 "Reconciliation").
+struct ReportedUsage {
+  Tokens counts;
+  std::string provider_request_id;
+  friend bool operator==(const ReportedUsage&, const ReportedUsage&) = default;
 };
 
 struct Limits {

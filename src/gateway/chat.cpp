@@ -72,12 +72,19 @@ struct Flow {
 
   Task<Result<store::SettleResult>> settle(store::SettleKind kind, std::string provider_request_id = {},
                                                      core::Tokens usage = {}) {
-    store::SettleCommand cmd{ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage};
+    store::SettleCommand cmd{ex.request_id, grant.allocation_id, kind, provider_request_id, usage};
     auto start = [this, &cmd](store::Callback<store::SettleResult> cb) { gw.store.settle(std::move(cmd), std::move(cb)); };
     const int64_t asked_at = gw.clock.monotonic_micros();
     auto settled = co_await await_store<store::SettleResult>(start);
     admin::metrics().observe_store_wait_us(admin::StoreWait::settle, gw.clock.monotonic_micros() - asked_at);
-    if (!settled) co_return settled;
+    if (!settled) {
+      // The provider's report is kept and settled again until the store records it.
+      if (gw.settlement_retry != nullptr) {
+        gw.settlement_retry->keep({ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage},
+                                  settled.error());
+      }
+      co_return settled;
+    }
     ex.outcome = core::to_string(settled->request_state);
     if (kind == store::SettleKind::usage) {
       admin::metrics().count_booking(settled->book, usage);
@@ -146,8 +153,9 @@ struct Flow {
   // provider_unavailable and a 429 keeps its status and Retry-After, each with the
   // gateway's own body; the provider's body is for operators (the log) only.
   Task<bool> relay_provider_error(ReadStatus read) {
-    auto settled = co_await settle(store::SettleKind::failed);
-    (void)settled;  // a failed settlement releases nothing durable-critical; the sweep covers it
+    // A failed settlement is kept and settled again (settle()); the client gets the
+    // provider's answer meanwhile.
+    co_await settle(store::SettleKind::failed);
     const unsigned status = res->status();
     if (status == 401 || status == 403 || status == 429) {
       log_provider_body(status);
@@ -283,8 +291,8 @@ struct Flow {
     auto settled = co_await settle_reported(relay.usage(), std::move(provider_id));
     if (!settled) {
       // Without a durable booking the client must not see a successful end: the stream
-      // ends with an error event and no [DONE]. The request stays open in the store and
-      // becomes usage_pending at the in-flight timeout.
+      // ends with an error event and no [DONE]. settle() kept the report, to be settled
+      // again once the store answers (meanwhile the request stays open, its hold kept).
       ex.log_error("settlement failed", settled.error().message);
       C::append_stream_error(out, ErrorCode::store_unavailable, unrecorded_message);
       co_return co_await end_with_error(out, client_ok);

@@ -13,6 +13,7 @@
 #include "config/config.h"
 #include "http/body_budget.h"
 #include "http/connections.h"
+#include "gateway/settle_retry.h"
 #include "store/store.h"
 #include "upstream/provider_endpoint.h"
 
@@ -29,6 +30,8 @@ struct Gateway {
   const Clock& clock;
   std::vector<upstream::ProviderEndpoint> providers;
   http::BodyBudget* body_budget = nullptr;  // request bodies in memory, every loop; null: none
+  // Where a settlement the store could not record is kept and settled again (may be null).
+  SettlementRetry* settlement_retry = nullptr;
 
   const upstream::ProviderEndpoint* find_provider(const std::string& name) const {
     for (const auto& p : providers) {

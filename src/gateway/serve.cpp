@@ -41,12 +41,12 @@ struct Loop {
 };
 
 // Runs store.sweep_stale() every sweep_interval on its own thread, so a slow store never
-// stalls an event loop.
+// stalls an event loop; before each sweep, the settlements kept for retry settle again.
 class Sweeper {
  public:
-  explicit Sweeper(store::Store& store) : thread_([this, &store] {
+  Sweeper(store::Store& store, SettlementRetry& retry) : thread_([this, &store, &retry] {
     name_this_thread("cairva-sweep");
-    run(store);
+    run(store, retry);
   }) {}
   ~Sweeper() {
     {
@@ -58,10 +58,11 @@ class Sweeper {
   }
 
  private:
-  void run(store::Store& store) {
+  void run(store::Store& store, SettlementRetry& retry) {
     std::unique_lock lock(mutex_);
     while (!cv_.wait_for(lock, sweep_interval, [this] { return stop_; })) {
       lock.unlock();
+      retry.retry_all();
       auto swept = store.sweep_stale();
       if (!swept) std::fprintf(stderr, "cairva: sweep failed: %s\n", swept.error().message.c_str());
       lock.lock();
@@ -108,7 +109,10 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   std::unique_ptr<store::Store> store = std::move(*opened);
 
   http::BodyBudget bodies(static_cast<size_t>(cfg.body_bytes_in_flight_max));
-  Gateway gw{cfg, *store, *clock, {}, &bodies};
+  SettlementRetry retry([&store](store::SettleCommand cmd, store::Callback<store::SettleResult> done) {
+    store->settle(std::move(cmd), std::move(done));
+  });
+  Gateway gw{cfg, *store, *clock, {}, &bodies, &retry};
   for (const auto& p : cfg.providers) {
     auto ep = upstream::make_endpoint(p);
     if (!ep) {
@@ -165,7 +169,7 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   }
   std::fflush(stdout);
 
-  Sweeper sweeper(*store);
+  Sweeper sweeper(*store, retry);
   net::signal_set signals(admin_ctx, SIGINT, SIGTERM);
   signals.async_wait([&](auto, int) {
     admin_ctx.stop();

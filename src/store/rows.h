@@ -63,6 +63,8 @@ struct RequestRow {
   bool stream = false;
   core::Tokens hold;
   std::string provider_request_id;  // empty until known
+  // Counts the provider reported that were not booked (core::SettlePlan::keep_reported).
+  std::optional<core::ReportedUsage> reported_usage;
 };
 
 struct UsageEventRow {

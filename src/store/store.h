@@ -21,6 +21,7 @@
 #include "base/result.h"
 #include "core/admission.h"
 #include "core/ledger.h"
+#include "core/settlement.h"
 #include "store/rows.h"
 
 namespace cairva::store {
@@ -45,22 +46,18 @@ struct AdmitResult {
   core::AllocationSnapshot after;
 };
 
-enum class SettleKind : uint8_t {
-  usage,          // provider reported counts: book them
-  usage_missing,  // provider completed without counts: usage_pending, hold kept
-  failed,         // provider error: hold released, nothing booked
-};
+using core::SettleKind;  // what the gateway reports (core/settlement.h)
 
 struct SettleCommand {
   std::string request_id;
   std::string allocation_id;
   SettleKind kind = SettleKind::failed;
   std::string provider_request_id;  // usage: the booking key (never empty)
-  core::Tokens usage;               // usage only
+  core::Tokens usage;               // usage and usage_unbooked
 };
 
 struct SettleResult {
-  core::BookResult book = core::BookResult::unknown_request;  // for kind == usage
+  core::BookResult book = core::BookResult::unknown_request;  // the outcome
   core::RequestState request_state = core::RequestState::failed;
 };
 
@@ -103,6 +100,9 @@ struct Reconciliation {
   std::string request_id;
   core::Tokens usage;
   std::string evidence;
+  // Book the counts kept on the request (RequestRow::reported_usage) instead of `usage`;
+  // a request without them: ErrorCode::invalid_request.
+  bool use_reported = false;
 };
 
 // `cairva audit`'s findings.
@@ -136,7 +136,10 @@ class Store {
   // A store that caches grants (authenticate_for_admission) answers invalid_api_key for a
   // key revoked or unknown.
   virtual void admit(AdmitCommand cmd, Callback<AdmitResult> done) = 0;
-  // Settles once; the booking is durable before `done` runs.
+  // Settles as core::plan_settlement decides; the effects are durable before `done` runs.
+  // Store failure: ErrorCode::store_unavailable without waiting for the store to recover;
+  // the settlement may still be recorded (the embedded store commits it once its disk
+  // does). The caller keeps the report and settles again: a repeat writes nothing twice.
   virtual void settle(SettleCommand cmd, Callback<SettleResult> done) = 0;
   virtual void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) = 0;
 

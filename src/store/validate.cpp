@@ -49,4 +49,12 @@ std::string redacted_store_url(std::string_view url) {
   return out;
 }
 
+Result<core::Tokens> reconciled_usage(const Reconciliation& r, const std::optional<core::ReportedUsage>& reported) {
+  if (!r.use_reported) return r.usage;
+  if (!reported) {
+    return make_error(ErrorCode::invalid_request, "request " + r.request_id + " has no reported usage to book");
+  }
+  return reported->counts;
+}
+
 }  // namespace cairva::store

@@ -15,6 +15,10 @@ namespace cairva::store {
 // ends_at <= starts_at, a non-positive limit or allowance, an empty model name.
 Status validate_new_agreement(const NewAgreement& a, const std::vector<std::string>& providers);
 
+// The counts a reconciliation books: its own, or with `use_reported` the request's
+// reported_usage (invalid_request when the request has none).
+Result<core::Tokens> reconciled_usage(const Reconciliation& r, const std::optional<core::ReportedUsage>& reported);
+
 // `url` with any password replaced by "***" (the userinfo's and a `password=` parameter's),
 // so a PostgreSQL URL can be printed.
 std::string redacted_store_url(std::string_view url);

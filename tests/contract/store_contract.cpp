@@ -434,13 +434,17 @@ TEST_P(StoreContract, UsageIsBookedOnceAsAProviderEvent) {
   EXPECT_EQ(e.finality, core::Finality::reported);
   EXPECT_EQ(e.booked_at, t0_us);
   EXPECT_EQ(e.id.rfind("evt_", 0), 0u);
-  // The same request settled again books nothing more, under its provider id or another
-  // (no index keeps one event per request on the embedded store: the ledger does).
+  // The same request settled again (a retried settlement) books nothing more: its own
+  // event again is a duplicate; under another id it is settled already (no index keeps
+  // one event per request on the embedded store: the ledger does).
   for (const char* provider_id : {"chatcmpl-1", "chatcmpl-other"}) {
     auto again = book(a, id, provider_id, {7, 9});
     ASSERT_TRUE(again.ok());
-    EXPECT_EQ(again->book, core::BookResult::already_settled) << provider_id;
+    const bool own = std::string_view(provider_id) == "chatcmpl-1";
+    EXPECT_EQ(again->book, own ? core::BookResult::duplicate : core::BookResult::already_settled) << provider_id;
+    EXPECT_EQ(again->request_state, RequestState::booked);
   }
+  EXPECT_TRUE(store->list_conflicts(a.allocation.id)->empty());
   EXPECT_EQ(store->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
   auto s = status(a.allocation.id);
   EXPECT_EQ(s->snapshot.booked, (Tokens{7, 9}));
@@ -455,43 +459,119 @@ TEST_P(StoreContract, UnknownRequestSettlesAsUnknown) {
   EXPECT_EQ(r->book, core::BookResult::unknown_request);
 }
 
-TEST_P(StoreContract, SameProviderIdTwiceIsADuplicateWithoutASecondEvent) {
+TEST_P(StoreContract, AProviderIdReusedByOtherRequestsLeavesThemPendingWithTheirHolds) {
   auto a = create({100, 100000, 10}, {1000, 1000});
   const auto r1 = admit_ok(a, 10, 20);
   const auto r2 = admit_ok(a, 10, 20);
+  const auto r3 = admit_ok(a, 10, 20);
   ASSERT_EQ(book(a, r1, "same", {5, 5})->book, core::BookResult::booked);
-  auto dup = book(a, r2, "same", {5, 5});
-  ASSERT_TRUE(dup.ok());
-  EXPECT_EQ(dup->book, core::BookResult::duplicate);
-  EXPECT_EQ(dup->request_state, RequestState::booked);
-  EXPECT_EQ(store->get_request(r2)->state, RequestState::booked);
+  // Same counts or other: another request's id never makes a request free.
+  for (const auto& [id, counts] : {std::pair{r2, Tokens{5, 5}}, std::pair{r3, Tokens{8, 9}}}) {
+    auto r = book(a, id, "same", counts);
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->book, core::BookResult::reused_id);
+    EXPECT_EQ(r->request_state, RequestState::usage_pending);
+    auto row = store->get_request(id);
+    EXPECT_EQ(row->state, RequestState::usage_pending);
+    EXPECT_EQ(row->provider_request_id, "");  // the id is r1's: reconciliation books under the gateway's
+    EXPECT_EQ(row->reported_usage, (core::ReportedUsage{counts, "same"}));
+  }
   EXPECT_EQ(store->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
   auto s = status(a.allocation.id);
   EXPECT_EQ(s->snapshot.booked, (Tokens{5, 5}));
-  EXPECT_EQ(s->snapshot.held, (Tokens{0, 0}));
-  EXPECT_TRUE(store->list_conflicts(a.allocation.id)->empty());
+  EXPECT_EQ(s->snapshot.held, (Tokens{20, 40}));
+  EXPECT_EQ(s->snapshot.usage_pending, 2);
+  EXPECT_EQ(s->snapshot.in_flight, 0);
+  auto conflicts = store->list_conflicts(a.allocation.id);
+  ASSERT_TRUE(conflicts.ok());
+  ASSERT_EQ(conflicts->size(), 2u);
+  EXPECT_EQ(conflicts->at(0).request_id, r2);
+  EXPECT_EQ(conflicts->at(0).provider_request_id, "same");
+  EXPECT_EQ(conflicts->at(0).reported, (Tokens{5, 5}));
+  EXPECT_EQ(conflicts->at(0).booked, (Tokens{5, 5}));
+  EXPECT_EQ(conflicts->at(1).request_id, r3);
+  EXPECT_EQ(conflicts->at(1).reported, (Tokens{8, 9}));
+  EXPECT_EQ(conflicts->at(1).allocation_id, a.allocation.id);
+  EXPECT_EQ(store->list_conflicts(std::nullopt)->size(), 2u);
+  // Each settled again (a retried settlement) writes nothing more.
+  EXPECT_EQ(book(a, r1, "same", {5, 5})->book, core::BookResult::duplicate);
+  EXPECT_EQ(book(a, r2, "same", {5, 5})->book, core::BookResult::reused_id);
+  EXPECT_EQ(store->list_conflicts(a.allocation.id)->size(), 2u);
+  EXPECT_EQ(store->get_request(r1)->state, RequestState::booked);
+  // An operator books the kept counts; the gateway's id is the booking key.
+  auto e = store->reconcile({r3, {}, "provider dashboard", /*use_reported=*/true});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->tokens, (Tokens{8, 9}));
+  EXPECT_EQ(e->provider_request_id, r3);
+  EXPECT_EQ(status(a.allocation.id)->snapshot.held, (Tokens{10, 20}));
 }
 
-TEST_P(StoreContract, SameProviderIdWithOtherCountsIsAConflictRecordedNotBooked) {
+TEST_P(StoreContract, ARequestsOwnEventReportedWithOtherCountsIsAConflictRecordedNotBooked) {
   auto a = create({100, 100000, 10}, {1000, 1000});
   const auto r1 = admit_ok(a, 10, 20);
-  const auto r2 = admit_ok(a, 10, 20);
   ASSERT_EQ(book(a, r1, "same", {5, 5})->book, core::BookResult::booked);
-  auto c = book(a, r2, "same", {8, 9});
+  auto c = book(a, r1, "same", {8, 9});
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->book, core::BookResult::conflict);
+  EXPECT_EQ(c->request_state, RequestState::booked);
   EXPECT_EQ(store->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
   EXPECT_EQ(status(a.allocation.id)->snapshot.booked, (Tokens{5, 5}));
   auto conflicts = store->list_conflicts(a.allocation.id);
   ASSERT_TRUE(conflicts.ok());
   ASSERT_EQ(conflicts->size(), 1u);
   const auto& cf = conflicts->front();
-  EXPECT_EQ(cf.request_id, r2);
+  EXPECT_EQ(cf.request_id, r1);
   EXPECT_EQ(cf.provider_request_id, "same");
   EXPECT_EQ(cf.reported, (Tokens{8, 9}));
   EXPECT_EQ(cf.booked, (Tokens{5, 5}));
-  EXPECT_EQ(cf.allocation_id, a.allocation.id);
-  EXPECT_EQ(store->list_conflicts(std::nullopt)->size(), 1u);
+}
+
+TEST_P(StoreContract, CountsTheStoreCouldNotBookAreKeptOnThePendingRequest) {
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  const auto id = admit_ok(a, 10, 20);
+  auto r = settle({id, a.allocation.id, SettleKind::usage_unbooked, "chatcmpl-u", {12, 34}});
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->book, core::BookResult::pending);
+  EXPECT_EQ(r->request_state, RequestState::usage_pending);
+  auto row = store->get_request(id);
+  EXPECT_EQ(row->state, RequestState::usage_pending);
+  EXPECT_EQ(row->provider_request_id, "chatcmpl-u");
+  EXPECT_EQ(row->reported_usage, (core::ReportedUsage{{12, 34}, "chatcmpl-u"}));
+  EXPECT_EQ(status(a.allocation.id)->snapshot.held, (Tokens{10, 20}));
+  EXPECT_TRUE(store->list_conflicts(a.allocation.id)->empty());
+  // Kept again: nothing changes. A request without kept counts cannot book them.
+  EXPECT_EQ(settle({id, a.allocation.id, SettleKind::usage_unbooked, "chatcmpl-u", {12, 34}})->book,
+            core::BookResult::pending);
+  const auto other = admit_ok(a, 1, 1);
+  ASSERT_TRUE(settle({other, a.allocation.id, SettleKind::usage_missing, "", {}}).ok());
+  EXPECT_EQ(store->reconcile({other, {}, "x", true}).error().code, ErrorCode::invalid_request);
+  // One command books them, under the provider's id.
+  auto e = store->reconcile({id, {}, "booked from the gateway's kept counts", true});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->tokens, (Tokens{12, 34}));
+  EXPECT_EQ(e->provider_request_id, "chatcmpl-u");
+  EXPECT_EQ(e->source, core::EventSource::reconciliation);
+  EXPECT_EQ(store->get_request(id)->state, RequestState::booked);
+  EXPECT_EQ(status(a.allocation.id)->snapshot.booked, (Tokens{12, 34}));
+  // A late provider report books nothing more.
+  EXPECT_EQ(book(a, id, "chatcmpl-u", {12, 34})->book, core::BookResult::duplicate);
+  EXPECT_EQ(store->reconcile({other, {1, 1}, "x"})->tokens, (Tokens{1, 1}));
+}
+
+TEST_P(StoreContract, EveryKindSettlesASettledRequestAsAlreadySettled) {
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  const auto id = admit_ok(a, 10, 20);
+  ASSERT_EQ(settle({id, a.allocation.id, SettleKind::failed, "", {}})->book, core::BookResult::failed);
+  for (const auto kind : {SettleKind::usage, SettleKind::usage_missing, SettleKind::failed, SettleKind::usage_unbooked}) {
+    auto r = settle({id, a.allocation.id, kind, "p", {1, 1}});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->book, core::BookResult::already_settled) << static_cast<int>(kind);
+    EXPECT_EQ(r->request_state, RequestState::failed);
+  }
+  EXPECT_EQ(settle({"req_none", a.allocation.id, SettleKind::failed, "", {}})->book, core::BookResult::unknown_request);
+  EXPECT_EQ(store->get_request(id)->state, RequestState::failed);
+  EXPECT_EQ(status(a.allocation.id)->snapshot.held, (Tokens{0, 0}));
+  EXPECT_TRUE(store->list_events({a.allocation.id, std::nullopt, 100})->empty());
 }
 
 TEST_P(StoreContract, UsageMissingMakesTheRequestPendingAndKeepsItsHold) {
@@ -499,7 +579,9 @@ TEST_P(StoreContract, UsageMissingMakesTheRequestPendingAndKeepsItsHold) {
   const auto id = admit_ok(a, 10, 20);
   auto r = settle({id, a.allocation.id, SettleKind::usage_missing, "chatcmpl-x", {}});
   ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->book, core::BookResult::pending);
   EXPECT_EQ(r->request_state, RequestState::usage_pending);
+  EXPECT_EQ(settle({id, a.allocation.id, SettleKind::usage_missing, "chatcmpl-x", {}})->book, core::BookResult::pending);
   EXPECT_EQ(store->get_request(id)->state, RequestState::usage_pending);
   auto s = status(a.allocation.id);
   EXPECT_EQ(s->snapshot.held, (Tokens{10, 20}));
@@ -736,9 +818,10 @@ TEST_P(StoreContract, ReopenPreservesEverythingAcknowledged) {
   EXPECT_EQ(store->get_request(running)->state, expected_running);
   EXPECT_EQ(store->get_request(pending)->state, RequestState::usage_pending);
   EXPECT_EQ(store->get_request(booked)->state, RequestState::booked);
-  auto dup = book(a, running, "p1", {4, 6});
+  auto dup = book(a, booked, "p1", {4, 6});
   ASSERT_TRUE(dup.ok());
   EXPECT_EQ(dup->book, core::BookResult::duplicate);
+  ASSERT_TRUE(settle({running, a.allocation.id, SettleKind::failed, "", {}}).ok());
   EXPECT_EQ(store->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
   EXPECT_EQ(store->reconcile({pending, {1, 1}, "ok"})->source, core::EventSource::reconciliation);
   EXPECT_EQ(status(a.allocation.id)->snapshot.held, (Tokens{0, 0}));

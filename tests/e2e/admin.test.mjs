@@ -1,7 +1,16 @@
 // The admin API over HTTP: SPEC §7.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { gatewayForFile, createAgreement, chat, adminCall } from './harness.mjs';
+import { execFileSync } from 'node:child_process';
+import { gatewayForFile, createAgreement, chat, adminCall, BIN } from './harness.mjs';
+
+function audit(store) {
+  try {
+    return { code: 0, out: execFileSync(BIN, ['audit', '--store', store], { encoding: 'utf8' }) };
+  } catch (e) {
+    return { code: e.status, out: String(e.stdout) + String(e.stderr) };
+  }
+}
 
 let mock, gw;
 gatewayForFile({}, async (m, g) => {
@@ -109,23 +118,39 @@ test('reconcile a usage_pending request with evidence; its errors in order', asy
   assert.deepEqual(s.body.held, { input_tokens: 0, output_tokens: 0 });
 });
 
-test('the same provider response id booked once; a differing repeat is a conflict for operators', async () => {
+test('a provider id reused by other requests books one; the others stay pending with their holds and a conflict', async () => {
   const { allocation, secret } = await createAgreement(gw);
-  const a = await chat(gw, secret, { model: 'mock?id=chatcmpl-fixed-1&usage=10,5', messages: msg });
-  const b = await chat(gw, secret, { model: 'mock?id=chatcmpl-fixed-1&usage=10,5', messages: msg });
-  const c = await chat(gw, secret, { model: 'mock?id=chatcmpl-fixed-1&usage=99,99', messages: msg });
+  // The mock answers every one of these with the response id chatcmpl-fixed-1.
+  const a = await chat(gw, secret, { model: 'mock?id=chatcmpl-fixed-1&usage=10,5', messages: msg, max_tokens: 50 });
+  const b = await chat(gw, secret, { model: 'mock?id=chatcmpl-fixed-1&usage=10,5', messages: msg, max_tokens: 50 });
+  const c = await chat(gw, secret, { model: 'mock?id=chatcmpl-fixed-1&usage=99,99', messages: msg, max_tokens: 50 });
   assert.deepEqual([a.status, b.status, c.status], [200, 200, 200]);
   assert.deepEqual(b.body.usage, { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 }, 'client response unchanged');
+  const booked = await gw.admin('GET', `/admin/v1/requests?allocation_id=${allocation.id}&state=booked`);
+  assert.equal(booked.body.data.length, 1);
+  const pending = await gw.admin('GET', `/admin/v1/requests?allocation_id=${allocation.id}&state=usage_pending`);
+  assert.equal(pending.body.data.length, 2);
+  for (const r of pending.body.data) {
+    assert.equal(r.hold.output_tokens, 50, 'the hold is kept');
+    assert.equal(r.reported_usage.provider_request_id, 'chatcmpl-fixed-1');
+  }
+  assert.deepEqual(pending.body.data.map((r) => r.reported_usage.output_tokens).sort((x, y) => x - y), [5, 99]);
   const s = await gw.admin('GET', `/admin/v1/allocations/${allocation.id}`);
   assert.deepEqual(s.body.used, { input_tokens: 10, output_tokens: 5 });
-  assert.deepEqual(s.body.held, { input_tokens: 0, output_tokens: 0 });
+  assert.equal(s.body.held.output_tokens, 100);
   const ev = await gw.admin('GET', `/admin/v1/events?allocation_id=${allocation.id}`);
   assert.equal(ev.body.data.length, 1);
   const conflicts = await gw.admin('GET', `/admin/v1/conflicts?allocation_id=${allocation.id}`);
-  assert.equal(conflicts.body.data.length, 1);
-  assert.equal(conflicts.body.data[0].provider_request_id, 'chatcmpl-fixed-1');
-  const booked = await gw.admin('GET', `/admin/v1/requests?allocation_id=${allocation.id}&state=booked`);
-  assert.equal(booked.body.data.length, 3);
+  assert.equal(conflicts.body.data.length, 2);
+  assert.ok(conflicts.body.data.every((cf) => cf.provider_request_id === 'chatcmpl-fixed-1'));
+  assert.deepEqual(new Set(conflicts.body.data.map((cf) => cf.request_id)), new Set(pending.body.data.map((r) => r.id)));
+  // One command books a pending request's kept counts.
+  const rec = await gw.admin('POST', `/admin/v1/requests/${pending.body.data[0].id}/reconcile`,
+    { use_reported: true, evidence: 'the provider reused its id; counts as it reported them' });
+  assert.equal(rec.status, 200, rec.text);
+  assert.equal(rec.body.event.output_tokens, pending.body.data[0].reported_usage.output_tokens);
+  const audited = audit(gw.store);  // beside the live gateway
+  assert.equal(audited.code, 0, audited.out);
 });
 
 test('events page in booking order with an exclusive after', async () => {

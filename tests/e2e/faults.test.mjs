@@ -230,7 +230,7 @@ test('missing provider id: booked under x-request-id, else under the gateway req
   assert.deepEqual(st.alloc.held, ZERO);
 });
 
-test('the same provider id twice with different counts: booked once, the second a conflict, never booked', async () => {
+test('one provider id on three requests: the first booked, the others pending with their holds and conflicts', async () => {
   const a = await fresh();
   const id = `dup-${Date.now()}`;
   const first = await chat(gw, a.secret, { model: `mock?id=${id}&usage=10,7`, messages: MESSAGES, max_tokens: 50 });
@@ -243,12 +243,16 @@ test('the same provider id twice with different counts: booked once, the second 
   assert.equal(third.status, 200);
   const st = await a.state();
   assert.equal(st.requests.length, 3);
-  for (const q of st.requests) assert.equal(q.state, 'booked');
+  assert.deepEqual(st.requests.map((q) => q.state).sort(), ['booked', 'usage_pending', 'usage_pending']);
   assert.equal(st.events.length, 1);
   assert.deepEqual(st.alloc.used, { input_tokens: 10, output_tokens: 7 });
-  assert.deepEqual(st.alloc.held, ZERO);
-  assert.equal(st.conflicts.length, 1, 'only the differing repeat is a conflict');
-  assert.equal(st.conflicts[0].provider_request_id, id);
+  const pending = st.requests.filter((q) => q.state === 'usage_pending');
+  assert.deepEqual(st.alloc.held, {
+    input_tokens: pending.reduce((n, q) => n + q.hold.input_tokens, 0),
+    output_tokens: pending.reduce((n, q) => n + q.hold.output_tokens, 0),
+  });
+  assert.equal(st.conflicts.length, 2, 'each reuse by another request is a conflict');
+  assert.ok(st.conflicts.every((c) => c.provider_request_id === id));
 });
 
 test('slow drip (7-byte pieces): the stream arrives whole and its usage is booked once', async () => {

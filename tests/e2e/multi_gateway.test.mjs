@@ -161,7 +161,7 @@ test('output allowance 1000 across three gateways: 30 parallel requests of max_t
   assert.equal(a.body.agreement_id, agreement.id);
 });
 
-test('the same provider response id through two gateways is booked once; other counts are a conflict', async () => {
+test('the same provider response id through two gateways is booked once; the other requests stay pending with conflicts', async () => {
   const { allocation, secret } = await createAgreement(gws[0]);
   // Both at once, through two different gateways: the unique key decides, not a process.
   const [a, b] = await Promise.all([
@@ -171,30 +171,33 @@ test('the same provider response id through two gateways is booked once; other c
   for (const r of [a, b]) {
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.id, 'fixed-xyz');
-    assert.equal(r.body.usage_source, 'provider', 'a duplicate leaves the client response unchanged');
+    assert.equal(r.body.usage_source, 'provider', 'a reused id leaves the client response unchanged');
   }
   const events = await allEvents(gws[2], allocation.id);
   assert.equal(events.length, 1, `booked once: ${JSON.stringify(events)}`);
   assert.equal(events[0].provider_request_id, 'fixed-xyz');
-  const requests = await gws[2].admin('GET', `/admin/v1/requests?allocation_id=${allocation.id}`);
-  assert.equal(requests.body.data.length, 2);
-  for (const r of requests.body.data) assert.equal(r.state, 'booked', JSON.stringify(r));
-  const none = await gws[0].admin('GET', `/admin/v1/conflicts?allocation_id=${allocation.id}`);
-  assert.equal(none.body.data.length, 0, 'equal counts are a plain duplicate, no conflict');
-
   // A third report of the same id, through the third gateway, with other counts.
   const c = await chatVia(gws[2], secret, { model: 'mock?id=fixed-xyz&usage=11,5', messages: msg });
   assert.equal(c.status, 200, c.text);
-  assert.equal((await allEvents(gws[0], allocation.id)).length, 1, 'the conflicting report booked nothing');
+  assert.equal((await allEvents(gws[0], allocation.id)).length, 1, 'the reused id booked nothing more');
+  const requests = (await gws[2].admin('GET', `/admin/v1/requests?allocation_id=${allocation.id}`)).body.data;
+  assert.equal(requests.length, 3);
+  assert.deepEqual(requests.map((r) => r.state).sort(), ['booked', 'usage_pending', 'usage_pending']);
+  const pending = requests.filter((r) => r.state === 'usage_pending');
+  for (const r of pending) assert.equal(r.reported_usage.provider_request_id, 'fixed-xyz');
   const conflicts = await gws[1].admin('GET', `/admin/v1/conflicts?allocation_id=${allocation.id}`);
-  assert.equal(conflicts.body.data.length, 1, conflicts.text);
-  const conflict = conflicts.body.data[0];
-  assert.equal(conflict.provider_request_id, 'fixed-xyz');
-  assert.deepEqual(conflict.reported, { input_tokens: 11, output_tokens: 5 });
-  assert.deepEqual(conflict.booked, { input_tokens: events[0].input_tokens, output_tokens: events[0].output_tokens });
+  assert.equal(conflicts.body.data.length, 2, conflicts.text);
+  for (const conflict of conflicts.body.data) {
+    assert.equal(conflict.provider_request_id, 'fixed-xyz');
+    assert.deepEqual(conflict.booked, { input_tokens: events[0].input_tokens, output_tokens: events[0].output_tokens });
+  }
+  assert.ok(conflicts.body.data.some((cf) => cf.reported.input_tokens === 11 && cf.reported.output_tokens === 5));
   const s = await gws[0].admin('GET', `/admin/v1/allocations/${allocation.id}`);
   assert.deepEqual(s.body.used, { input_tokens: events[0].input_tokens, output_tokens: events[0].output_tokens });
-  assert.deepEqual(s.body.held, { input_tokens: 0, output_tokens: 0 });
+  assert.deepEqual(s.body.held, {
+    input_tokens: pending.reduce((n, r) => n + r.hold.input_tokens, 0),
+    output_tokens: pending.reduce((n, r) => n + r.hold.output_tokens, 0),
+  });
 });
 
 test('a provider id no store can keep (a NUL byte, over 512 bytes) counts as absent: booked under the gateway request id', async () => {

@@ -148,9 +148,10 @@ core::BookOutcome ReferenceLedger::book(const std::string& id, const std::string
   RefRequest* r = find_mutable(id);
   if (r == nullptr || !is_open(r->state)) return out;
   if (const RefEvent* e = event_for_provider_id(pid)) {
-    out.result = e->counts == counts ? core::BookResult::duplicate : core::BookResult::conflict;
+    // Another request's event (an open request has none): pending, its hold kept.
+    out.result = core::BookResult::reused_id;
     out.booked_event = e->counts;
-    r->state = RequestState::booked;
+    r->state = RequestState::usage_pending;
     return out;
   }
   out.result = core::BookResult::booked;

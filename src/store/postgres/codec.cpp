@@ -59,6 +59,10 @@ Result<RequestRow> parse_request(const PGresult* r, int row) {
   out.stream = get_bool(r, row, req_stream);
   out.hold = {get_i64(r, row, req_hold_input), get_i64(r, row, req_hold_output)};
   out.provider_request_id = get_text(r, row, req_provider_request_id);
+  if (!PQgetisnull(r, row, req_reported_input)) {
+    out.reported_usage = core::ReportedUsage{{get_i64(r, row, req_reported_input), get_i64(r, row, req_reported_output)},
+                                             get_text(r, row, req_reported_provider_request_id)};
+  }
   return out;
 }
 

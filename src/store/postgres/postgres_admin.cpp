@@ -246,13 +246,15 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
   if (!req.ok()) return req.error();
   if (!req->has_value()) return make_error(ErrorCode::not_found, "request not found: " + r.request_id);
   const LockedRequest& rq = **req;
+  const auto usage = reconciled_usage(r, rq.open.reported);
+  if (!usage.ok()) return usage.error();
   core::AllocationLedger ledger = ledger_for(*alloc, r.request_id, &rq);
   const std::string provider_request_id =
       rq.provider_request_id.empty() ? r.request_id : rq.provider_request_id;
   auto prior = booked_counts(c, allocation_id, provider_request_id);
   if (!prior.ok()) return prior.error();
   if (prior->has_value()) ledger.restore_booked_provider_id(provider_request_id, **prior);
-  const core::ReconcileOutcome out = ledger.reconcile(r.request_id, provider_request_id, r.usage, rq.now);
+  const core::ReconcileOutcome out = ledger.reconcile(r.request_id, provider_request_id, *usage, rq.now);
   switch (out.result) {
     case core::ReconcileResult::booked:
       break;
@@ -264,11 +266,11 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
       return make_error(ErrorCode::conflict,
                         "provider request id already booked: " + provider_request_id);
   }
-  UsageEventRow event{new_id("evt"), allocation_id, r.request_id, provider_request_id, r.usage,
+  UsageEventRow event{new_id("evt"), allocation_id, r.request_id, provider_request_id, *usage,
                       core::EventSource::reconciliation, core::Finality::confirmed, r.evidence,
                       rq.now};
   auto w = write_booking(c, &tx, allocation_id, *alloc, ledger, event.id, r.request_id,
-                         provider_request_id, r.usage, event.source, event.finality, r.evidence,
+                         provider_request_id, *usage, event.source, event.finality, r.evidence,
                          rq.now, rq.open.hold);
   if (!w.ok()) return w.error();
   // Looked up above under the allocation's row lock, which every booking takes.

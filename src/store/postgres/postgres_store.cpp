@@ -17,31 +17,11 @@
 namespace cairva::store::pg {
 namespace {
 
-// sql::close_request's parameters: `cmd`'s request closed as `state`, its hold released.
-Params close_params(const SettleCommand& cmd, const char* state, UnixMicros now, const core::Tokens& hold) {
-  return Params()
-      .text(cmd.allocation_id)
-      .text(cmd.request_id)
-      .text(state)
-      .i64(now)
-      .text(cmd.provider_request_id)
-      .i64(hold.input)
-      .i64(hold.output);
-}
-
-// sql::insert_conflict's parameters: `cmd`'s counts against those booked under its id.
-Params conflict_params(const SettleCommand& cmd, const core::Tokens& booked, UnixMicros now) {
-  return Params()
-      .text(new_id("cfl"))
-      .text(cmd.allocation_id)
-      .text(cmd.request_id)
-      .text(cmd.provider_request_id)
-      .i64(cmd.usage.input)
-      .i64(cmd.usage.output)
-      .i64(booked.input)
-      .i64(booked.output)
-      .i64(now);
-}
+// The event under a provider request id (sql::booked_event_by_provider_id): its counts and request.
+struct BookedUnderId {
+  core::Tokens counts;
+  std::string request_id;
+};
 
 }  // namespace
 
@@ -186,17 +166,17 @@ void PostgresStore::run_allocation(const std::string& allocation_id) {
   const Settlements settlements = take(settlements_, allocation_id, settlements_per_transaction_max);
   const Admissions admissions = take(admissions_, allocation_id, admissions_per_transaction_max);
   if (!settlements.empty() && !admissions.empty()) {
-    auto both = with_connection<std::optional<SettledAndAdmitted>>(
+    auto both = with_connection<SettledAndAdmitted>(
         [&](Connection& c) { return settle_and_admit_on(c, settlements, admissions); });
-    if (both.ok() && both->has_value()) {
+    if (both.ok()) {
       if (options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(admissions.size()));
-      for (size_t i = 0; i < settlements.size(); ++i) settlements[i].done(std::move((*both)->settled[i]));
-      answer_admissions(admissions, std::move((*both)->admitted));
+      for (size_t i = 0; i < settlements.size(); ++i) settlements[i].done(std::move(both->settled[i]));
+      answer_admissions(admissions, std::move(both->admitted));
       return;
     }
     // The transaction wrote nothing (or, had its COMMIT's answer been lost, everything: each
-    // settlement then finds its request settled, each admission its request id taken): each
-    // kind goes alone, as when only one waits, so one refused value fails only its own.
+    // settlement then plans against what it wrote, each admission finds its request id
+    // taken): each kind goes alone, so one refused value fails only its own.
   }
   if (!settlements.empty()) settle_batch(settlements);
   if (!admissions.empty()) admit_batch(admissions);
@@ -325,41 +305,34 @@ Result<std::vector<Result<AdmitResult>>> PostgresStore::decide_admissions(const 
   return out;
 }
 
-void PostgresStore::settle_batch(const Settlements& batch) {
-  auto results = with_connection<std::optional<std::vector<SettleResult>>>(
-      [this, &batch](Connection& c) { return settle_batch_on(c, batch); });
-  if (results.ok() && results->has_value()) {
-    for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move((**results)[i]));
-    return;
-  }
-  if (!results.ok() && batch.size() == 1) {
+void PostgresStore::settle_batch(std::span<const PendingSettlement> batch) {
+  auto results = with_connection<std::vector<SettleResult>>([&](Connection& c) { return settle_batch_on(c, batch); });
+  if (results.ok()) {
+    for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move((*results)[i]));
+  } else if (batch.size() == 1) {
     batch.front().done(results.error());
-    return;
-  }
-  // A provider request id booked before the batch (its own transaction looks the event up
-  // when the booking meets it), or a failure that may be one settlement's (a value the
-  // database refuses) and must not fail the others: each settles alone. The batch wrote
-  // nothing — or, had its COMMIT's answer been lost, everything, and each finds its
-  // request settled.
-  for (const auto& p : batch) {
-    p.done(with_connection<SettleResult>([this, &p](Connection& c) { return settle_on(c, p.cmd); }));
+  } else {
+    // A failure that may be one settlement's (a value the database refuses) must not fail
+    // the others: each settles alone.
+    for (size_t i = 0; i < batch.size(); ++i) settle_batch(batch.subspan(i, 1));
   }
 }
 
-void PostgresStore::settlement_reads(const Settlements& batch, Writes& w) const {
+void PostgresStore::settlement_reads(std::span<const PendingSettlement> batch, Writes& w) const {
   // The row lock, then each request's row (locked too, the clock read after the
-  // allocation's lock). One statement per request, not one `id = ANY($1)`: that one's
-  // generic plan intersects the allocation's whole index of requests with the ids
-  // (docs/benchmarks.md, session 11).
+  // allocation's lock) and, for a usage report, the event under its provider id. One
+  // statement per row, not one `id = ANY($1)`: that one's generic plan intersects the
+  // allocation's whole index of requests with the ids.
   const std::string& allocation_id = batch.front().cmd.allocation_id;
   w.add(sql::lock_allocation, Params().text(allocation_id));
   for (const auto& p : batch) {
     w.add(sql::read_request_locked, Params().text(p.cmd.request_id).text(allocation_id).opt_i64(injected_now()));
+    if (p.cmd.kind != SettleKind::usage) continue;
+    w.add(sql::booked_event_by_provider_id, Params().text(allocation_id).text(p.cmd.provider_request_id));
   }
 }
 
-Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(Connection& c,
-                                                                                const Settlements& batch) {
+Result<std::vector<SettleResult>> PostgresStore::settle_batch_on(Connection& c, std::span<const PendingSettlement> batch) {
   CAIRVA_ASSERT(!batch.empty());
   Transaction tx(c);
   Writes reads;
@@ -371,14 +344,11 @@ Result<std::optional<std::vector<SettleResult>>> PostgresStore::settle_batch_on(
   auto out = decide_settlements(batch, *first, w);
   if (!out.ok()) return out.error();
   // The writes and COMMIT in one round trip (the row lock is held one round trip less).
-  if (Status s = tx.run_all_and_commit(std::move(w.steps)); !s.ok()) {
-    if (c.last_sqlstate() == sqlstate_unique_violation) return std::optional<std::vector<SettleResult>>();
-    return s.error();
-  }
-  return std::optional(std::move(*out));
+  if (Status s = tx.run_all_and_commit(std::move(w.steps)); !s.ok()) return s.error();
+  return out;
 }
 
-Result<std::optional<PostgresStore::SettledAndAdmitted>> PostgresStore::settle_and_admit_on(
+Result<PostgresStore::SettledAndAdmitted> PostgresStore::settle_and_admit_on(
     Connection& c, const Settlements& settlements, const Admissions& admissions) {
   CAIRVA_ASSERT(!settlements.empty() && !admissions.empty());
   CAIRVA_ASSERT(settlements.front().cmd.allocation_id == admissions.front().cmd.allocation_id);
@@ -398,175 +368,82 @@ Result<std::optional<PostgresStore::SettledAndAdmitted>> PostgresStore::settle_a
   const size_t writes = w.steps.size();
   const std::vector<std::string> keys = admission_reads(admissions, w);
   auto second = c.pipeline(w.steps);
-  if (!second.ok()) {
-    if (c.last_sqlstate() == sqlstate_unique_violation) return std::optional<SettledAndAdmitted>();
-    return second.error();
-  }
+  if (!second.ok()) return second.error();
   Writes admit;
   auto admitted = decide_admissions(admissions, keys, *second, writes, admit);
   if (!admitted.ok()) return admitted.error();
   out.admitted = std::move(*admitted);
   if (Status s = tx.run_all_and_commit(std::move(admit.steps)); !s.ok()) return s.error();
-  return std::optional(std::move(out));
+  return out;
 }
 
-Result<std::vector<SettleResult>> PostgresStore::decide_settlements(const Settlements& batch,
+Result<std::vector<SettleResult>> PostgresStore::decide_settlements(std::span<const PendingSettlement> batch,
                                                                     const std::vector<PgResult>& read, Writes& w) {
   const std::string& allocation_id = batch.front().cmd.allocation_id;
   std::vector<SettleResult> out(batch.size());  // unknown_request unless found below
   if (rows(read[0]) == 0) return out;
   auto alloc = parse_allocation(read[0].get(), 0, 0);
   if (!alloc.ok()) return alloc.error();
-  LockedRequests locked;
-  for (size_t i = 0; i < batch.size(); ++i) {
-    auto rq = parse_locked_request(read[i + 1].get());
+  // What the reads found, kept as the batch's own settlements leave it.
+  LockedRequests requests;
+  std::unordered_map<std::string, BookedUnderId> events;  // by provider request id
+  size_t at = 1;
+  for (const auto& p : batch) {
+    auto rq = parse_locked_request(read[at++].get());
     if (!rq.ok()) return rq.error();
-    if (rq->has_value()) locked.emplace(batch[i].cmd.request_id, std::move(**rq));
+    if (rq->has_value()) requests.try_emplace(p.cmd.request_id, std::move(**rq));
+    if (p.cmd.kind != SettleKind::usage || rows(read[at++]) == 0) continue;
+    const PGresult* e = read[at - 1].get();
+    events.try_emplace(p.cmd.provider_request_id, BookedUnderId{{get_i64(e, 0, 0), get_i64(e, 0, 1)}, get_text(e, 0, 2)});
   }
   // One time for the batch, the latest row's: bookings keep the order of their seq.
   UnixMicros now = 0;
-  for (const auto& [id, rq] : locked) now = std::max(now, rq.now);
-  core::AllocationLedger ledger = ledger_for(*alloc, locked);
-  std::unordered_map<std::string, core::RequestState> state;  // as the batch leaves each
-  for (const auto& [id, rq] : locked) state.emplace(id, rq.state);
+  for (const auto& [id, rq] : requests) now = std::max(now, rq.now);
+  core::AllocationSnapshot& a = alloc->snap;
   int64_t seq = alloc->event_seq;
 
   for (size_t i = 0; i < batch.size(); ++i) {
     const SettleCommand& cmd = batch[i].cmd;
     CAIRVA_ASSERT(cmd.allocation_id == allocation_id);
-    auto st = state.find(cmd.request_id);
-    if (st == state.end()) continue;  // unknown_request
-    SettleResult& r = out[i];
-    r.request_state = st->second;
-    const core::OpenRequest* open = ledger.find_open(cmd.request_id);
-    const core::Tokens hold = open != nullptr ? open->hold : core::Tokens{};
-    switch (cmd.kind) {
-      case SettleKind::usage: {
-        if (open == nullptr) {
-          r.book = core::BookResult::already_settled;
-          break;
-        }
-        const core::BookOutcome b = ledger.book(cmd.request_id, cmd.provider_request_id, cmd.usage, now);
-        r.book = b.result;
-        r.request_state = core::RequestState::booked;
-        if (b.result == core::BookResult::booked) {
-          // book_new_event: an event booked before this transaction fails it (unique
-          // violation), and its settlements go one at a time (settle_batch).
-          w.add(sql::book_new_event,
-                booking_params(allocation_id, *alloc, ledger, ++seq, new_id("evt"), cmd.request_id,
-                               cmd.provider_request_id, cmd.usage, core::EventSource::provider,
-                               core::Finality::reported, "", now, hold));
-          break;
-        }
-        // A duplicate or conflict of an event booked earlier in this batch.
-        CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);
-        w.add(sql::close_request, close_params(cmd, "booked", now, hold));
-        if (b.result == core::BookResult::conflict) w.add(sql::insert_conflict, conflict_params(cmd, b.booked_event, now));
-        break;
-      }
-      case SettleKind::usage_missing:
-        if (!ledger.mark_usage_pending(cmd.request_id)) break;  // already pending or settled
-        w.add(sql::mark_usage_pending, Params().text(cmd.request_id).i64(now).text(cmd.provider_request_id));
-        r.request_state = core::RequestState::usage_pending;
-        break;
-      case SettleKind::failed:
-        if (!ledger.fail(cmd.request_id)) break;  // already settled
-        w.add(sql::close_request, close_params(cmd, "failed", now, hold));
-        r.request_state = core::RequestState::failed;
-        break;
+    const auto rq = requests.find(cmd.request_id);
+    core::SettlementFacts facts{std::nullopt, nullptr, std::nullopt, a.state, a.agreement_state, a.terms.allowance, a.booked};
+    if (rq != requests.end()) {
+      facts.state = rq->second.state;
+      if (rq->second.open.reported) facts.reported = &*rq->second.open.reported;
     }
-    st->second = r.request_state;
-  }
-  return out;
-}
-
-Result<SettleResult> PostgresStore::settle_on(Connection& c, const SettleCommand& cmd, bool look_up_first) {
-  Transaction tx(c);
-  SettleResult out;
-  // BEGIN, the row lock and the request row (locked too, with the clock read after the
-  // allocation's lock) in one round trip; see admit_on.
-  const Params lock_params = Params().text(cmd.allocation_id);
-  const Params request_params =
-      Params().text(cmd.request_id).text(cmd.allocation_id).opt_i64(injected_now());
-  auto first = tx.begin_with(sql::lock_allocation, lock_params, sql::read_request_locked,
-                             request_params);
-  if (!first.ok()) return first.error();
-  if (rows((*first)[0]) == 0) return out;  // unknown_request
-  auto alloc = parse_allocation((*first)[0].get(), 0, 0);
-  if (!alloc.ok()) return alloc.error();
-  auto req = parse_locked_request((*first)[1].get());
-  if (!req.ok()) return req.error();
-  if (!req->has_value()) return out;  // unknown_request
-  const LockedRequest& rq = **req;
-  core::AllocationLedger ledger = ledger_for(*alloc, cmd.request_id, &rq);
-  out.request_state = rq.state;
-  const bool open = ledger.find_open(cmd.request_id) != nullptr;
-
-  // Each branch's last write goes with COMMIT in one round trip (a shorter row-lock hold).
-  bool committed = false;
-  auto write = [&](const Statement& st, const Params& p, bool last) -> Status {
-    if (last) {
-      committed = true;
-      return tx.run_and_commit(st, p);
+    const auto ev = cmd.kind == SettleKind::usage ? events.find(cmd.provider_request_id) : events.end();
+    if (ev != events.end()) facts.booked = core::BookedEvent{ev->second.counts, ev->second.request_id == cmd.request_id};
+    const core::SettlePlan plan = core::plan_settlement(facts, {cmd.kind, cmd.provider_request_id, cmd.usage});
+    out[i] = {plan.outcome, plan.request_state};
+    if (rq == requests.end()) continue;
+    // Persist the plan's effects, and keep what this batch's later settlements read.
+    const core::Tokens hold = rq->second.open.hold;
+    const std::string provider_id = plan.record_provider_id ? cmd.provider_request_id : std::string();
+    if (plan.insert_event) {
+      a.booked = {a.booked.input + cmd.usage.input, a.booked.output + cmd.usage.output};
+      if (plan.depletes) a.state = core::AllocationState::depleted;
+      if (plan.completes_agreement) a.agreement_state = core::AgreementState::completed;
+      w.add(sql::book_new_event, booking_params(allocation_id, *alloc, a, ++seq, new_id("evt"), cmd.request_id,
+                                                cmd.provider_request_id, cmd.usage, core::EventSource::provider,
+                                                core::Finality::reported, "", now, hold));
+      events.insert_or_assign(cmd.provider_request_id, BookedUnderId{cmd.usage, cmd.request_id});
+    } else if (plan.change_state && plan.release_hold) {
+      w.add(sql::close_request, Params().text(allocation_id).text(cmd.request_id).text(core::to_string(plan.request_state))
+                                    .i64(now).text(provider_id).i64(hold.input).i64(hold.output));
+    } else if (plan.change_state) {
+      w.add(sql::mark_usage_pending, Params().text(cmd.request_id).i64(now).text(provider_id));
     }
-    auto r = c.run(st, p);
-    if (!r.ok()) return r.error();
-    return {};
-  };
-  Status w;
-  switch (cmd.kind) {
-    case SettleKind::usage: {
-      if (!open) {
-        out.book = core::BookResult::already_settled;
-        break;
-      }
-      // A provider request id is nearly always new: the booking's unique index checks it
-      // (write_booking) instead of a lookup round trip here.
-      if (look_up_first) {
-        auto prior = booked_counts(c, cmd.allocation_id, cmd.provider_request_id);
-        if (!prior.ok()) return prior.error();
-        if (prior->has_value()) ledger.restore_booked_provider_id(cmd.provider_request_id, **prior);
-      }
-      const core::BookOutcome b = ledger.book(cmd.request_id, cmd.provider_request_id, cmd.usage, rq.now);
-      out.book = b.result;
-      out.request_state = core::RequestState::booked;
-      if (b.result == core::BookResult::booked) {
-        committed = true;
-        auto booked = write_booking(c, &tx, cmd.allocation_id, *alloc, ledger, new_id("evt"), cmd.request_id,
-                                    cmd.provider_request_id, cmd.usage, core::EventSource::provider,
-                                    core::Finality::reported, "", rq.now, rq.open.hold);
-        if (!booked.ok()) return booked.error();
-        // Booked before (another request's, maybe another process's): that transaction
-        // wrote nothing; this one decides knowing the event.
-        if (!*booked) {
-          CAIRVA_ASSERT(!look_up_first);
-          return settle_on(c, cmd, /*look_up_first=*/true);
-        }
-        break;
-      }
-      CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);
-      const bool conflict = b.result == core::BookResult::conflict;
-      w = write(sql::close_request, close_params(cmd, "booked", rq.now, rq.open.hold), !conflict);
-      if (w.ok() && conflict) w = write(sql::insert_conflict, conflict_params(cmd, b.booked_event, rq.now), true);
-      break;
+    if (plan.keep_reported) {
+      w.add(sql::keep_reported, Params().text(cmd.request_id).i64(cmd.usage.input).i64(cmd.usage.output)
+                                    .text(cmd.provider_request_id));
+      rq->second.open.reported = core::ReportedUsage{cmd.usage, cmd.provider_request_id};
     }
-    case SettleKind::usage_missing: {
-      if (!ledger.mark_usage_pending(cmd.request_id)) break;  // already pending or settled
-      w = write(sql::mark_usage_pending,
-                Params().text(cmd.request_id).i64(rq.now).text(cmd.provider_request_id), true);
-      out.request_state = core::RequestState::usage_pending;
-      break;
+    if (plan.record_conflict) {
+      w.add(sql::insert_conflict, Params().text(new_id("cfl")).text(allocation_id).text(cmd.request_id)
+                                      .text(cmd.provider_request_id).i64(cmd.usage.input).i64(cmd.usage.output)
+                                      .i64(plan.booked_counts.input).i64(plan.booked_counts.output).i64(now));
     }
-    case SettleKind::failed: {
-      if (!ledger.fail(cmd.request_id)) break;  // already settled
-      w = write(sql::close_request, close_params(cmd, "failed", rq.now, rq.open.hold), true);
-      out.request_state = core::RequestState::failed;
-      break;
-    }
-  }
-  if (!w.ok()) return w.error();
-  if (!committed) {
-    if (Status s = tx.commit(); !s.ok()) return s.error();
+    rq->second.state = plan.request_state;
   }
   return out;
 }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -139,33 +140,33 @@ class PostgresStore final : public Store {
   void admit_batch(const Admissions& batch);
   // Answers each of `batch` with its result, dropping the grants of keys found revoked.
   void answer_admissions(const Admissions& batch, std::vector<Result<AdmitResult>> results);
-  // Settles `batch` in one transaction (settle_batch_on), or, when a booking meets a
-  // provider request id booked before or the transaction fails, one transaction each
-  // (settle_on), and answers each.
-  void settle_batch(const Settlements& batch);
+  // Settles `batch` in one transaction (settle_batch_on), or, when that fails, one
+  // transaction each, and answers each.
+  void settle_batch(std::span<const PendingSettlement> batch);
   // One transaction for all of `batch` (same allocation), in order: one result each
   // (invalid_api_key for a key revoked or gone).
   Result<std::vector<Result<AdmitResult>>> admit_on(Connection& c, const Admissions& batch);
   // One transaction for all of `batch` (same allocation), in order, one result each, as
-  // if each had its own; nullopt (and nothing written) when a booking meets an event
-  // already booked under its provider request id.
-  Result<std::optional<std::vector<SettleResult>>> settle_batch_on(Connection& c, const Settlements& batch);
+  // if each had its own.
+  Result<std::vector<SettleResult>> settle_batch_on(Connection& c, std::span<const PendingSettlement> batch);
   struct SettledAndAdmitted {
     std::vector<SettleResult> settled;
     std::vector<Result<AdmitResult>> admitted;
   };
   // One transaction: `settlements` as settle_batch_on decides them, then `admissions` as
   // admit_on does, on the allocation as the settlements leave it (one row lock and one
-  // commit instead of two). nullopt (and nothing written) as for settle_batch_on.
-  Result<std::optional<SettledAndAdmitted>> settle_and_admit_on(Connection& c, const Settlements& settlements,
+  // commit instead of two).
+  Result<SettledAndAdmitted> settle_and_admit_on(Connection& c, const Settlements& settlements,
                                                                 const Admissions& admissions);
   // The steps those transactions share (statements appended to one pipeline's Writes).
   struct Writes;
   Params window_count_params(const std::string& allocation_id) const;
-  // The allocation's row lock and each request's row, locked.
-  void settlement_reads(const Settlements& batch, Writes& w) const;
+  // The allocation's row lock, each request's row, locked, and each usage report's event.
+  void settlement_reads(std::span<const PendingSettlement> batch, Writes& w) const;
+  // Plans each settlement (core::plan_settlement) on what the reads found, as the ones
+  // before it in the batch leave it, and appends the plans' writes to `w`.
   // REQUIRES: `read` is settlement_reads' results, in this transaction.
-  static Result<std::vector<SettleResult>> decide_settlements(const Settlements& batch,
+  static Result<std::vector<SettleResult>> decide_settlements(std::span<const PendingSettlement> batch,
                                                               const std::vector<PgResult>& read, Writes& w);
   // The admission part of a pipeline: the row lock, the window counts, then each distinct
   // key's sql::key_revoked; returns those keys in that order.
@@ -175,10 +176,6 @@ class PostgresStore final : public Store {
                                                                     const std::vector<std::string>& keys,
                                                                     const std::vector<PgResult>& read, size_t at,
                                                                     Writes& w);
-  // `look_up_first`: a usage settlement first reads the event already booked under its
-  // provider request id; without, it books as if there were none, and only when the
-  // booking finds one (nothing written) settles again, looking first.
-  Result<SettleResult> settle_on(Connection& c, const SettleCommand& cmd, bool look_up_first = false);
   Result<std::vector<AllocationStatus>> status_on(Connection& c,
                                                   const std::optional<std::string>& id);
   Result<AllocationStatus> one_status_on(Connection& c, const std::string& id);

@@ -315,9 +315,9 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
   for (int i = 1; i < n; ++i) cmds.push_back(usage(i, "p-" + std::to_string(i)));
   cmds[5] = {ids[5], alloc, SettleKind::failed, "", {}};
   cmds[6] = {ids[6], alloc, SettleKind::usage_missing, "p-6", {}};
-  cmds[7] = usage(7, "p-3");            // the same event as 3's: a duplicate
-  cmds[8] = usage(8, "p-4", {10, 21});  // another count under 4's id: a conflict
-  cmds.push_back(usage(1, "p-1"));      // 1 again: already settled
+  cmds[7] = usage(7, "p-3");            // 3's id reused: pending, a conflict
+  cmds[8] = usage(8, "p-4", {10, 21});  // 4's id reused with other counts: the same
+  cmds.push_back(usage(1, "p-1"));      // 1 again: a duplicate of its own event
   cmds.push_back({"req_\"quoted\\", alloc, SettleKind::usage, "p-x", {1, 1}});  // no such request
   cmds.push_back({ids[5], alloc, SettleKind::usage, "p-5", {1, 1}});           // failed before: settled
 
@@ -329,40 +329,41 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
     const SettleResult& r = *got[static_cast<size_t>(i)];
     if (i == 5) {
       EXPECT_EQ(r.request_state, core::RequestState::failed);
-    } else if (i == 6) {
+    } else if (i == 6 || i == 7 || i == 8) {
+      EXPECT_EQ(r.book, i == 6 ? core::BookResult::pending : core::BookResult::reused_id) << i;
       EXPECT_EQ(r.request_state, core::RequestState::usage_pending);
     } else {
-      EXPECT_EQ(r.book, i == 7 ? core::BookResult::duplicate : i == 8 ? core::BookResult::conflict : core::BookResult::booked) << i;
+      EXPECT_EQ(r.book, core::BookResult::booked) << i;
       EXPECT_EQ(r.request_state, core::RequestState::booked) << i;
     }
   }
-  EXPECT_EQ(got[n]->book, core::BookResult::already_settled);
+  EXPECT_EQ(got[n]->book, core::BookResult::duplicate);
   EXPECT_EQ(got[n]->request_state, core::RequestState::booked);
   EXPECT_EQ(got[n + 1]->book, core::BookResult::unknown_request);
   EXPECT_EQ(got[n + 2]->book, core::BookResult::already_settled);
   EXPECT_EQ(got[n + 2]->request_state, core::RequestState::failed);
 
   const std::string events = " FROM usage_events WHERE allocation_id = '" + alloc + "'";
-  constexpr int booked = n - 4;  // 5 failed, 6 pending, 7 and 8 booked without an event
+  constexpr int booked = n - 4;  // 5 failed, 6, 7 and 8 pending
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*)" + events), booked);
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(seq)" + events), booked);
   // The transactions that wrote the events: the one that waited for the lock, and the rest.
   EXPECT_LE(testing::query_i64(schema_.url(), "SELECT count(DISTINCT xmin::text)" + events), 2);
   EXPECT_EQ(allocation_value(alloc, "booked_output"), 20 * booked);
-  EXPECT_EQ(allocation_value(alloc, "held_output"), 100);  // 6's hold, pending
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM conflicts WHERE allocation_id = '" + alloc + "'"), 1);
+  EXPECT_EQ(allocation_value(alloc, "held_output"), 300);  // 6's, 7's and 8's holds, pending
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM conflicts WHERE allocation_id = '" + alloc + "'"), 2);
   expect_audit_clean(*store);
 }
 
-TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeSettlesEachAlone) {
+TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeItPlansAgainstIt) {
   auto store = open();
   ASSERT_TRUE(store);
   const auto [alloc, ids] = admitted(*store, 4);
   auto first = settle(*store, {ids[0], alloc, SettleKind::usage, "p-seen", {10, 20}});
   ASSERT_TRUE(first.ok() && first->book == core::BookResult::booked);
 
-  // Whichever batch holds 1's settlement meets the event 0 booked: it writes nothing and
-  // each of its settlements goes alone.
+  // Whichever batch holds 1's settlement reads the event 0 booked with its row: 1 is left
+  // pending, the others settle in the same transaction.
   const auto answers = behind_lock(*store, schema_.url(), alloc,
                                           {{ids[3], alloc, SettleKind::failed, "", {}},
                                            {ids[1], alloc, SettleKind::usage, "p-seen", {10, 20}},
@@ -371,11 +372,11 @@ TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeSettlesEachAlone) {
   const auto& got = answers->settled;
   for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
   EXPECT_EQ(got[0]->request_state, core::RequestState::failed);
-  EXPECT_EQ(got[1]->book, core::BookResult::duplicate);
+  EXPECT_EQ(got[1]->book, core::BookResult::reused_id);
   EXPECT_EQ(got[2]->book, core::BookResult::booked);
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 2);
   EXPECT_EQ(allocation_value(alloc, "booked_output"), 40);
-  EXPECT_EQ(allocation_value(alloc, "held_output"), 0);
+  EXPECT_EQ(allocation_value(alloc, "held_output"), 100);  // 1's
   expect_audit_clean(*store);
 }
 
@@ -467,15 +468,14 @@ TEST_F(PostgresStoreTest, SettlementsAndAdmissionsWaitingTogetherShareOneTransac
   expect_audit_clean(store);
 }
 
-TEST_F(PostgresStoreTest, ASharedTransactionMeetingAnEventBookedBeforeRunsEachKindAlone) {
+TEST_F(PostgresStoreTest, ASharedTransactionMeetingAnEventBookedBeforePlansAgainstIt) {
   auto store = open();
   ASSERT_TRUE(store);
   const auto [alloc, ids] = admitted(*store, 3);
   auto first = settle(*store, {ids[0], alloc, SettleKind::usage, "p-seen", {10, 20}});
   ASSERT_TRUE(first.ok() && first->book == core::BookResult::booked);
-  // 2 fails alone, waiting for the lock; 1's booking then meets 0's event inside the
-  // transaction it shares with two admissions: nothing of it is written, and the
-  // settlement and the admissions go again, each kind in its own.
+  // 2 fails alone, waiting for the lock; 1's report then reads 0's event inside the
+  // transaction it shares with two admissions, which are decided after it.
   const auto answers = behind_lock(*store, schema_.url(), alloc,
                                    {{ids[2], alloc, SettleKind::failed, "", {}},
                                     {ids[1], alloc, SettleKind::usage, "p-seen", {10, 20}}},
@@ -483,7 +483,7 @@ TEST_F(PostgresStoreTest, ASharedTransactionMeetingAnEventBookedBeforeRunsEachKi
   ASSERT_TRUE(answers);
   for (const auto& r : answers->settled) ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(answers->settled[0]->request_state, core::RequestState::failed);
-  EXPECT_EQ(answers->settled[1]->book, core::BookResult::duplicate);
+  EXPECT_EQ(answers->settled[1]->book, core::BookResult::reused_id);
   for (const auto& r : answers->admitted) {
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_TRUE(r->decision.admitted());
@@ -491,7 +491,7 @@ TEST_F(PostgresStoreTest, ASharedTransactionMeetingAnEventBookedBeforeRunsEachKi
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 1);
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM requests WHERE allocation_id = '" + alloc + "'"), 5);
   EXPECT_EQ(allocation_value(alloc, "booked_output"), 20);
-  EXPECT_EQ(allocation_value(alloc, "held_output"), 200);  // the two new holds
+  EXPECT_EQ(allocation_value(alloc, "held_output"), 300);  // 1's and the two new holds
   expect_audit_clean(*store);
 }
 
@@ -644,12 +644,12 @@ TEST_F(PostgresStoreTest, SameProviderResponseThroughTwoStoresIsBookedOnce) {
   auto s2 = settle(*b, {r2, created.allocation.id, SettleKind::usage, "chatcmpl-1", {7, 9}});
   ASSERT_TRUE(s1.ok() && s2.ok());
   EXPECT_EQ(s1->book, core::BookResult::booked);
-  EXPECT_EQ(s2->book, core::BookResult::duplicate);
-  EXPECT_EQ(s2->request_state, core::RequestState::booked);
+  EXPECT_EQ(s2->book, core::BookResult::reused_id);
+  EXPECT_EQ(s2->request_state, core::RequestState::usage_pending);
   auto status = a->get_allocation(created.allocation.id);
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->snapshot.booked, (core::Tokens{7, 9}));
-  EXPECT_EQ(status->snapshot.held, (core::Tokens{0, 0}));
+  EXPECT_EQ(status->snapshot.held, b->get_request(r2)->hold);
   auto events = b->list_events({created.allocation.id, std::nullopt, 100});
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->size(), 1u);
@@ -908,7 +908,7 @@ TEST_F(PostgresStoreTest, BookingThroughOneStoreDepletesForTheOther) {
   EXPECT_EQ(agreement_row->state, core::AgreementState::completed);
 }
 
-TEST_F(PostgresStoreTest, RepeatedProviderIdWithOtherCountsIsRecordedAsConflictNotBooked) {
+TEST_F(PostgresStoreTest, ProviderIdReusedThroughAnotherStoreIsRecordedAsConflictNotBooked) {
   auto a = open(), b = open();
   ASSERT_TRUE(a && b);
   const auto created = agreement(*a, {100, 100000000, 10}, {100000, 100000});
@@ -919,7 +919,7 @@ TEST_F(PostgresStoreTest, RepeatedProviderIdWithOtherCountsIsRecordedAsConflictN
   ASSERT_EQ(settle(*a, {r1, created.allocation.id, SettleKind::usage, "same", {7, 9}})->book,
             core::BookResult::booked);
   ASSERT_EQ(settle(*b, {r2, created.allocation.id, SettleKind::usage, "same", {8, 9}})->book,
-            core::BookResult::conflict);
+            core::BookResult::reused_id);
   auto conflicts = a->list_conflicts(created.allocation.id);
   ASSERT_TRUE(conflicts.ok());
   ASSERT_EQ(conflicts->size(), 1u);
@@ -929,7 +929,7 @@ TEST_F(PostgresStoreTest, RepeatedProviderIdWithOtherCountsIsRecordedAsConflictN
   auto status = b->get_allocation(created.allocation.id);
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->snapshot.booked, (core::Tokens{7, 9}));
-  EXPECT_EQ(status->snapshot.held, (core::Tokens{0, 0}));
+  EXPECT_EQ(status->snapshot.held, b->get_request(r2)->hold);
 }
 
 }  // namespace

@@ -143,7 +143,15 @@ constexpr const char* migration_3 = R"SQL(
 ALTER TABLE agreements ADD COLUMN service_tiers text NOT NULL DEFAULT '';
 )SQL";
 
-constexpr std::array<const char*, 3> migrations = {migration_1, migration_2, migration_3};
+// 4: a request's reported_usage: counts a provider reported that were not booked
+// (core/settlement.h), NULL when none.
+constexpr const char* migration_4 = R"SQL(
+ALTER TABLE requests ADD COLUMN reported_input bigint;
+ALTER TABLE requests ADD COLUMN reported_output bigint;
+ALTER TABLE requests ADD COLUMN reported_provider_request_id text;
+)SQL";
+
+constexpr std::array<const char*, 4> migrations = {migration_1, migration_2, migration_3, migration_4};
 
 // First key of the two-key advisory lock; the second is the schema's name hash, so that
 // separate schemas (tests) migrate independently.

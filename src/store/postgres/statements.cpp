@@ -57,7 +57,7 @@ std::string counts(const std::string& alloc) {
 
 constexpr const char* request_columns =
     "id, allocation_id, state, started_at, finished_at, model, stream, hold_input, hold_output, "
-    "provider_request_id";
+    "provider_request_id, reported_input, reported_output, reported_provider_request_id";
 constexpr const char* event_columns =
     "id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens, source, "
     "finality, evidence, booked_at";
@@ -123,16 +123,17 @@ const Statement set_states{
 
 // $1 request, $2 allocation, $3 now|NULL. Columns: state, hold_input, hold_output,
 // started_at, provider_request_id, now — never before the allocation's last booking (see
-// window_counts).
+// window_counts) — and reported_input, reported_output, reported_provider_request_id.
 const Statement read_request_locked{
     "cv_read_request_locked",
     "SELECT state, hold_input, hold_output, started_at, provider_request_id, GREATEST(" + now_param(3) +
-        ", " + last_booking("booked_at", "$2") + ") FROM requests WHERE id = $1 AND allocation_id = $2 FOR NO KEY UPDATE"};
+        ", " + last_booking("booked_at", "$2") + "), reported_input, reported_output,"
+        " reported_provider_request_id FROM requests WHERE id = $1 AND allocation_id = $2 FOR NO KEY UPDATE"};
 
-// $1 allocation, $2 provider request id. Columns: input_tokens, output_tokens.
+// $1 allocation, $2 provider request id. Columns: input_tokens, output_tokens, request_id.
 const Statement booked_event_by_provider_id{
     "cv_booked_event_by_provider_id",
-    "SELECT input_tokens, output_tokens FROM usage_events"
+    "SELECT input_tokens, output_tokens, request_id FROM usage_events"
     " WHERE allocation_id = $1 AND provider_request_id = $2"};
 
 // Bookings with and without ON CONFLICT; book_event_sql lists their parameters.
@@ -160,6 +161,11 @@ const Statement insert_conflict{
     "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
     " reported_output, booked_input, booked_output, recorded_at)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"};
+
+const Statement keep_reported{
+    "cv_keep_reported",
+    "UPDATE requests SET reported_input = $2, reported_output = $3, reported_provider_request_id = $4"
+    " WHERE id = $1"};
 
 // Every gateway's stale in-flight requests. $1 now|NULL, $2 timeout µs.
 // Not under the allocations' row locks, on purpose: admission already counts an in-flight

@@ -44,6 +44,7 @@ extern const Statement book_new_event;  // book_event that fails on a provider i
 extern const Statement close_request;
 extern const Statement mark_usage_pending;
 extern const Statement insert_conflict;
+extern const Statement keep_reported;  // $1 request, $2/$3 counts, $4 provider request id
 extern const Statement sweep_stale;
 extern const Statement read_now;
 extern const Statement authenticate;
@@ -67,7 +68,8 @@ extern const Statement get_event_of_request;
 // Request row columns (list_requests, get_request).
 enum RequestCol {
   req_id, req_allocation_id, req_state, req_started_at, req_finished_at, req_model, req_stream,
-  req_hold_input, req_hold_output, req_provider_request_id
+  req_hold_input, req_hold_output, req_provider_request_id, req_reported_input, req_reported_output,
+  req_reported_provider_request_id
 };
 // Usage event columns (list_events, get_event_of_request).
 enum EventCol {

@@ -21,6 +21,9 @@ Result<std::optional<LockedRequest>> parse_locked_request(const PGresult* res) {
   out.open.state = *st;
   out.open.hold = {get_i64(res, 0, 1), get_i64(res, 0, 2)};
   out.open.started_at = get_i64(res, 0, 3);
+  if (!PQgetisnull(res, 0, 6)) {
+    out.open.reported = core::ReportedUsage{{get_i64(res, 0, 6), get_i64(res, 0, 7)}, get_text(res, 0, 8)};
+  }
   return std::optional<LockedRequest>(std::move(out));
 }
 
@@ -59,7 +62,7 @@ Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::stri
 }
 
 Params booking_params(const std::string& allocation_id, const AllocationRow& alloc,
-                      const core::AllocationLedger& ledger, int64_t seq, const std::string& event_id,
+                      const core::AllocationSnapshot& states, int64_t seq, const std::string& event_id,
                       const std::string& request_id, const std::string& provider_request_id,
                       const core::Tokens& usage, core::EventSource source, core::Finality finality,
                       const std::string& evidence, UnixMicros now, const core::Tokens& hold) {
@@ -78,8 +81,8 @@ Params booking_params(const std::string& allocation_id, const AllocationRow& all
       .i64(hold.input)
       .i64(hold.output)
       .text(alloc.agreement_id)
-      .text(core::to_string(ledger.agreement_state()))
-      .text(core::to_string(ledger.state()));
+      .text(core::to_string(states.agreement_state))
+      .text(core::to_string(states.state));
 }
 
 Result<bool> write_booking(Connection& c, Transaction* commit_with, const std::string& allocation_id, const AllocationRow& alloc,
@@ -87,7 +90,10 @@ Result<bool> write_booking(Connection& c, Transaction* commit_with, const std::s
                      const std::string& request_id, const std::string& provider_request_id,
                      const core::Tokens& usage, core::EventSource source, core::Finality finality,
                      const std::string& evidence, UnixMicros now, const core::Tokens& hold) {
-  const Params params = booking_params(allocation_id, alloc, ledger, alloc.event_seq + 1, event_id, request_id,
+  core::AllocationSnapshot states;
+  states.state = ledger.state();
+  states.agreement_state = ledger.agreement_state();
+  const Params params = booking_params(allocation_id, alloc, states, alloc.event_seq + 1, event_id, request_id,
                                        provider_request_id, usage, source, finality, evidence, now, hold);
   PgResult result;
   if (commit_with != nullptr) {

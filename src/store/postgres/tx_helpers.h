@@ -17,7 +17,7 @@ namespace cairva::store::pg {
 // after that lock.
 struct LockedRequest {
   core::RequestState state;
-  core::OpenRequest open;
+  core::OpenRequest open;  // its hold, start and reported_usage, whatever its state
   std::string provider_request_id;
   UnixMicros now;
 };
@@ -44,10 +44,10 @@ core::AllocationLedger ledger_for(const AllocationRow& alloc, const LockedReques
 Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::string& allocation_id,
                                                   const std::string& provider_request_id);
 
-// sql::book_event's (and book_new_event's) parameters for a booking the ledger accepted,
-// as event number `seq` of the allocation.
+// sql::book_event's (and book_new_event's) parameters for a booking the core accepted,
+// as event number `seq` of the allocation, which it leaves in `states`.
 Params booking_params(const std::string& allocation_id, const AllocationRow& alloc,
-                      const core::AllocationLedger& ledger, int64_t seq, const std::string& event_id,
+                      const core::AllocationSnapshot& states, int64_t seq, const std::string& event_id,
                       const std::string& request_id, const std::string& provider_request_id,
                       const core::Tokens& usage, core::EventSource source, core::Finality finality,
                       const std::string& evidence, UnixMicros now, const core::Tokens& hold);

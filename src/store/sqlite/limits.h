@@ -45,8 +45,9 @@ inline constexpr uint64_t oplog_reserve_bytes = 1 << 20;
 inline constexpr size_t oplog_probe_bytes = 4096;
 // While the disk fails, the writer retries (and probes) this often.
 inline constexpr int64_t writer_retry_ms = 50;
-// A settlement or admin write that cannot be made durable gets store_unavailable after
-// this long; the write itself stays queued and is committed when the disk recovers.
+// An admin write or state change that cannot be made durable gets store_unavailable after
+// this long; the write itself stays queued and is committed when the disk recovers. (A
+// settlement gets it at once: writer.h.)
 inline constexpr int64_t durable_ack_wait_ms_max = 30'000;
 // Blocking admin calls wait this long for their write (then store_unavailable).
 inline constexpr int64_t admin_wait_ms_max = 35'000;

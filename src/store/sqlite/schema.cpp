@@ -231,6 +231,13 @@ CREATE TABLE agreement_service_tiers (
   PRIMARY KEY (agreement_id, position)
 );
 )sql",
+    // 8: a request's reported_usage: counts a provider reported that were not booked
+    // (core/settlement.h), NULL when none.
+    R"sql(
+ALTER TABLE requests ADD COLUMN reported_input INTEGER;
+ALTER TABLE requests ADD COLUMN reported_output INTEGER;
+ALTER TABLE requests ADD COLUMN reported_provider_request_id TEXT;
+)sql",
 };
 
 Result<int> user_version(Db& db) {

@@ -29,11 +29,13 @@ RequestRow parse_request(Stmt& s) {
   r.stream = s.col_i64(6) != 0;
   r.hold = {s.col_i64(7), s.col_i64(8)};
   r.provider_request_id = s.col_text(9);
+  if (!s.col_null(10)) r.reported_usage = core::ReportedUsage{{s.col_i64(10), s.col_i64(11)}, s.col_text(12)};
   return r;
 }
 constexpr const char* request_columns =
     "SELECT id, allocation_id, state, started_at, finished_at, model, stream, hold_input,"
-    " hold_output, provider_request_id FROM requests";
+    " hold_output, provider_request_id, reported_input, reported_output, reported_provider_request_id"
+    " FROM requests";
 
 UsageEventRow parse_event(Stmt& s) {
   UsageEventRow e;
@@ -244,6 +246,8 @@ Result<UsageEventRow> SqliteStore::reconcile(const Reconciliation& r) {
   if (!req.ok()) return req.error();
   const auto alloc = find(req->allocation_id);
   if (!alloc) return not_found("request", r.request_id);
+  auto usage = reconciled_usage(r, req->reported_usage);
+  if (!usage.ok()) return usage.error();
   const std::string provider_request_id =
       req->provider_request_id.empty() ? r.request_id : req->provider_request_id;
   UsageEventRow event;
@@ -252,7 +256,7 @@ Result<UsageEventRow> SqliteStore::reconcile(const Reconciliation& r) {
     const UnixMicros now = clock_->now();
     const auto before = alloc->ledger.state();
     const auto before_agreement = alloc->ledger.agreement_state();
-    const core::ReconcileOutcome out = alloc->ledger.reconcile(r.request_id, provider_request_id, r.usage, now);
+    const core::ReconcileOutcome out = alloc->ledger.reconcile(r.request_id, provider_request_id, *usage, now);
     switch (out.result) {
       case core::ReconcileResult::booked:
         break;
@@ -262,7 +266,7 @@ Result<UsageEventRow> SqliteStore::reconcile(const Reconciliation& r) {
       case core::ReconcileResult::provider_id_taken:
         return make_error(ErrorCode::conflict, "provider request id already booked: " + provider_request_id);
     }
-    event = UsageEventRow{new_time_ordered_id("evt"), alloc->id, r.request_id, provider_request_id, r.usage,
+    event = UsageEventRow{new_time_ordered_id("evt"), alloc->id, r.request_id, provider_request_id, *usage,
                           core::EventSource::reconciliation, core::Finality::confirmed, r.evidence, now};
     writer_->enqueue({WriteOp::Kind::durable, {writes::book(event)}, {}, {}});
     persist_states_if_changed(*alloc, before, before_agreement);

@@ -66,7 +66,8 @@ Status SqliteStore::load() {
 
   // Starts in the trailing window (any state), and open requests with their holds.
   auto rq = db.prepare(
-      "SELECT allocation_id, id, state, started_at, hold_input, hold_output FROM requests"
+      "SELECT allocation_id, id, state, started_at, hold_input, hold_output, reported_input,"
+      " reported_output, reported_provider_request_id FROM requests"
       " WHERE started_at > ? OR state IN ('in_flight','usage_pending') ORDER BY started_at");
   if (!rq.ok()) return rq.error();
   rq->i64(window_start);
@@ -80,8 +81,9 @@ Status SqliteStore::load() {
     if (!state) return corrupt("state of request " + rq->col_text(1));
     const UnixMicros started = rq->col_i64(3);
     if (started > window_start) it->second->ledger.restore_start(started);
-    it->second->ledger.restore_open_request(
-        rq->col_text(1), core::OpenRequest{*state, {rq->col_i64(4), rq->col_i64(5)}, started});
+    core::OpenRequest open{*state, {rq->col_i64(4), rq->col_i64(5)}, started, std::nullopt};
+    if (!rq->col_null(6)) open.reported = core::ReportedUsage{{rq->col_i64(6), rq->col_i64(7)}, rq->col_text(8)};
+    it->second->ledger.restore_open_request(rq->col_text(1), open);
   }
 
   // Booked provider ids (the booking key), and bookings in the trailing window.

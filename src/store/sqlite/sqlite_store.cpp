@@ -194,51 +194,85 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
     done(SettleResult{});  // unknown_request
     return;
   }
-  std::unique_lock lock(alloc->mu);
-  const UnixMicros now = clock_->now();
-  const core::OpenRequest* open = alloc->ledger.find_open(cmd.request_id);
-  if (open == nullptr) {
-    lock.unlock();
-    settle_lookup(cmd, std::move(done));
+  // Answered at once, the ledger untouched: the gateway keeps the report and settles again.
+  if (writer_->journal_failing()) {
+    done(unavailable("store unavailable: writes are failing"));
     return;
   }
+  std::unique_lock lock(alloc->mu);
+  if (alloc->ledger.find_open(cmd.request_id) == nullptr) {
+    lock.unlock();
+    settle_lookup(std::move(cmd), std::move(done));
+    return;
+  }
+  const UnixMicros now = clock_->now();
   const auto before = alloc->ledger.state();
   const auto before_agreement = alloc->ledger.agreement_state();
-  SettleResult out;
-  out.request_state = open->state;
-  WriteOp::Records rows;
-  switch (cmd.kind) {
-    case SettleKind::usage: {
-      const core::BookOutcome b = alloc->ledger.book(cmd.request_id, cmd.provider_request_id, cmd.usage, now);
-      out.book = b.result;
-      out.request_state = core::RequestState::booked;
-      if (b.result == core::BookResult::booked) {
-        rows.push_back(writes::book(UsageEventRow{new_time_ordered_id("evt"), alloc->id, std::move(cmd.request_id),
-                                                  std::move(cmd.provider_request_id), cmd.usage,
-                                                  core::EventSource::provider,
-                                                  core::Finality::reported, "", now}));
-      } else {
-        CAIRVA_ASSERT(b.result == core::BookResult::duplicate || b.result == core::BookResult::conflict);
-        rows.push_back(writes::book_as_duplicate(cmd.request_id, cmd.provider_request_id, now));
-        if (b.result == core::BookResult::conflict) {
-          rows.push_back(writes::insert_conflict(ConflictRow{new_id("cfl"), alloc->id, cmd.request_id,
-                                                             cmd.provider_request_id, cmd.usage,
-                                                             b.booked_event, now}));
-        }
-      }
-      break;
+  const core::SettlePlan plan =
+      alloc->ledger.settle(cmd.request_id, {cmd.kind, cmd.provider_request_id, cmd.usage}, now);
+  persist(cmd, plan, now, std::move(done));
+  persist_states_if_changed(*alloc, before, before_agreement);
+}
+
+// A request the ledger no longer tracks: settled already, or never this allocation's. Its
+// row says which; only a conflict (its own event reported with other counts) is written.
+void SqliteStore::settle_lookup(SettleCommand cmd, Callback<SettleResult> done) {
+  auto found = std::make_shared<std::optional<std::pair<core::RequestState, std::string>>>();
+  auto apply = [found, id = cmd.request_id, alloc = cmd.allocation_id](Db& db) -> Status {
+    auto s = db.prepare("SELECT state, provider_request_id FROM requests WHERE id = ? AND allocation_id = ?");
+    if (!s.ok()) return s.error();
+    s->text(id).text(alloc);
+    auto row = s->step();
+    if (!row.ok()) return row.error();
+    const auto state = *row ? core::parse_request_state(s->col_text(0)) : std::nullopt;
+    if (state) *found = std::pair{*state, s->col_text(1)};
+    return {};
+  };
+  auto on_read = [this, found, cmd = std::move(cmd), done = std::move(done)](Status s) mutable {
+    if (!s.ok()) {
+      done(s.error());
+      return;
     }
-    case SettleKind::usage_missing:
-      if (alloc->ledger.mark_usage_pending(cmd.request_id)) {
-        rows.push_back(writes::mark_usage_pending(cmd.request_id, cmd.provider_request_id));
+    core::SettlementFacts facts;
+    if (found->has_value()) {
+      facts.state = (*found)->first;
+      // A booked request's provider id is its own event's.
+      if (facts.state == core::RequestState::booked && (*found)->second == cmd.provider_request_id) {
+        const auto alloc = find(cmd.allocation_id);
+        std::lock_guard lock(alloc->mu);
+        if (auto counts = alloc->ledger.booked_counts(cmd.provider_request_id)) facts.booked = {{*counts, true}};
       }
-      out.request_state = core::RequestState::usage_pending;
-      break;
-    case SettleKind::failed:
-      alloc->ledger.fail(cmd.request_id);
-      rows.push_back(writes::fail_request(cmd.request_id, cmd.provider_request_id, now));
-      out.request_state = core::RequestState::failed;
-      break;
+    }
+    const auto plan = core::plan_settlement(facts, {cmd.kind, cmd.provider_request_id, cmd.usage});
+    CAIRVA_ASSERT(!plan.change_state && !plan.keep_reported);
+    persist(cmd, plan, clock_->now(), std::move(done));
+  };
+  writer_->enqueue({WriteOp::Kind::read, {}, std::move(apply), std::move(on_read)}, Writer::Wake::soon);
+}
+
+void SqliteStore::persist(const SettleCommand& cmd, const core::SettlePlan& plan, UnixMicros now,
+                          Callback<SettleResult> done) {
+  const SettleResult out{plan.outcome, plan.request_state};
+  const std::string& id = cmd.request_id;
+  const std::string& provider_id = plan.record_provider_id ? cmd.provider_request_id : std::string();
+  WriteOp::Records rows;
+  if (plan.insert_event) {
+    rows.push_back(writes::book(UsageEventRow{new_time_ordered_id("evt"), cmd.allocation_id, id, provider_id,
+                                              cmd.usage, core::EventSource::provider,
+                                              core::Finality::reported, "", now}));
+  } else if (plan.change_state && plan.request_state == core::RequestState::failed) {
+    rows.push_back(writes::fail_request(id, provider_id, now));
+  } else if (plan.change_state) {
+    rows.push_back(writes::mark_usage_pending(id, provider_id));
+  }
+  if (plan.keep_reported) rows.push_back(writes::keep_reported(id, {cmd.usage, cmd.provider_request_id}));
+  if (plan.record_conflict) {
+    rows.push_back(writes::insert_conflict(ConflictRow{new_id("cfl"), cmd.allocation_id, id, cmd.provider_request_id,
+                                                       cmd.usage, plan.booked_counts, now}));
+  }
+  if (rows.empty()) {
+    done(out);
+    return;
   }
   auto on_written = [out, done = std::move(done)](Status s) {
     if (s.ok()) {
@@ -248,35 +282,7 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
     }
   };
   // One op per settlement keeps its records in one oplog and one table transaction.
-  writer_->enqueue({WriteOp::Kind::durable, std::move(rows), {}, std::move(on_written)}, Writer::Wake::soon);
-  persist_states_if_changed(*alloc, before, before_agreement);
-}
-
-// A request the ledger no longer tracks: settled already, undone, or never this allocation's.
-void SqliteStore::settle_lookup(const SettleCommand& cmd, Callback<SettleResult> done) {
-  auto found = std::make_shared<std::optional<core::RequestState>>();
-  auto apply = [found, id = cmd.request_id, alloc = cmd.allocation_id](Db& db) -> Status {
-    auto s = db.prepare("SELECT state FROM requests WHERE id = ? AND allocation_id = ?");
-    if (!s.ok()) return s.error();
-    s->text(id).text(alloc);
-    auto row = s->step();
-    if (!row.ok()) return row.error();
-    if (*row) *found = core::parse_request_state(s->col_text(0));
-    return {};
-  };
-  auto on_read = [found, kind = cmd.kind, done = std::move(done)](Status s) {
-    if (!s.ok()) {
-      done(s.error());
-      return;
-    }
-    SettleResult out;  // unknown_request
-    if (found->has_value()) {
-      out.request_state = **found;
-      if (kind == SettleKind::usage) out.book = core::BookResult::already_settled;
-    }
-    done(out);
-  };
-  writer_->enqueue({WriteOp::Kind::read, {}, std::move(apply), std::move(on_read)}, Writer::Wake::soon);
+  writer_->enqueue({WriteOp::Kind::settlement, std::move(rows), {}, std::move(on_written)}, Writer::Wake::soon);
 }
 
 void SqliteStore::allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) {

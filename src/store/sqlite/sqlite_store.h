@@ -118,7 +118,9 @@ class SqliteStore final : public Store {
     std::lock_guard lock(reader_mu_);
     return fn(reader_);
   }
-  void settle_lookup(const SettleCommand& cmd, Callback<SettleResult> done);
+  void settle_lookup(SettleCommand cmd, Callback<SettleResult> done);
+  // Queues the records of `plan` (core/settlement.h) as one op; `done` once durable.
+  void persist(const SettleCommand& cmd, const core::SettlePlan& plan, UnixMicros now, Callback<SettleResult> done);
   Result<AllocationStatus> change_state(const std::string& allocation_id, bool suspend);
   Status load();
 

@@ -1,5 +1,6 @@
 // SQLite-specific behaviour: group commit, one process per file, recovery, failing writes.
 #include "store/sqlite/sqlite_store.h"
+#include "store/sqlite/limits.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -282,18 +283,19 @@ TEST_F(SqliteStoreTest, AcknowledgedWritesStillOnlyInTheOplogAreAppliedAtOpen) {
   auto st = store_->get_allocation(a.allocation.id);
   EXPECT_EQ(st->snapshot.booked, (core::Tokens{3, 4}));
   EXPECT_EQ(st->snapshot.usage_pending, 1);
-  // The ledger restored from the replayed tables still books that provider id only once.
+  // The ledger restored from the replayed tables still books that provider id only once:
+  // another request reporting it is left pending (three records: state, counts, conflict).
   auto again = cmd(a);
   ASSERT_TRUE(admit(again)->decision.admitted());
   EXPECT_EQ(settle({again.request_id, a.allocation.id, SettleKind::usage, "prov-1", {3, 4}})->book,
-            core::BookResult::duplicate);
+            core::BookResult::reused_id);
   store_.reset();
   // Applied exactly once: a second open finds nothing left to replay.
   EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM usage_events"), 1);
   EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM requests"), 4);
-  EXPECT_EQ(query_i64(path_, "SELECT seq FROM oplog_applied"), 7);
-  // The replayed segment was deleted at that open; the two records since are in the new one.
-  EXPECT_EQ(log_records(path_), 2);
+  EXPECT_EQ(query_i64(path_, "SELECT seq FROM oplog_applied"), 9);
+  // The replayed segment was deleted at that open; the four records since are in the new one.
+  EXPECT_EQ(log_records(path_), 4);
   store_ = open_store_at();
   ASSERT_NE(store_, nullptr);
   EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked, (core::Tokens{3, 4}));
@@ -351,9 +353,9 @@ TEST_F(SqliteStoreTest, AnEarlierBuildsSqliteLogIsAppliedOnceAndRemoved) {
   auto again = cmd(a);
   ASSERT_TRUE(admit(again)->decision.admitted());
   EXPECT_EQ(settle({again.request_id, a.allocation.id, SettleKind::usage, "prov-v1", {5, 6}})->book,
-            core::BookResult::duplicate);
+            core::BookResult::reused_id);
   store_.reset();
-  EXPECT_EQ(query_i64(path_, "SELECT seq FROM oplog_applied"), records.back().first + 2);
+  EXPECT_EQ(query_i64(path_, "SELECT seq FROM oplog_applied"), records.back().first + 4);
   EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM usage_events"), 1);
   store_ = open_store_at();
 }
@@ -431,39 +433,49 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   ASSERT_TRUE(admit(first)->decision.admitted());
 
   store_->set_write_fault_for_testing(true);
+  // A settlement whose write fails is answered store_unavailable at once, not after the
+  // writer's ack wait: the gateway keeps the report and settles again. Its write stays
+  // queued and commits once the disk works again.
+  auto settled = std::make_shared<std::promise<Result<SettleResult>>>();
+  store_->settle({first.request_id, a.allocation.id, SettleKind::usage, "p1", {1, 1}},
+                 [settled](Result<SettleResult> r) { settled->set_value(std::move(r)); });
+  auto fut = settled->get_future();
+  ASSERT_EQ(fut.wait_for(std::chrono::milliseconds(durable_ack_wait_ms_max / 2)), std::future_status::ready);
+  auto r = fut.get();
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().code, ErrorCode::store_unavailable);
   auto refused = admit(cmd(a));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code, ErrorCode::store_unavailable);
   // The undone admission holds nothing, is not in flight and does not count for the
   // rate: it was never forwarded (as a PostgreSQL commit that fails leaves nothing).
   auto st = store_->get_allocation(a.allocation.id);
-  EXPECT_EQ(st->snapshot.in_flight, 1);
-  EXPECT_EQ(st->snapshot.held, (core::Tokens{1, 1}));
+  EXPECT_EQ(st->snapshot.in_flight, 0);
+  EXPECT_EQ(st->snapshot.booked, (core::Tokens{1, 1}));
   EXPECT_EQ(st->snapshot.requests_last_minute, 1);
-  // While failing, new admissions and creations are refused at once.
+  // While failing, new admissions, settlements and creations are refused at once.
   auto again = admit(cmd(a));
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().code, ErrorCode::store_unavailable);
   EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.requests_last_minute, 1);
+  EXPECT_EQ(settle({first.request_id, a.allocation.id, SettleKind::usage, "p1", {1, 1}}).error().code,
+            ErrorCode::store_unavailable);
   auto key = store_->create_key(a.allocation.id);
   ASSERT_FALSE(key.ok());
   EXPECT_EQ(key.error().code, ErrorCode::store_unavailable);
-  // A settlement waits for durability: it completes once the disk works again.
-  auto settled = std::make_shared<std::promise<Result<SettleResult>>>();
-  store_->settle({first.request_id, a.allocation.id, SettleKind::usage, "p1", {1, 1}},
-                 [settled](Result<SettleResult> r) { settled->set_value(std::move(r)); });
-  auto fut = settled->get_future();
   store_->set_write_fault_for_testing(false);
-  auto r = fut.get();
-  ASSERT_TRUE(r.ok()) << r.error().message;
-  EXPECT_EQ(r->book, core::BookResult::booked);
-  store_->flush();
+  store_->flush();  // behind the kept settlement: returns once it is committed
   EXPECT_FALSE(store_->writer_stats().failed_batches == 0);
-  // Recovered: admissions work again and the booking is in the file.
+  // Recovered: the settlement repeated writes nothing more, admissions work again and the
+  // booking is in the file.
+  auto repeated = settle({first.request_id, a.allocation.id, SettleKind::usage, "p1", {1, 1}});
+  ASSERT_TRUE(repeated.ok()) << repeated.error().message;
+  EXPECT_EQ(repeated->book, core::BookResult::duplicate);
   auto ok = admit(cmd(a));
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   ASSERT_TRUE(ok->decision.admitted());
   EXPECT_EQ(store_->get_request(first.request_id)->state, core::RequestState::booked);
+  EXPECT_EQ(store_->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
   auto later_key = store_->create_key(a.allocation.id);
   ASSERT_TRUE(later_key.ok()) << later_key.error().message;
   fail_in_flight(a);
@@ -710,8 +722,8 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFileKeepingEveryRow) {
   };
   const auto [new_request, new_result] = book_new("prov_new", {1, 1});
   EXPECT_EQ(new_result, core::BookResult::booked);
-  EXPECT_EQ(book_new("prov0", {5, 7}).second, core::BookResult::duplicate);
-  EXPECT_EQ(book_new("prov1", {6, 7}).second, core::BookResult::conflict);
+  EXPECT_EQ(book_new("prov0", {5, 7}).second, core::BookResult::reused_id);
+  EXPECT_EQ(book_new("prov1", {6, 7}).second, core::BookResult::reused_id);
   events = store_->list_events({alloc, std::nullopt, 100});
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->size(), 3u);

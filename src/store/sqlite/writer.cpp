@@ -156,6 +156,11 @@ bool Writer::failing() const {
   return journal_failing_ || apply_failing_;
 }
 
+bool Writer::journal_failing() const {
+  std::lock_guard lock(mu_);
+  return journal_failing_;
+}
+
 WriterStats Writer::stats() const {
   std::lock_guard lock(mu_);
   WriterStats s = stats_;
@@ -473,7 +478,8 @@ void Writer::fail_batch(Stage stage, Batch& batch, const Status& why) {
         if (q.op.done) q.op.done(q.applied ? Status{} : why);
         break;
       case WriteOp::Kind::durable:
-        if (!q.acknowledged && now - q.enqueued >= ack_wait) {
+      case WriteOp::Kind::settlement:
+        if (!q.acknowledged && (q.op.kind == WriteOp::Kind::settlement || now - q.enqueued >= ack_wait)) {
           q.acknowledged = true;
           if (q.op.done) q.op.done(unavailable(why.error().message));
         }

@@ -20,10 +20,13 @@
 // back, then
 //  - `admission` ops fail at once (their callback gets store_unavailable and undoes the
 //    in-memory admission), and `failing()` turns true so new admissions are refused;
-//  - `durable` ops (settlements, state changes, admin writes) stay queued, in order, and are
-//    retried every writer_retry_ms until committed; their callback runs when they are
-//    durable, or with store_unavailable once durable_ack_wait_ms_max has passed (the write
-//    still commits later: the in-memory state already reflects it);
+//  - `durable` ops (state changes, admin writes) stay queued, in order, and are retried
+//    every writer_retry_ms until committed; their callback runs when they are durable, or
+//    with store_unavailable once durable_ack_wait_ms_max has passed (the write still
+//    commits later: the in-memory state already reflects it);
+//  - `settlement` ops are kept and retried the same way, but their callback gets
+//    store_unavailable at once: the gateway keeps the provider's report and settles again
+//    (which writes nothing twice), so its client is not kept waiting for the disk;
 //  - `read` ops (lookups, flush barriers) get their own result, whatever the commit did.
 // A stage probes its disk while failing and clears `failing()` by itself on success.
 // A journaled record the tables refuse for a non-transient reason (a bug) is reported on
@@ -61,7 +64,7 @@ struct WriterStats {
 };
 
 struct WriteOp {
-  enum class Kind : uint8_t { admission, durable, read };
+  enum class Kind : uint8_t { admission, durable, read, settlement };
   Kind kind = Kind::durable;
   // Journaled writes: acknowledged once in the oplog, applied later in this order. Most ops
   // carry one: held inline, no allocation for the applier's thread to free.
@@ -100,6 +103,9 @@ class Writer {
   void flush();
 
   bool failing() const;
+  // The journal's commits fail: nothing new can be made durable (a failing applier alone
+  // still lets the journal take settlements, into the log's reserve when the disk is full).
+  bool journal_failing() const;
   WriterStats stats() const;
   // Tests: every commit fails (as a full disk would) while set.
   void set_fault_for_testing(bool fail);

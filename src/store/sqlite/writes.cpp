@@ -170,6 +170,21 @@ static Status apply_insert_conflict(Db& db, const Record& r) {
   return s->run();
 }
 
+Record keep_reported(const std::string& request_id, const core::ReportedUsage& reported) {
+  // text: request_id, provider_request_id; num: input, output
+  return {Record::Kind::keep_reported, {request_id, reported.provider_request_id},
+          {reported.counts.input, reported.counts.output, 0, 0, 0}};
+}
+
+static Status apply_keep_reported(Db& db, const Record& r) {
+  auto s = db.cached(
+      "UPDATE requests SET reported_input = ?, reported_output = ?, reported_provider_request_id = ?"
+      " WHERE id = ?");
+  if (!s.ok()) return s.error();
+  s->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(1)).text_ref(r.text(0));
+  return s->run();
+}
+
 Status apply(Db& db, const Record& r) {
   switch (r.kind) {
     case Record::Kind::insert_request: return apply_insert_request(db, r);
@@ -179,6 +194,7 @@ Status apply(Db& db, const Record& r) {
     case Record::Kind::mark_usage_pending: return apply_mark_usage_pending(db, r);
     case Record::Kind::insert_conflict: return apply_insert_conflict(db, r);
     case Record::Kind::set_states: return apply_set_states(db, r);
+    case Record::Kind::keep_reported: return apply_keep_reported(db, r);
   }
   return make_error(ErrorCode::internal_error,
                     "oplog: unknown record kind " + std::to_string(static_cast<int>(r.kind)));
@@ -186,7 +202,7 @@ Status apply(Db& db, const Record& r) {
 
 bool known_kind(int64_t kind) {
   return kind >= static_cast<int64_t>(Record::Kind::insert_request) &&
-         kind <= static_cast<int64_t>(Record::Kind::set_states);
+         kind <= static_cast<int64_t>(Record::Kind::keep_reported);
 }
 
 // ---------------------------------------------------------------- coalesced application
@@ -251,6 +267,12 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       return apply(db, r);
     case Record::Kind::mark_usage_pending:
       if (auto s = end_held(r.text(0), r.text(1), "usage_pending", std::nullopt)) return *s;
+      return apply(db, r);
+    case Record::Kind::keep_reported:
+      // Its request's row must exist: a start held back is written first, as it stands.
+      if (Start* s = held(r.text(0))) {
+        if (Status out = write(db, *s); !out.ok()) return out;
+      }
       return apply(db, r);
     case Record::Kind::insert_conflict:
     case Record::Kind::set_states:

@@ -38,6 +38,7 @@ struct Record {
     mark_usage_pending = 5,
     insert_conflict = 6,
     set_states = 7,
+    keep_reported = 8,
   };
   static constexpr size_t texts = 7;
   static constexpr size_t nums = 5;
@@ -118,6 +119,8 @@ Record book_as_duplicate(const std::string& request_id, const std::string& provi
 Record fail_request(const std::string& request_id, const std::string& provider_request_id,
                     UnixMicros now);
 Record insert_conflict(const ConflictRow& c);
+// The request's reported_usage (counts it reported that were not booked).
+Record keep_reported(const std::string& request_id, const core::ReportedUsage& reported);
 
 Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
                        core::AllocationState state, const std::string& key_id,
