@@ -70,6 +70,8 @@ void ClientExchange::log_error(std::string_view what, std::string_view detail) c
   }
   std::fprintf(stderr, "cairva: request %s: %.*s: %s\n", request_id.empty() ? "-" : request_id.c_str(),
                static_cast<int>(what.size()), what.data(), shown.c_str());
+}
+
 http::Task<bool> ClientExchange::send_busy(std::string_view limit, std::string_view message, int retry_after_s) {
   admin::metrics().count_refused(ErrorCode::rate_limited);
   outcome = wire_name(ErrorCode::rate_limited);

@@ -41,7 +41,9 @@ Result<AuditReport> audit_store(const StoreOptions& options, std::shared_ptr<con
     if (path.empty()) return make_error(ErrorCode::invalid_request, "store.url: sqlite:// needs a file path");
     return sqlite::SqliteStore::audit_file(path, options, std::move(clock));
   }
-  auto store = open_store(options, std::move(clock));
+  StoreOptions read_only = options;
+  read_only.migrate = false;
+  auto store = open_store(read_only, std::move(clock));
   if (!store.ok()) return store.error();
   return (*store)->audit();
 }

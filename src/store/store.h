@@ -171,6 +171,10 @@ class Store {
 struct StoreOptions {
   std::string url;                   // sqlite://PATH or postgresql://…
   bool sync_full = false;            // embedded: fsync each commit batch
+  // PostgreSQL: apply missing migrations at open (`cairva serve`). False (`cairva audit`):
+  // never change the store; a schema at another version than this build's is an error, so
+  // a newer binary's audit cannot migrate the schema under older gateways still serving.
+  bool migrate = true;
   int pool_size = 8;                 // PostgreSQL: connections per process
   // PostgreSQL: "now" is the database's clock_timestamp() (read after the allocation's row
   // lock). False: every backend reads the injected Clock (tests). The embedded store always

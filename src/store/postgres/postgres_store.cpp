@@ -41,7 +41,18 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const StoreOptions& o
   {
     auto lease = store->pool_.acquire();
     if (!lease.ok()) return lease.error();
-    if (Status m = migrate(**lease); !m.ok()) return m.error();
+    if (options.migrate) {
+      if (Status m = migrate(**lease); !m.ok()) return m.error();
+    } else {
+      auto version = schema_version(**lease);
+      if (!version.ok()) return version.error();
+      if (*version != schema_version_latest()) {
+        return make_error(ErrorCode::store_unavailable,
+                          "postgres: the schema is at version " + std::to_string(*version) + ", this cairva audits version " +
+                              std::to_string(schema_version_latest()) +
+                              " (run `cairva serve` of this version once to migrate)");
+      }
+    }
   }
   return store;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <string>
+#include <string_view>
 
 namespace cairva::store::pg {
 namespace {
@@ -160,6 +161,15 @@ constexpr int migration_lock_key = 0x43415256;  // "CARV"
 }  // namespace
 
 int schema_version_latest() { return static_cast<int>(migrations.size()); }
+
+Result<int> schema_version(Connection& c) {
+  auto exists = c.exec("SELECT to_regclass('schema_migrations') IS NOT NULL");
+  if (!exists.ok()) return exists.error();
+  if (std::string_view(PQgetvalue(exists->get(), 0, 0)) != "t") return 0;
+  auto v = c.exec("SELECT COALESCE(max(version), 0) FROM schema_migrations");
+  if (!v.ok()) return v.error();
+  return static_cast<int>(get_i64(v->get(), 0, 0));
+}
 
 Status migrate(Connection& c, int target) {
   const std::string key = std::to_string(migration_lock_key);

@@ -12,6 +12,9 @@ namespace cairva::store::pg {
 // The number of migrations this build knows (schema_migrations holds 1..this).
 int schema_version_latest();
 
+// The version the database's schema is at (0: none created yet). Reads only.
+Result<int> schema_version(Connection& c);
+
 // Applies the missing migrations up to `target` (tests: an older schema to migrate from).
 // Safe to call concurrently from several processes.
 Status migrate(Connection& c, int target = schema_version_latest());
