@@ -52,7 +52,7 @@ class UpstreamConnection {
 
   // Every operation after now + d fails with beast::error::timeout. A deadline that moves
   // later costs no timer operation (http::Deadline), unlike beast::tcp_stream's timer per
-  // operation (docs/benchmarks.md, session 6).
+  // operation.
   void expires_after(std::chrono::steady_clock::duration d) { deadline_.expires_after(d); }
   void expires_never() { deadline_.clear(); }
   // True once this connection has carried a complete exchange (it came from the pool).
@@ -64,8 +64,8 @@ class UpstreamConnection {
     auto [ec] = co_await tls()->async_handshake(net::ssl::stream_base::client, task_nothrow);
     co_return timed_out(ec);
   }
-  // The operations below are not coroutines but the Asio operations' own awaitables
-  // (one coroutine frame and resumption fewer per call: docs/benchmarks.md, session 15).
+  // The operations below are not coroutines but the Asio operations' own awaitables: one
+  // coroutine frame and one resumption fewer per call, on every request.
   // Each yields (error_code, bytes); error_of() maps it, as beast::tcp_stream did, to
   // beast::error::timeout when the deadline cancelled the operation.
   using Outcome = std::tuple<error_code, std::size_t>;

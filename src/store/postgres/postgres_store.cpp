@@ -348,8 +348,7 @@ void PostgresStore::settle_batch(const Settlements& batch) {
 void PostgresStore::settlement_reads(const Settlements& batch, Writes& w) const {
   // The row lock, then each request's row (locked too, the clock read after the
   // allocation's lock). One statement per request, not one `id = ANY($1)`: that one's
-  // generic plan intersects the allocation's whole index of requests with the ids
-  // (docs/benchmarks.md, session 11).
+  // generic plan intersects the allocation's whole index of requests with the ids.
   const std::string& allocation_id = batch.front().cmd.allocation_id;
   w.add(sql::lock_allocation, Params().text(allocation_id));
   for (const auto& p : batch) {

@@ -4,7 +4,8 @@
 // a mutex + core::AllocationLedger + its agreement's immutable facts; API keys are a
 // hash -> grant map (a revocation takes effect at once). Authentication, admission and
 // settlement decide in memory under the allocation's mutex (no I/O inside) and queue their
-// row writes, in decision order, to the one group-commit Writer; callbacks run after COMMIT.
+// row writes, in decision order, to the one Writer; a callback runs once its writes are in
+// the operation log (writer.h), before the tables have them.
 // Admin reads of requests, events and conflicts read SQLite after a writer flush, so they
 // reflect everything acknowledged.
 //
