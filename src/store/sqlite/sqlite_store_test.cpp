@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <deque>
@@ -590,6 +591,40 @@ TEST_F(SqliteStoreTest, SchemaIsVersionedAndReopenDoesNotMigrateAgain) {
   sqlite3_finalize(s);
   sqlite3_close(db);
   store_ = open_store_at();
+}
+
+// The store's files hold key hashes and the ledger: every one is created 0600 even under a
+// umask that would let others read it (regression: the database, its -wal and -shm, the
+// operation log and the lock file were 0644 less the umask).
+TEST_F(SqliteStoreTest, EveryFileIsCreatedReadableByTheOwnerOnly) {
+  store_.reset();
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_);
+  const mode_t previous = ::umask(0);
+  store_ = open_store_at();
+  ::umask(previous);
+  ASSERT_NE(store_, nullptr);
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  auto c = cmd(a);
+  ASSERT_TRUE(admit(c)->decision.admitted());
+  ASSERT_TRUE(settle({c.request_id, a.allocation.id, SettleKind::usage, "p1", {1, 1}}).ok());
+  store_->flush();
+  std::vector<std::string> seen;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    struct stat st {};
+    ASSERT_EQ(::stat(e.path().c_str(), &st), 0) << e.path();
+    const std::string name = e.path().filename().string();
+    seen.push_back(name);
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << name;
+  }
+  std::sort(seen.begin(), seen.end());
+  for (const char* expected : {"cairva.db", "cairva.db-wal", "cairva.db-shm", "cairva.db.lock",
+                               "cairva.db-oplog-spare"}) {
+    EXPECT_TRUE(std::binary_search(seen.begin(), seen.end(), std::string(expected)))
+        << expected << " missing";
+  }
+  EXPECT_TRUE(std::any_of(seen.begin(), seen.end(),
+                          [](const std::string& n) { return n.starts_with("cairva.db-oplog."); }));
 }
 
 // Every request writes a requests row: its statements must not build a temporary table
