@@ -15,6 +15,25 @@ int64_t SystemClock::monotonic_micros() const {
   return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
+uint64_t ManualClock::watch(std::function<void()> moved) const {
+  std::lock_guard lock(watchers_mu_);
+  const uint64_t id = next_watch_id_++;
+  watchers_.emplace(id, std::move(moved));
+  return id;
+}
+
+// After unwatch() returns, its function is not running and never runs again: moves call
+// the watchers under the same mutex.
+void ManualClock::unwatch(uint64_t id) const {
+  std::lock_guard lock(watchers_mu_);
+  watchers_.erase(id);
+}
+
+void ManualClock::moved() const {
+  std::lock_guard lock(watchers_mu_);
+  for (const auto& [id, f] : watchers_) f();
+}
+
 namespace {
 
 // Howard Hinnant's days_from_civil / civil_from_days: proleptic Gregorian calendar.

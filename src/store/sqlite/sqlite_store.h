@@ -70,6 +70,10 @@ class SqliteStore final : public Store {
 
   // Group-commit figures (commits, rows, largest batch) for /metrics and reports.
   WriterStats writer_stats() const { return writer_->stats(); }
+  // A commit failed and the writer's retry has not succeeded yet (admissions are refused).
+  bool writer_failing() const { return writer_->failing(); }
+  // Tests: blocks until the writer's retry or probe has cleared its failure.
+  void wait_while_writer_failing_for_testing() { writer_->wait_while_failing_for_testing(); }
   // Tests: make every commit fail (as a full disk would) while set.
   void set_write_fault_for_testing(bool fail) { writer_->set_fault_for_testing(fail); }
   // Blocks until every write queued so far has been attempted.

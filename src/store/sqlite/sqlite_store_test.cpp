@@ -111,6 +111,12 @@ class SqliteStoreTest : public ::testing::Test {
   Result<SettleResult> settle(const SettleCommand& c) {
     return await<SettleResult>([&](Callback<SettleResult> cb) { store_->settle(c, std::move(cb)); });
   }
+  // Moves the clock to the writer's next retry and waits until that retry has cleared the
+  // failure (the disk works again).
+  void retry_and_wait() {
+    clock_->advance_micros(writer_retry_ms * 1000);
+    store_->wait_while_writer_failing_for_testing();
+  }
   // Leaves nothing in flight for TearDown's audit (its stale check).
   void fail_in_flight(const CreatedAgreement& a) {
     store::RequestFilter f;
@@ -410,15 +416,13 @@ TEST_F(SqliteStoreTest, AnAdmissionRefusedByAFailingDiskIsNotReplayed) {
   auto refused = cmd(a);
   ASSERT_FALSE(admit(refused).ok());
   store_->set_write_fault_for_testing(false);
-  // The writer probes the disk every writer_retry_ms and admits again once it works.
+  // The writer probes the disk writer_retry_ms later and admits again once it works.
+  EXPECT_TRUE(store_->writer_failing());
+  retry_and_wait();
   auto later = cmd(a);
-  bool admitted = false;
-  for (int i = 0; i < 200 && !admitted; ++i) {
-    auto r = admit(later);
-    admitted = r.ok() && r->decision.admitted();
-    if (!admitted) std::this_thread::sleep_for(std::chrono::milliseconds(writer_retry_ms));
-  }
-  ASSERT_TRUE(admitted);
+  auto r = admit(later);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->decision.admitted());
   store_.reset();
   store_ = open_store_at();
   ASSERT_NE(store_, nullptr);
@@ -455,6 +459,7 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
                  [settled](Result<SettleResult> r) { settled->set_value(std::move(r)); });
   auto fut = settled->get_future();
   store_->set_write_fault_for_testing(false);
+  clock_->advance_micros(writer_retry_ms * 1000);  // the retry, writer_retry_ms later
   auto r = fut.get();
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_EQ(r->book, core::BookResult::booked);
@@ -499,16 +504,17 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
   ASSERT_FALSE(answer->ok());
   EXPECT_EQ(answer->error().code, ErrorCode::store_unavailable);
   store_->set_write_fault_for_testing(false);
-  // Nothing is queued any more: only the journal thread's probe can clear the failure.
-  bool recovered = false;
-  for (int i = 0; i < 1000 && !recovered; ++i) {
-    admit_here();
-    loop->run_ready();
-    recovered = answer.has_value() && answer->ok();
-    if (!recovered) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // The loop's failed turn handed the retries to the journal thread: refused until it has
+  // retried, admitted after.
+  admit_here();
+  ASSERT_TRUE(answer.has_value() && !answer->ok()) << "admitted while the writer was failing";
+  retry_and_wait();
+  admit_here();
+  loop->run_ready();
   loop.reset();
-  EXPECT_TRUE(recovered) << "admissions never resumed after the disk recovered";
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_TRUE(answer->ok()) << "admissions never resumed after the disk recovered: "
+                            << answer->error().message;
   fail_in_flight(a);
 }
 
