@@ -29,7 +29,7 @@ class Clock {
   // than by passing: a clock that jumps (ManualClock) calls `moved` after each move, until
   // unwatch(id). A real clock's time passes by itself, and it calls nothing. `moved` must
   // not call back into the clock.
-  virtual uint64_t watch(std::function<void()> /*moved*/) const { return 0; }
+  virtual uint64_t watch(const std::function<void()>& /*moved*/) const { return 0; }
   virtual void unwatch(uint64_t /*id*/) const {}
 };
 
@@ -54,7 +54,7 @@ class ManualClock final : public Clock {
     now_.store(t);
     moved();
   }
-  uint64_t watch(std::function<void()> moved) const override;
+  uint64_t watch(const std::function<void()>& moved) const override;
   void unwatch(uint64_t id) const override;
 
  private:

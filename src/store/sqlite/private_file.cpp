@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+#include <system_error>
 
 namespace cairva::store::sqlite {
 
@@ -30,7 +30,8 @@ Status create_private_if_missing(const std::string& path) {
   const int fd = open_private(path, O_RDWR | O_CREAT);
   if (fd < 0) {
     return make_error(ErrorCode::store_unavailable,
-                      "sqlite: cannot create " + path + ": " + std::strerror(errno));
+                      "sqlite: cannot create " + path + ": " +
+                          std::generic_category().message(errno));
   }
   ::close(fd);
   return {};
