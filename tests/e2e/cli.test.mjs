@@ -123,9 +123,11 @@ test('an admin API that accepts but never answers: the command stops at --admin-
 test('stored fields with terminal controls are printed escaped in tables and --json', async () => {
   const { allocation, secret } = await createAgreement(gw);
   const model = 'evil\u001b[2K\r\u009b31mforged\nrow';
+  // The request is stored whatever the mock makes of that model (it echoes it back raw, which
+  // the gateway refuses as a malformed response): only the stored row matters here.
   const r = await chat(gw, secret, { model, messages: [{ role: 'user', content: 'x' }], max_tokens: 5 });
-  assert.equal(r.status, 200, r.text);
   const reqId = r.headers.get('x-cairva-request-id');
+  assert.ok(reqId, `no request id: ${r.status} ${r.text}`);
   const table = await cairva(['requests', 'list', '--allocation', allocation.id]);
   assert.equal(table.code, 0, table.err);
   assert.ok(!/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(table.out), JSON.stringify(table.out));
