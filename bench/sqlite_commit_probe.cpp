@@ -1,5 +1,5 @@
 // sqlite_commit_probe: what one SQLite commit costs when it appends to ONE B-tree, the
-// floor for a journal-first write path (docs/benchmarks.md, "What would move the store").
+// floor for a journal-first write path.
 // Same settings as the embedded store (WAL, synchronous=NORMAL, cached statements); each
 // commit appends `--ops` rows of `--bytes` bytes to a rowid table.
 //

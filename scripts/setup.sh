@@ -5,18 +5,19 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # Boost 1.81 is installed as individual packages: libboost-dev/libboost-all-dev
-# pull in 1.74, which conflicts (see STACK.md).
+# pull in 1.74, which conflicts (see STACK.md). Each package below has a user: the build
+# (CMakeLists.txt), the tests (scripts/test.sh), bench/ (sqlite3, wrk, nginx, gnuplot, perf,
+# valgrind), fuzz/ (clang, its sanitizer runtimes) or scripts/lint.sh (clang-format, clang-tidy).
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates curl
   libboost-system1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libboost-context1.81-dev libboost-coroutine1.81-dev
   libssl-dev openssl
   libsimdjson-dev libmimalloc-dev zlib1g-dev libsqlite3-dev sqlite3 libpq-dev libpq5
-  libtomlplusplus-dev libcli11-dev libspdlog-dev libfmt-dev
-  libgtest-dev libgmock-dev librapidcheck-dev libbenchmark-dev
+  libtomlplusplus-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
   postgresql-15 postgresql-client-15
-  wrk nginx-light gnuplot-nox hyperfine linux-perf valgrind
-  clang-14 libfuzzer-14-dev libclang-rt-14-dev
+  wrk nginx-light gnuplot-nox linux-perf valgrind
+  clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
 )
 
 missing=()

@@ -15,6 +15,25 @@ int64_t SystemClock::monotonic_micros() const {
   return duration_cast<microseconds>(steady_clock::now().time_since_epoch()).count();
 }
 
+uint64_t ManualClock::watch(const std::function<void()>& moved) const {
+  std::lock_guard lock(watchers_mu_);
+  const uint64_t id = next_watch_id_++;
+  watchers_.emplace(id, moved);
+  return id;
+}
+
+// After unwatch() returns, its function is not running and never runs again: moves call
+// the watchers under the same mutex.
+void ManualClock::unwatch(uint64_t id) const {
+  std::lock_guard lock(watchers_mu_);
+  watchers_.erase(id);
+}
+
+void ManualClock::moved() const {
+  std::lock_guard lock(watchers_mu_);
+  for (const auto& [id, f] : watchers_) f();
+}
+
 namespace {
 
 // Howard Hinnant's days_from_civil / civil_from_days: proleptic Gregorian calendar.
@@ -103,14 +122,14 @@ std::optional<UnixMicros> parse_rfc3339(std::string_view s) {
     if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(s, pos + 4, 2, om)) {
       return std::nullopt;
     }
-    offset_s = (oh * 3600 + om * 60) * (s[pos] == '+' ? 1 : -1);
+    offset_s = (int64_t{oh} * 3600 + int64_t{om} * 60) * (s[pos] == '+' ? 1 : -1);
     pos += 6;
   } else {
     return std::nullopt;
   }
   if (pos != s.size()) return std::nullopt;
   const int64_t days = days_from_civil(Y, static_cast<unsigned>(M), static_cast<unsigned>(D));
-  const int64_t secs = days * 86400 + h * 3600 + mi * 60 + se - offset_s;
+  const int64_t secs = days * 86400 + int64_t{h} * 3600 + int64_t{mi} * 60 + se - offset_s;
   return secs * micros_per_second + frac;
 }
 

@@ -4,6 +4,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -22,6 +25,12 @@ class Clock {
   virtual ~Clock() = default;
   virtual UnixMicros now() const = 0;
   virtual int64_t monotonic_micros() const = 0;
+  // A thread that waits for a deadline on this clock must hear when its time moves other
+  // than by passing: a clock that jumps (ManualClock) calls `moved` after each move, until
+  // unwatch(id). A real clock's time passes by itself, and it calls nothing. `moved` must
+  // not call back into the clock.
+  virtual uint64_t watch(const std::function<void()>& /*moved*/) const { return 0; }
+  virtual void unwatch(uint64_t /*id*/) const {}
 };
 
 class SystemClock final : public Clock {
@@ -30,18 +39,31 @@ class SystemClock final : public Clock {
   int64_t monotonic_micros() const override;
 };
 
-// A clock that moves only when told to. Thread-safe.
+// A clock that moves only when told to; each move calls its watchers. Thread-safe.
 class ManualClock final : public Clock {
  public:
   explicit ManualClock(UnixMicros start) : now_(start) {}
   UnixMicros now() const override { return now_.load(); }
   int64_t monotonic_micros() const override { return now_.load(); }
-  void advance_micros(int64_t d) { now_.fetch_add(d); }
-  void advance_seconds(int64_t s) { now_.fetch_add(s * micros_per_second); }
-  void set(UnixMicros t) { now_.store(t); }
+  void advance_micros(int64_t d) {
+    now_.fetch_add(d);
+    moved();
+  }
+  void advance_seconds(int64_t s) { advance_micros(s * micros_per_second); }
+  void set(UnixMicros t) {
+    now_.store(t);
+    moved();
+  }
+  uint64_t watch(const std::function<void()>& moved) const override;
+  void unwatch(uint64_t id) const override;
 
  private:
+  void moved() const;
+
   std::atomic<UnixMicros> now_;
+  mutable std::mutex watchers_mu_;
+  mutable uint64_t next_watch_id_ = 1;                              // GUARDED_BY(watchers_mu_)
+  mutable std::map<uint64_t, std::function<void()>> watchers_;  // GUARDED_BY(watchers_mu_)
 };
 
 // "2026-11-30T19:12:08.123456Z" (microseconds shown only when non-zero).

@@ -32,4 +32,20 @@ TEST(ManualClock, MovesOnlyWhenTold) {
   EXPECT_EQ(c.now(), 1000 + 2 * micros_per_second);
 }
 
+// A thread waiting for a deadline on the clock hears each move, and nothing after unwatch.
+TEST(ManualClock, CallsItsWatchersOnEveryMoveUntilUnwatched) {
+  ManualClock c(0);
+  int moves = 0;
+  const uint64_t id = c.watch([&] { ++moves; });
+  c.advance_micros(5);
+  c.advance_seconds(1);
+  c.set(7);
+  EXPECT_EQ(moves, 3);
+  c.unwatch(id);
+  c.advance_micros(1);
+  EXPECT_EQ(moves, 3);
+  SystemClock real;
+  EXPECT_EQ(real.watch([&] { ++moves; }), 0u);  // real time passes by itself
+}
+
 }  // namespace cairva

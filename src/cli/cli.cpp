@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "cli/admin_commands.h"
+#include "cli/printable.h"
 
 namespace cairva::cli {
 namespace {
@@ -75,7 +76,7 @@ int admin_call(const Hooks& hooks, const AdminOptions& o, HttpCall call, Rendere
   }
   auto reply = hooks.admin_http ? hooks.admin_http(url, token, call) : admin_http(url, token, call);
   if (!reply) {
-    std::cerr << "cairva: " << reply.error().message << "\n";
+    std::cerr << "cairva: " << printable(reply.error().message) << "\n";
     return exit_refused;
   }
   if (reply->status < 200 || reply->status > 299) {
@@ -83,7 +84,7 @@ int admin_call(const Hooks& hooks, const AdminOptions& o, HttpCall call, Rendere
     return exit_refused;
   }
   if (o.json) {
-    std::cout << reply->body << "\n";
+    std::cout << printable(reply->body, Escaping::json) << "\n";
     return exit_ok;
   }
   boost::system::error_code ec;
@@ -164,7 +165,7 @@ int print_audit(const store::AuditReport& r) {
     std::cout << "ok: no violation of the ledger's invariants\n";
     return exit_ok;
   }
-  for (const auto& v : r.violations) std::cout << "violation: " << v << "\n";
+  for (const auto& v : r.violations) std::cout << "violation: " << printable(v) << "\n";
   std::cout << r.violations.size() << " violation(s)\n";
   return exit_refused;
 }
@@ -203,7 +204,7 @@ int run(int argc, char** argv, const Hooks& hooks) {
     action = [&] {
       auto cfg = serve_config(serve);
       if (!cfg) {
-        std::cerr << cfg.error().message << "\n";
+        std::cerr << printable(cfg.error().message) << "\n";
         return exit_bad_config;
       }
       return hooks.serve ? hooks.serve(*cfg) : not_built("serve");
@@ -239,13 +240,13 @@ int run(int argc, char** argv, const Hooks& hooks) {
       // The audit reads the store only: it needs no provider key in its environment.
       auto cfg = serve_config(audit, config::LoadOptions{.require_provider_keys = false});
       if (!cfg) {
-        std::cerr << cfg.error().message << "\n";
+        std::cerr << printable(cfg.error().message) << "\n";
         return exit_bad_config;
       }
       if (!hooks.audit) return not_built("audit");
       auto report = hooks.audit(*cfg);
       if (!report) {
-        std::cerr << "cairva: audit: " << report.error().message << "\n";
+        std::cerr << "cairva: audit: " << printable(report.error().message) << "\n";
         return exit_refused;
       }
       return print_audit(*report);
@@ -295,7 +296,7 @@ int run(int argc, char** argv, const Hooks& hooks) {
     action = [&] {
       auto body = agreement_body(ag, now);
       if (!body) {
-        std::cerr << "cairva: " << body.error().message << "\n";
+        std::cerr << "cairva: " << printable(body.error().message) << "\n";
         return exit_refused;
       }
       return admin_call(hooks, admin, HttpCall{"POST", admin_target({"agreements"}), *body},
@@ -471,7 +472,7 @@ int run(int argc, char** argv, const Hooks& hooks) {
     return action();
   } catch (const std::exception& e) {
     // Library exceptions (JSON shapes, allocation) end here as one line, not a crash.
-    std::cerr << "cairva: " << e.what() << "\n";
+    std::cerr << "cairva: " << printable(e.what()) << "\n";
     return exit_refused;
   }
 }

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json/parse.hpp>
 #include <cstdlib>
 #include <fstream>
 
 #include "cli/admin_commands.h"
+#include "cli/printable.h"
 
 namespace cairva::cli {
 namespace {
@@ -369,6 +371,68 @@ TEST(Render, AllocationListIsATable) {
 
 TEST(Render, ErrorWithoutTheUsualShapeShowsTheBody) {
   EXPECT_EQ(render_error(502, "Bad Gateway"), "cairva: 502: Bad Gateway");
+}
+
+// Regression: a model name carrying "\x1b[2K\r" erased its row of `cairva requests list` and
+// a newline forged a row of its own.
+TEST(Printable, EscapesEveryTerminalControl) {
+  EXPECT_EQ(printable("gpt-4o"), "gpt-4o");
+  EXPECT_EQ(printable("m\x1b[2K\r"), "m\\x1b[2K\\x0d");
+  EXPECT_EQ(printable(std::string("a\0b", 3)), "a\\x00b");
+  EXPECT_EQ(printable("a\nb\tc\x7f"), "a\\x0ab\\x09c\\x7f");
+  EXPECT_EQ(printable("\xc2\x9b" "31m"), "\\u009b31m");  // C1 CSI, as UTF-8
+  EXPECT_EQ(printable("\xc2\x85"), "\\u0085");          // C1 NEL
+  EXPECT_EQ(printable("back\\slash"), "back\\\\slash");  // so an escape is never ambiguous
+  EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");  // printable UTF-8 unchanged
+  EXPECT_EQ(printable("\xc2\xa0"), "\xc2\xa0");             // U+00A0 is past C1
+  EXPECT_EQ(printable("\x9b\xff\xc0\xaf\xed\xa0\x80"),
+            "\\x9b\\xff\\xc0\\xaf\\xed\\xa0\\x80");  // raw C1, invalid, overlong, surrogate
+  EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");    // truncated sequence
+}
+
+TEST(Printable, JsonEscapesKeepTheValue) {
+  const std::string body = "{\"model\":\"m\\u001b[2K\x7f\xc2\x9b\\\\\"}\n";
+  const std::string shown = printable(body, Escaping::json);
+  EXPECT_EQ(shown, "{\"model\":\"m\\u001b[2K\\u007f\\u009b\\\\\"}\n");
+  EXPECT_EQ(json::parse(shown), json::parse(body));
+  EXPECT_EQ(printable("\xff", Escaping::json), "\\ufffd");
+}
+
+TEST(Render, RequestListEscapesStoredFields) {
+  json::value list = json::parse(
+      R"({"data":[{"id":"req_1","allocation_id":"alloc_1","state":"booked",)"
+      R"("model":"m\u001b[2K\rreq_forged  alloc_1  booked\nx","started_at":"t",)"
+      R"("hold":{"input_tokens":1,"output_tokens":2},"provider_request_id":"p\u009b1"}]})");
+  const std::string text = render_request_list(list);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 2) << text;  // header and one row
+  EXPECT_EQ(text.find('\x1b'), std::string::npos);
+  EXPECT_EQ(text.find('\r'), std::string::npos);
+  EXPECT_NE(text.find("m\\x1b[2K\\x0dreq_forged  alloc_1  booked\\x0ax"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("p\\u009b1"), std::string::npos) << text;
+}
+
+TEST_F(CliTest, EveryOutputEscapesStoredStrings) {
+  reply_ = {200, R"({"data":[{"id":"req_1","model":"m\u001b[2K\r"}]})"};
+  Outcome table = run_cli({"requests", "list"});
+  EXPECT_EQ(table.code, 0);
+  EXPECT_EQ(table.out.find('\x1b'), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("m\\x1b[2K\\x0d"), std::string::npos) << table.out;
+  reply_ = {200, "{\"data\":[{\"model\":\"m\x7f\xc2\x9b\"}]}"};
+  Outcome raw = run_cli({"requests", "list", "--json"});
+  EXPECT_EQ(raw.out, "{\"data\":[{\"model\":\"m\\u007f\\u009b\"}]}\n");
+  reply_ = {409, R"({"error":{"code":"not_pending","message":"request m\u001b[2K is not"}})"};
+  Outcome error = run_cli({"requests", "list"});
+  EXPECT_EQ(error.err, "cairva: 409 not_pending: request m\\x1b[2K is not\n");
+  reply_ = {502, "Bad\x1b[2K Gateway"};
+  EXPECT_EQ(run_cli({"requests", "list"}).err, "cairva: 502: Bad\\x1b[2K Gateway\n");
+  hooks_.audit = [](const config::Config&) {
+    return Result<store::AuditReport>(
+        store::AuditReport{1, 1, 0, {"request req_\x1b[2K: state unknown"}});
+  };
+  EXPECT_NE(run_cli({"audit"}).out.find("violation: request req_\\x1b[2K: state"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -7,9 +7,8 @@
 //
 // The slots are split over shards of fewer than shard_ids_max ids, found by the digest's last
 // word (extendible hashing: a directory indexed by its top bits): one map of every id
-// would move all of them each time it grew — 343 ms of a stopped event loop at 1.7 million
-// ids, 682 ms at 3.4 million (docs/benchmarks.md, session 9). A full shard splits in two
-// instead, moving half of its ids.
+// would move all of them each time it grew, stopping the event loop for a time that grows
+// with the allocation's bookings. A full shard splits in two instead, moving half of its ids.
 //
 // Thread safety: none (the ledger's owner holds the allocation's lock).
 #pragma once

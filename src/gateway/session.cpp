@@ -95,8 +95,8 @@ Task<void> read_header(http::Socket& stream, http::Deadline& deadline, beast::fl
 }
 
 // The last key a connection sent, with its hash: clients send the same key on every
-// request of a keep-alive connection, and its SHA-256 is ~3% of the event loop's
-// instructions per request (bench/instructions.sh). Only the hash is reused; the store
+// request of a keep-alive connection, and hashing it again is a visible share of the event
+// loop's instructions per request (bench/instructions.sh). Only the hash is reused; the store
 // still decides per request (revoked, allocation). Lives with its connection, in memory.
 struct KeyHashCache {
   std::string secret;

@@ -43,8 +43,7 @@ http::Task<Result<T>> await_store(Start& start) {
       // Inside start() the coroutine is not to be resumed (an operation never completes
       // inside its initiation): posted. Later, on the loop's own thread, it resumes at
       // once: a post would queue it behind every handler ready by then, one more loop
-      // round per store call (docs/benchmarks.md, session 7). From any other thread,
-      // dispatch posts.
+      // round per store call. From any other thread, dispatch posts.
       if (waiting->initiating.load(std::memory_order_acquire)) {
         boost::asio::post(ex, std::move(resume));
       } else {

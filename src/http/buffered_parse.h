@@ -2,7 +2,7 @@
 // way Beast's read operations start, but without their asynchronous completion: a
 // request's body usually arrives with its header, and a provider's body with its status
 // line, so the common case needs no second operation on the socket (each costs a trip
-// through the event loop; docs/benchmarks.md, session 6).
+// through the event loop).
 #pragma once
 
 #include <boost/beast/core/flat_buffer.hpp>

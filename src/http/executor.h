@@ -1,7 +1,7 @@
 // The data path's executor type: an io_context's own. Asio's default, the type-erased
 // any_io_executor, is copied, compared and dispatched through on every operation and every
-// coroutine resumption (~4 % of the event loop's instructions per request; docs/
-// benchmarks.md, session 6). The admin listener and the mock provider keep the default.
+// coroutine resumption, on the data path's every request. The admin listener and the mock
+// provider keep the default.
 #pragma once
 
 #include <boost/asio/as_tuple.hpp>

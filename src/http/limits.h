@@ -51,8 +51,8 @@ inline constexpr size_t upstream_idle_connections_max = 256;
 inline constexpr int64_t upstream_idle_keepalive_s = 4;
 // Most of a stream's body held between relays: the parser stops there until the relay
 // drained it. The holding string grows only to what the provider's reads bring (SSE
-// events are a few hundred bytes), so memory per stream follows the events, not this bound
-// (a fixed 16 KiB buffer put 9,900 streams at 271 MB; docs/benchmarks.md).
+// events are a few hundred bytes), so memory per stream follows the events, not this bound:
+// a fixed buffer of this size per stream would dominate the RSS of ten thousand streams.
 inline constexpr size_t stream_read_buffer_bytes = 4 << 10;
 
 static_assert(request_header_bytes_max < request_body_bytes_max);

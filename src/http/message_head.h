@@ -1,7 +1,7 @@
 // MessageHead: the head (start line and header fields) of a message the gateway writes,
 // built as one string. The gateway's own messages have a handful of known fields, so one
 // string and one gathered write with the body replace Beast's allocation per field and
-// its serializer (docs/benchmarks.md, session 6). Parsing what others send stays Beast's.
+// its serializer. Parsing what others send stays Beast's.
 //
 // Thread safety: none; a value type.
 #pragma once

@@ -2,8 +2,7 @@
 // a message. Beast's basic_parser does all the parsing (syntax, header and body limits,
 // chunked framing, keep-alive); these classes are its documented extension point and
 // store the start line, a few named fields and the body. A full beast::http::parser also
-// copies every field into a basic_fields (an allocation each, ~13 per proxied request:
-// docs/benchmarks.md, session 7).
+// copies every field into a basic_fields, an allocation per field of every proxied message.
 #pragma once
 
 #include <array>

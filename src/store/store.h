@@ -7,9 +7,11 @@
 // allocation's row lock) around admission and settlement, so callers never lock.
 //
 // Asynchrony: the request path's calls (authenticate, admit, settle, status) complete
-// through a callback, invoked exactly once, on a thread of the store's choosing (possibly
-// inline), only after what it reports is durable. Callers must not block in it; they post
-// back to their own event loop. Admin calls are blocking.
+// through a callback, invoked exactly once, only after what it reports is durable, on a
+// thread of the store's choosing: inside the call, on a store thread, or later on the
+// caller's own event-loop thread (base/run_soon.h). Callers must not block in it; they
+// resume their work on their own event loop (gateway/store_await.h). Admin calls are
+// blocking.
 #pragma once
 
 #include <functional>

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { gatewayForFile, chat, BIN, ADMIN_TOKEN } from './harness.mjs';
+import { gatewayForFile, chat, createAgreement, BIN, ADMIN_TOKEN } from './harness.mjs';
 
 const run = promisify(execFile);
 let mock, gw;
@@ -124,4 +124,27 @@ test('--version prints the version, the commit and both schema versions, and exi
   const [first, second] = r.out.trim().split('\n');
   assert.match(first, /^cairva \d+\.\d+\.\d+ \(commit ([0-9a-f]{12}(-dirty)?|unknown)\)$/);
   assert.match(second, /^schema: sqlite [1-9]\d*, postgresql [1-9]\d*$/);
+});
+
+// Regression: a model name with terminal escapes, stored with its request, erased its row of
+// `cairva requests list` on the operator's terminal (issue 25, item 15).
+test('stored fields with terminal controls are printed escaped in tables and --json', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  const model = 'evil\u001b[2K\r\u009b31mforged\nrow';
+  // The request is stored whatever the mock makes of that model (it echoes it back raw, which
+  // the gateway refuses as a malformed response): only the stored row matters here.
+  const r = await chat(gw, secret, { model, messages: [{ role: 'user', content: 'x' }], max_tokens: 5 });
+  const reqId = r.headers.get('x-cairva-request-id');
+  assert.ok(reqId, `no request id: ${r.status} ${r.text}`);
+  const table = await cairva(['requests', 'list', '--allocation', allocation.id]);
+  assert.equal(table.code, 0, table.err);
+  assert.ok(!/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(table.out), JSON.stringify(table.out));
+  const rows = table.out.trimEnd().split('\n');
+  assert.equal(rows.length, 2, table.out);  // the header and one row: nothing forged
+  assert.ok(rows[1].startsWith(reqId), table.out);
+  assert.ok(rows[1].includes('evil\\x1b[2K\\x0d\\u009b31mforged\\x0arow'), table.out);
+  const json = await cairva(['requests', 'list', '--allocation', allocation.id, '--json']);
+  assert.equal(json.code, 0, json.err);
+  assert.ok(!/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/.test(json.out), JSON.stringify(json.out));
+  assert.equal(JSON.parse(json.out).data[0].model, model);  // the same value, escaped
 });

@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "store/sqlite/limits.h"
+#include "store/sqlite/private_file.h"
 
 namespace cairva::store::sqlite {
 
@@ -67,6 +68,9 @@ Result<Db> Db::open(const std::string& path, bool read_only) {
   // SQLite's initialisation (a no-op error if something initialised it first).
   static std::once_flag configured;
   std::call_once(configured, [] { (void)sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0); });
+  if (!read_only) {
+    if (Status s = create_private_if_missing(path); !s.ok()) return s.error();
+  }
   sqlite3* h = nullptr;
   const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
                     SQLITE_OPEN_NOMUTEX;

@@ -7,11 +7,13 @@
 #include <cerrno>
 #include <cstring>
 
+#include "store/sqlite/private_file.h"
+
 namespace cairva::store::sqlite {
 
 Result<std::unique_ptr<FileLock>> FileLock::acquire(const std::string& db_path) {
   const std::string path = db_path + ".lock";
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int fd = open_private(path, O_RDWR | O_CREAT);
   if (fd < 0) {
     return make_error(ErrorCode::store_unavailable,
                       "store " + db_path + ": cannot open " + path + ": " + std::strerror(errno));

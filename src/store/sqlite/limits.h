@@ -10,8 +10,9 @@ namespace cairva::store::sqlite {
 // depth: a disk slower than the request rate must push back, not grow memory. Settlements
 // are never refused (each closes a request that was admitted under this bound).
 inline constexpr size_t writer_queue_ops_max = 16384;
-// Writes committed in one transaction: enough to amortise one fsync over a burst, small
-// enough that one transaction never holds the write lock for long.
+// Ops the journal appends as one oplog frame (one write(), and one fdatasync with
+// sync=full): enough to amortise that over a burst, small enough that one frame, and the
+// acknowledgements waiting for it, stay small.
 inline constexpr size_t commit_batch_ops_max = 512;
 // Ops the applier copies from the oplog into the tables in one transaction: large, so the
 // cost of a commit touching every table is shared by many requests; bounded, so a read
@@ -25,11 +26,10 @@ inline constexpr int64_t apply_linger_ms = 20;
 // Journaled ops not yet applied to the tables. At this depth the journal stops taking new
 // work until the applier catches up (requests wait; memory stays bounded).
 inline constexpr size_t apply_backlog_ops_max = 16384;
-// Records the applier applies between two yields of its core while it keeps up (~5 µs
-// each): see Writer::commit_apply. It runs at the event loops' priority: at a lower one
-// (nice 10, until session 7) a saturated machine starved it until its backlog reached
-// apply_backlog_ops_max and stopped the request path for tens of milliseconds
-// (docs/benchmarks.md, session 7).
+// Records the applier applies between two yields of its core while it keeps up: see
+// Writer::commit_apply. It runs at the event loops' priority: at a lower one a saturated
+// machine starves it until its backlog reaches apply_backlog_ops_max, which stops the
+// request path.
 inline constexpr size_t apply_records_per_yield = 32;
 // The oplog starts a new segment file past this size; a segment is deleted (by the
 // journal thread) once every record in it is applied. Small enough that the log of a

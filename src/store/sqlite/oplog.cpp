@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "store/sqlite/private_file.h"
+
 namespace cairva::store::sqlite::oplog {
 namespace {
 
@@ -130,7 +132,7 @@ Status Log::sync(int fd) {
 }
 
 Result<int> Log::create_segment_file(const std::string& path, uint64_t& reserve) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  const int fd = open_private(path, O_WRONLY | O_CREAT | O_TRUNC);
   if (fd < 0) return errno_error(path, "open");
   // The whole segment's space now, so that no commit into it meets a full disk. A file
   // system without fallocate gets plain appends.

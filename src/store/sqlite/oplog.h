@@ -2,8 +2,8 @@
 // (`<path>-oplog.<first record number>`) holding the request path's writes
 // (writes::Record) in order, one frame per commit (oplog_frame.h).
 //
-// Why: a commit that touches the store's ten-odd B-trees costs ~250 µs; appending one
-// frame is one write() (docs/benchmarks.md). A request waits for its record to be in the
+// Why: a commit that touches the store's ten-odd B-trees costs far more than appending one
+// frame, which is one write() (bench/sqlite_commit_probe measures the floor of each). A request waits for its record to be in the
 // log; the Writer's applier copies records into the tables in large batches on its own
 // thread and connection, and records the last applied record number in the SAME
 // transaction (table oplog_applied of the database). So every record is applied exactly
@@ -18,8 +18,8 @@
 // The next segment is made ahead (`<path>-oplog-spare`: created, its space reserved, its
 // magic written) by the journal thread, so that moving to it is one rename() on whichever
 // thread commits — with sync=normal an event loop, which must not wait for the file
-// system (creating and reserving a file cost ~0.2 ms there; giving back the old segment's
-// unused reserve ~0.5 ms on a file system mounted with `discard`, so that is left to the
+// system (creating and reserving a file costs a stalled loop; so does giving back the old
+// segment's unused reserve on a file system mounted with `discard`, which is left to the
 // segment's deletion).
 //
 // The log of an earlier build (one SQLite file, `<path>-oplog`) is replayed once and

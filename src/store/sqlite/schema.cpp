@@ -96,8 +96,7 @@ CREATE INDEX conflicts_allocation ON conflicts (allocation_id, seq);
 CREATE TABLE writer_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
 INSERT INTO writer_probe VALUES (1, 0);
 )sql",
-    // 2: fewer B-trees written per request (docs/benchmarks.md, "Where the time goes"). Every
-    // index below was written on every booking and read by nothing the gateway does often:
+    // 2: fewer B-trees written per request. Every index below was written on every booking and read by nothing the gateway does often:
     //  - requests_state moved each request from 'in_flight' to 'booked'; only in-flight
     //    requests are ever looked up by state (restart, audit), so a partial index suffices;
     //  - usage_events_booked_at was read by no query;
@@ -130,8 +129,8 @@ CREATE INDEX usage_events_allocation ON usage_events (allocation_id, seq);
 )sql",
     // 3: no index on the booking key (allocation_id, provider_request_id). Providers' ids are
     // random, so that unique index cost one random leaf page per booking, written to the WAL
-    // and checkpointed again: the largest part of the store's cost per request (measured in
-    // docs/benchmarks.md). The key stays unique because the one process that may write the
+    // and checkpointed again: the largest part of the store's cost per request
+    // (bench/sqlite_store_bench). The key stays unique because the one process that may write the
     // file (its lock) decides every booking in the allocation's in-memory ledger, which holds
     // every booked provider id (restored from this table at open); `cairva audit` checks it.
     // A duplicate request's event is found by its (allocation_id, provider_request_id), so
@@ -165,9 +164,9 @@ ALTER TABLE requests DROP COLUMN booked_event_id;
 CREATE TABLE oplog_applied (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL);
 INSERT INTO oplog_applied VALUES (1, 0);
 )sql",
-    // 5: requests, rebuilt for its two costs per row (docs/benchmarks.md, session 6):
+    // 5: requests, rebuilt for its two costs per row:
     //  - SQLite checks `state IN (four values)` by building a temporary table on every
-    //    insert and update (an in-memory B-tree: ~20% of the applier's instructions); the
+    //    insert and update (an in-memory B-tree, one of the applier's largest costs); the
     //    same check as comparisons builds nothing;
     //  - WITHOUT ROWID: the table is its id's B-tree, one B-tree less per request (ids are
     //    time-ordered, so rows still append).
@@ -195,9 +194,9 @@ ALTER TABLE requests_v5 RENAME TO requests;
 CREATE INDEX requests_allocation_started ON requests (allocation_id, started_at);
 CREATE INDEX requests_in_flight ON requests (started_at) WHERE state = 'in_flight';
 )sql",
-    // 6: no index on usage_events.request_id (docs/benchmarks.md, session 14). Nothing looks
-    // an event up by its request; the index only kept one event per request, one B-tree
-    // insert per booking, ~9% of the applier's instructions. As for the booking key
+    // 6: no index on usage_events.request_id. Nothing looks an event up by its request; the
+    // index only kept one event per request, at one B-tree insert per booking. As for the
+    // booking key
     // (migration 3), the ledger decides it: a request is booked from in_flight or
     // usage_pending once, under its allocation's lock; `cairva audit` checks it.
     R"sql(
@@ -274,8 +273,7 @@ Status prepare_database(Db& db, bool sync_full, int up_to_version) {
   // Foreign keys are checked once a migration ran, and not enforced on each write: the
   // writer stores only rows the store built (a request after its allocation, an event in
   // the transaction of its request), and enforcement probed a parent B-tree three times
-  // per request, ~10% of the applier's instructions (docs/benchmarks.md, session 14).
-  // `cairva audit` checks every key (sqlite_audit.cpp). Off also lets a migration rebuild
+  // per request, for nothing. `cairva audit` checks every key (sqlite_audit.cpp). Off also lets a migration rebuild
   // a referenced table (5), which enforcement would refuse.
   if (Status s = db.exec("PRAGMA foreign_keys=OFF"); !s.ok()) return s;
   auto v = user_version(db);

@@ -42,7 +42,7 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
     return s.error();
   }
   auto writer = std::make_unique<Writer>(std::move(wdb).value(), std::move(*log),
-                                         replayed->next_seq, options.on_commit_batch);
+                                         replayed->next_seq, clock, options.on_commit_batch);
   std::unique_ptr<SqliteStore> store(new SqliteStore(options, std::move(clock), std::move(lock).value(),
                                                      std::move(rdb).value(), std::move(writer)));
   if (Status s = store->load(); !s.ok()) return s.error();

@@ -4,7 +4,8 @@
 // a mutex + core::AllocationLedger + its agreement's immutable facts; API keys are a
 // hash -> grant map (a revocation takes effect at once). Authentication, admission and
 // settlement decide in memory under the allocation's mutex (no I/O inside) and queue their
-// row writes, in decision order, to the one group-commit Writer; callbacks run after COMMIT.
+// row writes, in decision order, to the one Writer; a callback runs once its writes are in
+// the operation log (writer.h), before the tables have them.
 // Admin reads of requests, events and conflicts read SQLite after a writer flush, so they
 // reflect everything acknowledged.
 //
@@ -69,6 +70,10 @@ class SqliteStore final : public Store {
 
   // Group-commit figures (commits, rows, largest batch) for /metrics and reports.
   WriterStats writer_stats() const { return writer_->stats(); }
+  // A commit failed and the writer's retry has not succeeded yet (admissions are refused).
+  bool writer_failing() const { return writer_->failing(); }
+  // Tests: blocks until the writer's retry or probe has cleared its failure.
+  void wait_while_writer_failing_for_testing() { writer_->wait_while_failing_for_testing(); }
   // Tests: make every commit fail (as a full disk would) while set.
   void set_write_fault_for_testing(bool fail) { writer_->set_fault_for_testing(fail); }
   // Blocks until every write queued so far has been attempted.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <deque>
@@ -110,6 +111,12 @@ class SqliteStoreTest : public ::testing::Test {
   }
   Result<SettleResult> settle(const SettleCommand& c) {
     return await<SettleResult>([&](Callback<SettleResult> cb) { store_->settle(c, std::move(cb)); });
+  }
+  // Moves the clock to the writer's next retry and waits until that retry has cleared the
+  // failure (the disk works again).
+  void retry_and_wait() {
+    clock_->advance_micros(writer_retry_ms * 1000);
+    store_->wait_while_writer_failing_for_testing();
   }
   // Leaves nothing in flight for TearDown's audit (its stale check).
   void fail_in_flight(const CreatedAgreement& a) {
@@ -411,15 +418,13 @@ TEST_F(SqliteStoreTest, AnAdmissionRefusedByAFailingDiskIsNotReplayed) {
   auto refused = cmd(a);
   ASSERT_FALSE(admit(refused).ok());
   store_->set_write_fault_for_testing(false);
-  // The writer probes the disk every writer_retry_ms and admits again once it works.
+  // The writer probes the disk writer_retry_ms later and admits again once it works.
+  EXPECT_TRUE(store_->writer_failing());
+  retry_and_wait();
   auto later = cmd(a);
-  bool admitted = false;
-  for (int i = 0; i < 200 && !admitted; ++i) {
-    auto r = admit(later);
-    admitted = r.ok() && r->decision.admitted();
-    if (!admitted) std::this_thread::sleep_for(std::chrono::milliseconds(writer_retry_ms));
-  }
-  ASSERT_TRUE(admitted);
+  auto r = admit(later);
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->decision.admitted());
   store_.reset();
   store_ = open_store_at();
   ASSERT_NE(store_, nullptr);
@@ -464,6 +469,7 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   ASSERT_FALSE(key.ok());
   EXPECT_EQ(key.error().code, ErrorCode::store_unavailable);
   store_->set_write_fault_for_testing(false);
+  clock_->advance_micros(writer_retry_ms * 1000);  // the retry, writer_retry_ms later
   store_->flush();  // behind the kept settlement: returns once it is committed
   EXPECT_FALSE(store_->writer_stats().failed_batches == 0);
   // Recovered: the settlement repeated writes nothing more, admissions work again and the
@@ -510,16 +516,17 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
   ASSERT_FALSE(answer->ok());
   EXPECT_EQ(answer->error().code, ErrorCode::store_unavailable);
   store_->set_write_fault_for_testing(false);
-  // Nothing is queued any more: only the journal thread's probe can clear the failure.
-  bool recovered = false;
-  for (int i = 0; i < 1000 && !recovered; ++i) {
-    admit_here();
-    loop->run_ready();
-    recovered = answer.has_value() && answer->ok();
-    if (!recovered) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // The loop's failed turn handed the retries to the journal thread: refused until it has
+  // retried, admitted after.
+  admit_here();
+  ASSERT_TRUE(answer.has_value() && !answer->ok()) << "admitted while the writer was failing";
+  retry_and_wait();
+  admit_here();
+  loop->run_ready();
   loop.reset();
-  EXPECT_TRUE(recovered) << "admissions never resumed after the disk recovered";
+  ASSERT_TRUE(answer.has_value());
+  EXPECT_TRUE(answer->ok()) << "admissions never resumed after the disk recovered: "
+                            << answer->error().message;
   fail_in_flight(a);
 }
 
@@ -602,6 +609,40 @@ TEST_F(SqliteStoreTest, SchemaIsVersionedAndReopenDoesNotMigrateAgain) {
   sqlite3_finalize(s);
   sqlite3_close(db);
   store_ = open_store_at();
+}
+
+// The store's files hold key hashes and the ledger: every one is created 0600 even under a
+// umask that would let others read it (regression: the database, its -wal and -shm, the
+// operation log and the lock file were 0644 less the umask).
+TEST_F(SqliteStoreTest, EveryFileIsCreatedReadableByTheOwnerOnly) {
+  store_.reset();
+  std::filesystem::remove_all(dir_);
+  std::filesystem::create_directories(dir_);
+  const mode_t previous = ::umask(0);
+  store_ = open_store_at();
+  ::umask(previous);
+  ASSERT_NE(store_, nullptr);
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  auto c = cmd(a);
+  ASSERT_TRUE(admit(c)->decision.admitted());
+  ASSERT_TRUE(settle({c.request_id, a.allocation.id, SettleKind::usage, "p1", {1, 1}}).ok());
+  store_->flush();
+  std::vector<std::string> seen;
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    struct stat st {};
+    ASSERT_EQ(::stat(e.path().c_str(), &st), 0) << e.path();
+    const std::string name = e.path().filename().string();
+    seen.push_back(name);
+    EXPECT_EQ(st.st_mode & 07777, 0600u) << name;
+  }
+  std::sort(seen.begin(), seen.end());
+  for (const char* expected : {"cairva.db", "cairva.db-wal", "cairva.db-shm", "cairva.db.lock",
+                               "cairva.db-oplog-spare"}) {
+    EXPECT_TRUE(std::binary_search(seen.begin(), seen.end(), std::string(expected)))
+        << expected << " missing";
+  }
+  EXPECT_TRUE(std::any_of(seen.begin(), seen.end(),
+                          [](const std::string& n) { return n.starts_with("cairva.db-oplog."); }));
 }
 
 // Every request writes a requests row: its statements must not build a temporary table

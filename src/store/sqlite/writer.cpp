@@ -1,6 +1,7 @@
 #include "store/sqlite/writer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <future>
 
@@ -19,6 +20,25 @@ Error unavailable(const std::string& why) {
 
 bool journaled(const WriteOp& op) { return !op.records.empty(); }
 
+constexpr int64_t micros_per_ms = micros_per_second / 1000;
+constexpr int64_t retry_us = writer_retry_ms * micros_per_ms;
+
+// Waits on `cv`, `lock` held, until `ready()` or `clock`'s monotonic time reaches
+// `deadline_us`; returns ready(). Each wait lasts at most the time left on the clock, so a
+// real clock's deadline ends it; a clock that jumps ends it through the Writer's watch,
+// which takes the lock's mutex before it notifies, so no move falls between a check and a
+// wait.
+template <class Predicate>
+bool wait_until(const Clock& clock, std::condition_variable& cv, std::unique_lock<std::mutex>& lock,
+                int64_t deadline_us, Predicate ready) {
+  while (!ready()) {
+    const int64_t left_us = deadline_us - clock.monotonic_micros();
+    if (left_us <= 0) return false;
+    cv.wait_for(lock, std::chrono::microseconds(left_us));
+  }
+  return true;
+}
+
 // One transaction's end: COMMIT, or ROLLBACK and the failure.
 Status finish(Db& db, Status s) {
   if (s.ok()) s = db.exec("COMMIT");
@@ -29,13 +49,19 @@ Status finish(Db& db, Status s) {
 }  // namespace
 
 Writer::Writer(Db database, std::unique_ptr<oplog::Log> log, int64_t next_seq,
-               std::function<void(int64_t)> on_commit)
+               std::shared_ptr<const Clock> clock, std::function<void(int64_t)> on_commit)
     : database_(std::move(database)),
       log_(std::move(log)),
       next_seq_(next_seq),
       log_fsyncs_(log_->sync_full()),
+      clock_(std::move(clock)),
       on_commit_(std::move(on_commit)),
       applied_seq_(next_seq - 1) {
+  clock_watch_ = clock_->watch([this] {
+    { std::lock_guard lock(mu_); }  // a thread between its check and its wait holds mu_
+    journal_wake_.notify_all();
+    apply_wake_.notify_all();
+  });
   journal_thread_ = std::thread([this] {
     name_this_thread("cairva-store");
     run_journal();
@@ -55,6 +81,7 @@ thread_local const Writer* journal_run_queued_for = nullptr;
 
 Writer::~Writer() {
   if (journal_run_queued_for == this) journal_run_queued_for = nullptr;  // the address may be reused
+  clock_->unwatch(clock_watch_);
   {
     std::lock_guard lock(mu_);
     stopping_ = true;
@@ -66,21 +93,23 @@ Writer::~Writer() {
 
 bool Writer::try_enqueue(WriteOp&& op, Wake wake) {
   CAIRVA_ASSERT(op.kind == WriteOp::Kind::admission);
+  const int64_t now_us = clock_->monotonic_micros();
   {
     std::lock_guard lock(mu_);
     if (journal_failing_ || apply_failing_ || stopping_ || queue_.size() >= writer_queue_ops_max) {
       return false;
     }
-    queue_.push_back({std::move(op), std::chrono::steady_clock::now()});
+    queue_.push_back({std::move(op), now_us});
   }
   schedule_journal(wake);
   return true;
 }
 
 void Writer::enqueue(WriteOp op, Wake wake) {
+  const int64_t now_us = clock_->monotonic_micros();
   {
     std::lock_guard lock(mu_);
-    queue_.push_back({std::move(op), std::chrono::steady_clock::now()});
+    queue_.push_back({std::move(op), now_us});
   }
   schedule_journal(wake);
 }
@@ -190,17 +219,27 @@ void Writer::pause_journal_for_testing(bool pause) {
   journal_wake_.notify_all();
 }
 
+void Writer::clear_failing(bool& failing) {
+  if (!failing) return;
+  failing = false;
+  recovered_.notify_all();
+}
+
+void Writer::wait_while_failing_for_testing() {
+  std::unique_lock lock(mu_);
+  recovered_.wait(lock, [&] { return !journal_failing_ && !apply_failing_; });
+}
+
 bool Writer::fault() const {
   std::lock_guard lock(mu_);
   return fault_;
 }
 
 void Writer::run_journal() {
-  const auto retry = std::chrono::milliseconds(writer_retry_ms);
   std::unique_lock lock(mu_);
   for (;;) {
     if (journal_failing_) {
-      journal_wake_.wait_for(lock, retry, [&] { return stopping_; });
+      wait_until(*clock_, journal_wake_, lock, journal_retry_at_us_, [&] { return stopping_; });
     } else {
       // A loop's turn that failed wakes this thread to take over the retries and probes.
       journal_wake_.wait(lock, [&] {
@@ -218,8 +257,13 @@ void Writer::run_journal() {
       if (probe) {
         // Probe the disk so admissions resume by themselves.
         const Status s = fault() ? Status(unavailable("injected write failure")) : log_->probe(next_seq_);
+        const int64_t now_us = clock_->monotonic_micros();
         std::lock_guard relock(mu_);
-        if (s.ok()) journal_failing_ = false;
+        if (s.ok()) {
+          clear_failing(journal_failing_);
+        } else {
+          journal_retry_at_us_ = now_us + retry_us;
+        }
       } else {
         journal_next_batch(acks);
         if (maintenance_due()) maintain_journal();
@@ -240,16 +284,16 @@ void Writer::run_journal() {
 }
 
 void Writer::run_apply() {
-  const auto retry = std::chrono::milliseconds(writer_retry_ms);
   Batch batch;  // empty between batches; its capacity is kept
   std::unique_lock lock(mu_);
   for (;;) {
     if (apply_failing_) {
-      apply_wake_.wait_for(lock, retry, [&] { return journal_stopped_; });
+      wait_until(*clock_, apply_wake_, lock, apply_retry_at_us_, [&] { return journal_stopped_; });
     } else {
       apply_wake_.wait(lock, [&] { return journal_stopped_ || (!paused_ && !applying_.empty()); });
       // Linger for a batch worth a commit, unless someone waits for this one.
-      apply_wake_.wait_for(lock, std::chrono::milliseconds(apply_linger_ms), [&] {
+      const int64_t linger_end_us = clock_->monotonic_micros() + apply_linger_ms * micros_per_ms;
+      wait_until(*clock_, apply_wake_, lock, linger_end_us, [&] {
         return journal_stopped_ || paused_ || waiting_in_apply_ > 0 ||
                applying_.size() >= apply_batch_ops_min;
       });
@@ -266,8 +310,13 @@ void Writer::run_apply() {
     if (batch.empty()) {
       Status s = fault() ? Status(unavailable("injected write failure")) : database_.exec("BEGIN IMMEDIATE");
       if (s.ok()) s = finish(database_, database_.exec("UPDATE writer_probe SET at = at + 1 WHERE id = 1"));
+      const int64_t now_us = clock_->monotonic_micros();
       lock.lock();
-      if (s.ok()) apply_failing_ = false;
+      if (s.ok()) {
+        clear_failing(apply_failing_);
+      } else {
+        apply_retry_at_us_ = now_us + retry_us;
+      }
       continue;
     }
     Acks unused;  // the applier answers its ops itself
@@ -357,7 +406,7 @@ Status Writer::commit_apply(Batch& batch, size_t& poisoned) {
     auto& q = batch[i];
     for (const auto& r : q.op.records) {
       if (Status s = records.add(database_, r, i); !s.ok()) return fail(s, records.failed_op());
-      // The scheduler lets a running thread finish its slice (~1.5 ms) before a woken event
+      // The scheduler lets a running thread finish its slice (milliseconds) before a woken event
       // loop gets the core: while the applier keeps up, it yields every few hundred
       // microseconds of work, which keeps its batches out of the request path's tail
       // latency (and costs nothing when no other thread waits). Once work piles up it
@@ -424,7 +473,7 @@ void Writer::process(Stage stage, Batch& batch, Acks& acks) {
         stats_.rows += written;
         stats_.max_batch = std::max(stats_.max_batch, written);
       }
-      journal_failing_ = false;
+      clear_failing(journal_failing_);
       // Only what ends the applier's wait or linger wakes it: a wake-up per journal commit
       // would cost it as much as the commit.
       wake_applier = applying_.empty();
@@ -446,7 +495,7 @@ void Writer::process(Stage stage, Batch& batch, Acks& acks) {
   {
     std::lock_guard lock(mu_);
     ++stats_.apply_commits;
-    apply_failing_ = false;
+    clear_failing(apply_failing_);
     applied_seq_ = std::max(applied_seq_, last_seq);
   }
   for (auto& q : batch) {
@@ -456,13 +505,15 @@ void Writer::process(Stage stage, Batch& batch, Acks& acks) {
 }
 
 void Writer::fail_batch(Stage stage, Batch& batch, const Status& why) {
+  const int64_t now_us = clock_->monotonic_micros();
   {
+    // Before any callback below runs: whoever it answers sees the retry already scheduled.
     std::lock_guard lock(mu_);
     ++stats_.failed_batches;
     (stage == Stage::journal ? journal_failing_ : apply_failing_) = true;
+    (stage == Stage::journal ? journal_retry_at_us_ : apply_retry_at_us_) = now_us + retry_us;
   }
-  const auto now = std::chrono::steady_clock::now();
-  const auto ack_wait = std::chrono::milliseconds(durable_ack_wait_ms_max);
+  constexpr int64_t ack_wait_us = durable_ack_wait_ms_max * micros_per_ms;
   Batch keep;
   for (auto& q : batch) {
     if (stage == Stage::apply && journaled(q.op)) {
@@ -479,7 +530,7 @@ void Writer::fail_batch(Stage stage, Batch& batch, const Status& why) {
         break;
       case WriteOp::Kind::durable:
       case WriteOp::Kind::settlement:
-        if (!q.acknowledged && (q.op.kind == WriteOp::Kind::settlement || now - q.enqueued >= ack_wait)) {
+        if (!q.acknowledged && (q.op.kind == WriteOp::Kind::settlement || now_us - q.enqueued_us >= ack_wait_us)) {
           q.acknowledged = true;
           if (q.op.done) q.op.done(unavailable(why.error().message));
         }

@@ -31,6 +31,8 @@
 // A stage probes its disk while failing and clears `failing()` by itself on success.
 // A journaled record the tables refuse for a non-transient reason (a bug) is reported on
 // stderr and skipped, here and at replay, so it cannot stop the records behind it.
+// Every timer (the retries, the applier's linger, the durable acknowledgement's wait) runs on
+// the injected Clock: tests move a ManualClock instead of sleeping.
 //
 // Thread safety: all public methods are thread-safe.
 #pragma once
@@ -45,6 +47,7 @@
 #include <boost/container/devector.hpp>
 #include <boost/container/small_vector.hpp>
 
+#include "base/time.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/oplog.h"
 #include "store/sqlite/writes.h"
@@ -82,10 +85,10 @@ class Writer {
   // `database`: the tables' connection; `log`: the oplog, whose next record takes number
   // `next_seq` (oplog::replay's). When its commits wait for the disk (sync=full), event
   // loops never run them (a loop would stall every connection it serves for the fsync):
-  // Wake::soon then wakes the journal thread. `on_commit`: called after each oplog commit
-  // with its number of journaled ops (must not block).
+  // Wake::soon then wakes the journal thread. `clock`: what the timers read. `on_commit`:
+  // called after each oplog commit with its number of journaled ops (must not block).
   Writer(Db database, std::unique_ptr<oplog::Log> log, int64_t next_seq,
-         std::function<void(int64_t)> on_commit = {});
+         std::shared_ptr<const Clock> clock, std::function<void(int64_t)> on_commit = {});
   ~Writer();  // drains what it can, then fails what is left; joins the threads
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
@@ -113,11 +116,13 @@ class Writer {
   void pause_applier_for_testing(bool pause);
   // Tests: the journal thread takes nothing while set (an event loop's turn still commits).
   void pause_journal_for_testing(bool pause);
+  // Tests: blocks until no stage is failing (after a retry or a probe succeeded).
+  void wait_while_failing_for_testing();
 
  private:
   struct Queued {
     WriteOp op;
-    std::chrono::steady_clock::time_point enqueued;
+    int64_t enqueued_us = 0;    // the clock's monotonic time when queued
     bool acknowledged = false;  // its callback already ran (journaled, or timed out)
     bool applied = false;       // its statements ran in the last attempt
     int64_t last_seq = 0;       // journaled: the number of its last record
@@ -154,6 +159,8 @@ class Writer {
   // The ops of a batch the disk refused: answered, or kept for the retry.
   void fail_batch(Stage stage, Batch& batch, const Status& why);
   bool fault() const;
+  // REQUIRES: mu_ held. Clears a stage's failing flag and wakes who waits for that.
+  void clear_failing(bool& failing);
 
   Db database_;  // the applier thread's
   // Held by whichever thread runs the journal (the journal thread, or a loop's turn).
@@ -163,10 +170,13 @@ class Writer {
   int64_t next_seq_;                 // GUARDED_BY(journal_mu_)
   Batch journal_batch_;              // GUARDED_BY(journal_mu_): empty between batches
   const bool log_fsyncs_;  // the log's sync_full(), read once: log_ is journal_mu_'s
+  const std::shared_ptr<const Clock> clock_;
+  uint64_t clock_watch_ = 0;  // wakes the threads when a ManualClock moves
   const std::function<void(int64_t)> on_commit_;
   mutable std::mutex mu_;
   std::condition_variable journal_wake_;
   std::condition_variable apply_wake_;
+  std::condition_variable recovered_;  // a failing flag cleared
   Batch queue_;                   // GUARDED_BY(mu_): waiting for the journal
   Batch applying_;                // GUARDED_BY(mu_): journaled, waiting for the tables
   size_t waiting_in_apply_ = 0;   // GUARDED_BY(mu_): unjournaled ops in applying_
@@ -175,6 +185,8 @@ class Writer {
   bool journal_stopped_ = false;  // GUARDED_BY(mu_)
   bool journal_failing_ = false;  // GUARDED_BY(mu_)
   bool apply_failing_ = false;    // GUARDED_BY(mu_)
+  int64_t journal_retry_at_us_ = 0;  // GUARDED_BY(mu_): while journal_failing_, on clock_
+  int64_t apply_retry_at_us_ = 0;    // GUARDED_BY(mu_): while apply_failing_, on clock_
   bool fault_ = false;            // GUARDED_BY(mu_)
   bool paused_ = false;           // GUARDED_BY(mu_)
   bool journal_paused_ = false;   // GUARDED_BY(mu_)

@@ -56,7 +56,7 @@ struct Record {
   size_t start(size_t i) const { return i == 0 ? 0 : end_[i - 1]; }
   // The texts back to back: one allocation per record, not one per text. Records are built
   // on the event loop and freed on the applier's thread, and a block freed across threads
-  // costs the loop more when its allocator hands it out again (docs/benchmarks.md, session 14).
+  // costs the loop more when its allocator hands it out again.
   std::string bytes_;
   std::array<uint32_t, texts> end_{};
 };
