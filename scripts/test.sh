@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: set-up, build, a throw-away PostgreSQL, unit +
-# contract + model tests (CTest), end-to-end tests (Node's test runner with the official scripts/lint.sh runs when asked (see below).
-# openai client).
+# The whole test suite: set-up, build, a throw-away PostgreSQL, unit + contract + model
+# tests (CTest), end-to-end tests (Node's test runner with the official openai client);
+# scripts/lint.sh when asked (see below).
 # CAIRVA_TEST_SANITIZE=1 also runs the CTest suite under ASan+UBSan, the end-to-end suites
 # against the ASan+UBSan binary, and the concurrent parts (the stores and their contract
 # suite: writer thread, per-allocation mutexes, connection pools, PostgreSQL workers)
