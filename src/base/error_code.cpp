@@ -15,6 +15,7 @@ struct Row {
 constexpr std::array<Row, error_code_count> kTable{{
     {ErrorCode::invalid_request, 400, "invalid_request"},
     {ErrorCode::model_not_allowed, 400, "model_not_allowed"},
+    {ErrorCode::unsupported_api, 400, "unsupported_api"},
     {ErrorCode::invalid_api_key, 401, "invalid_api_key"},
     {ErrorCode::invalid_admin_token, 401, "invalid_admin_token"},
     {ErrorCode::allocation_depleted, 402, "allocation_depleted"},

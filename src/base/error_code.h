@@ -11,6 +11,7 @@ namespace cairva {
 enum class ErrorCode : uint8_t {
   invalid_request,        // 400
   model_not_allowed,      // 400
+  unsupported_api,        // 400 (a path of the other provider dialect, SPEC-APIS §1)
   invalid_api_key,        // 401
   invalid_admin_token,    // 401
   allocation_depleted,    // 402

@@ -261,12 +261,21 @@ void check_base_url(Checker& c, const std::string& path, const std::string& url)
 }
 
 void load_provider(Checker& c, const toml::table& t, const std::string& prefix, Provider& p) {
-  reject_unknown(c, t, prefix, {"name", "base_url", "api_key_env", "timeout_s", "ca_file", "limit_field"});
+  reject_unknown(c, t, prefix, {"name", "kind", "base_url", "api_key_env", "timeout_s", "ca_file", "limit_field"});
   auto name = get_string(c, t, "name", prefix + ".name");
   if (!name || name->empty()) {
     if (!c.failed()) c.fail(prefix + ".name", "required: a non-empty provider name");
   } else {
     p.name = *name;
+  }
+  if (auto kind = get_string(c, t, "kind", prefix + ".kind")) {
+    if (*kind == "openai") {
+      p.kind = ProviderKind::openai;
+    } else if (*kind == "anthropic") {
+      p.kind = ProviderKind::anthropic;
+    } else {
+      c.fail(prefix + ".kind", "expected \"openai\" or \"anthropic\", got " + quoted(*kind));
+    }
   }
   auto base = get_string(c, t, "base_url", prefix + ".base_url");
   if (!base) {

@@ -41,6 +41,13 @@ inline constexpr int64_t body_bytes_in_flight_max_default = int64_t{256} << 20;
 // that a body the gateway admits by size can always be read.
 inline constexpr int64_t body_bytes_in_flight_min = int64_t{32} << 20;
 
+// The API dialect a provider speaks (SPEC-APIS §1): which buyer paths it serves, its
+// auth header and its error shape.
+enum class ProviderKind : uint8_t {
+  openai,     // OpenAI and every OpenAI-compatible server (the default)
+  anthropic,  // Anthropic's Messages API
+};
+
 struct Provider {
   std::string name;
   std::string base_url;      // e.g. https://api.openai.com/v1
@@ -53,6 +60,7 @@ struct Provider {
   // The limit field the gateway writes the held per-choice limit into when a request
   // names none: limit_field_default or limit_field_max_tokens.
   std::string limit_field = limit_field_default;
+  ProviderKind kind = ProviderKind::openai;
 };
 
 struct Config {

@@ -156,6 +156,25 @@ TEST_F(ConfigTest, RefusesAnyOtherProviderLimitFieldNamingFileAndKey) {
             "cairva.toml: providers[0].limit_field: expected a string, got an integer");
 }
 
+TEST_F(ConfigTest, ProviderKindDefaultsToOpenaiAndAcceptsAnthropic) {
+  auto r = parse_config("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\n"
+                        "[[providers]]\nname = \"b\"\nkind = \"anthropic\"\nbase_url = \"http://b/v1\"\n"
+                        "[[providers]]\nname = \"c\"\nkind = \"openai\"\nbase_url = \"http://c\"\n",
+                        "cairva.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->providers.size(), 3u);
+  EXPECT_EQ(r->providers[0].kind, ProviderKind::openai);
+  EXPECT_EQ(r->providers[1].kind, ProviderKind::anthropic);
+  EXPECT_EQ(r->providers[2].kind, ProviderKind::openai);
+}
+
+TEST_F(ConfigTest, RefusesAnUnknownProviderKindNamingFileAndKey) {
+  EXPECT_EQ(error_of("[[providers]]\nname = \"a\"\nkind = \"gemini\"\nbase_url = \"http://a\"\n"),
+            "cairva.toml: providers[0].kind: expected \"openai\" or \"anthropic\", got \"gemini\"");
+  EXPECT_EQ(error_of("[[providers]]\nname = \"a\"\nkind = 2\nbase_url = \"http://a\"\n"),
+            "cairva.toml: providers[0].kind: expected a string, got an integer");
+}
+
 TEST_F(ConfigTest, RefusesUnknownKeyInEveryTable) {
   EXPECT_EQ(error_of("[server]\nlisten_addr = \"a:1\"\n"),
             "cairva.toml: server.listen_addr: unknown key");

@@ -80,14 +80,19 @@ std::optional<Refusal> check_rate_limits(const AllocationSnapshot& snap) {
 std::optional<Admitted> place_hold(const AllocationSnapshot& snap, const RequestFacts& facts) {
   CAIRVA_ASSERT(facts.n >= 1 && facts.input_estimate >= 0);
   const Tokens remaining = snap.remaining();
-  if (facts.input_estimate > remaining.input || remaining.output == 0) return std::nullopt;
-  const OutputRequest out{facts.max_completion_tokens, facts.max_tokens, facts.n};
+  if (facts.input_estimate > remaining.input) return std::nullopt;
   Admitted a;
+  if (!facts.holds_output) {
+    a.hold = Tokens{facts.input_estimate, 0};
+    return a;
+  }
+  if (remaining.output == 0) return std::nullopt;
+  const OutputRequest out{facts.max_completion_tokens, facts.max_tokens, facts.n};
   a.per_choice_limit = per_choice_limit(out, facts.default_max_tokens);
   // per_choice * n > remaining  <=>  per_choice > floor(remaining / n), without overflow.
   const int64_t fitting_per_choice = remaining.output / facts.n;
   if (a.per_choice_limit > fitting_per_choice) {
-    if (fitting_per_choice == 0) return std::nullopt;
+    if (fitting_per_choice < std::max<int64_t>(1, facts.per_choice_min)) return std::nullopt;
     a.per_choice_limit = fitting_per_choice;
     a.lowered_to = fitting_per_choice;
   }

@@ -38,6 +38,14 @@ struct RequestFacts {
   std::optional<int64_t> max_tokens;
   int64_t n = 1;
   int64_t default_max_tokens = 1024;
+  // False for an API that produces no output tokens (Embeddings, SPEC-APIS §2): the hold
+  // has no output part and no output allowance need remain.
+  bool holds_output = true;
+  // The least per-choice limit the provider accepts after the gateway lowered it
+  // (Responses' max_output_tokens 16; Messages with a thinking budget 1025): lowering
+  // under it is refused 402 allocation_exhausted instead of forwarding a request the
+  // provider must reject because of the rewrite (SPEC-APIS §2).
+  int64_t per_choice_min = 1;
 };
 
 // Why a request was refused, declared in the seed's check order: when several checks

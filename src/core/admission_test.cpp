@@ -288,6 +288,43 @@ TEST(Admission, RefusesExhaustedWhenNoOutputRemains) {
   EXPECT_EQ(r.reason, Refusal::allowance_exhausted);
 }
 
+TEST(Admission, LoweringUnderThePerChoiceMinimumIsRefusedNotForwarded) {
+  AllocationSnapshot s = open_snapshot();
+  s.booked.output = s.terms.allowance.output - 15;
+  RequestFacts f = facts(500);
+  f.per_choice_min = 16;
+  const Refused r = refused(decide_admission(s, f, kNow));
+  EXPECT_EQ(r.reason, Refusal::allowance_exhausted);
+  EXPECT_EQ(r.code, ErrorCode::allocation_exhausted);
+  s.booked.output = s.terms.allowance.output - 16;
+  const Admitted a = admitted(decide_admission(s, f, kNow));
+  EXPECT_EQ(a.lowered_to, 16);
+  EXPECT_EQ(a.hold.output, 16);
+}
+
+TEST(Admission, ThePerChoiceMinimumBindsOnlyALoweredLimit) {
+  // A client's own small limit is the client's to send; the gateway did not rewrite it.
+  RequestFacts f = facts(5);
+  f.per_choice_min = 16;
+  const Admitted a = admitted(decide_admission(open_snapshot(), f, kNow));
+  EXPECT_EQ(a.per_choice_limit, 5);
+  EXPECT_EQ(a.lowered_to, std::nullopt);
+}
+
+TEST(Admission, AnApiWithoutOutputHoldsInputOnlyAndNeedsNoOutputLeft) {
+  AllocationSnapshot s = open_snapshot();
+  s.booked.output = s.terms.allowance.output - 1;
+  s.held.output = 1;  // no output remains
+  RequestFacts f = facts(std::nullopt, 1, 40);
+  f.holds_output = false;
+  const Admitted a = admitted(decide_admission(s, f, kNow));
+  EXPECT_EQ(a.hold.input, 40);
+  EXPECT_EQ(a.hold.output, 0);
+  EXPECT_EQ(a.lowered_to, std::nullopt);
+  s.booked.input = s.terms.allowance.input - 39;
+  EXPECT_EQ(refused(decide_admission(s, f, kNow)).reason, Refusal::allowance_exhausted);
+}
+
 TEST(Admission, RefusesExhaustedWhenInputEstimateExceedsRemainingInput) {
   AllocationSnapshot s = open_snapshot();
   s.booked.input = s.terms.allowance.input - 12;

@@ -8,9 +8,12 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <optional>
+
 #include "base/ids.h"
 #include "gateway/chat.h"
 #include "gateway/exchange.h"
+#include "gateway/flow.h"
 #include "gateway/gateway.h"
 #include "gateway/store_await.h"
 #include "http/buffered_parse.h"
@@ -32,25 +35,86 @@ using http::Task;
 using http::task_nothrow;
 constexpr std::string_view bearer_prefix = "Bearer ";
 
-enum class Route { chat, allocation, healthz, unknown };
+// Every public path. The API routes are grouped by the provider dialect that serves them
+// (SPEC-APIS §1); models is served by both.
+enum class Route {
+  chat,             // POST /v1/chat/completions
+  responses,        // POST /v1/responses
+  response_object,  // GET, DELETE /v1/responses/{id}; GET /v1/responses/{id}/input_items
+  embeddings,       // POST /v1/embeddings
+  models,           // GET /v1/models
+  messages,         // POST /v1/messages
+  count_tokens,     // POST /v1/messages/count_tokens
+  allocation,       // GET /v1/allocations/current
+  healthz,          // GET, HEAD /healthz
+  unknown,
+};
+
+// A billable route: the next store call after authentication is its admission.
+bool is_billable(Route r) {
+  return r == Route::chat || r == Route::responses || r == Route::embeddings || r == Route::messages;
+}
+
+// The dialect a route belongs to; nullopt for a route every provider serves.
+std::optional<config::ProviderKind> dialect_of(Route r) {
+  switch (r) {
+    case Route::chat:
+    case Route::responses:
+    case Route::response_object:
+    case Route::embeddings:
+      return config::ProviderKind::openai;
+    case Route::messages:
+    case Route::count_tokens:
+      return config::ProviderKind::anthropic;
+    default:
+      return std::nullopt;
+  }
+}
 
 Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
   const auto q = target.find('?');
   const std::string_view path = target.substr(0, q);
-  if (path == "/v1/chat/completions") {
-    method_ok = method == bhttp::verb::post;
-    return Route::chat;
+  const bool post = method == bhttp::verb::post;
+  const bool get = method == bhttp::verb::get;
+  struct Exact {
+    std::string_view path;
+    Route route;
+    bool ok;
+  };
+  for (const Exact& e : {Exact{"/v1/chat/completions", Route::chat, post}, Exact{"/v1/responses", Route::responses, post},
+                         Exact{"/v1/embeddings", Route::embeddings, post}, Exact{"/v1/models", Route::models, get},
+                         Exact{"/v1/messages", Route::messages, post},
+                         Exact{"/v1/messages/count_tokens", Route::count_tokens, post},
+                         Exact{"/v1/allocations/current", Route::allocation, get},
+                         Exact{"/healthz", Route::healthz, get || method == bhttp::verb::head}}) {
+    if (path == e.path) {
+      method_ok = e.ok;
+      return e.route;
+    }
   }
-  if (path == "/v1/allocations/current") {
-    method_ok = method == bhttp::verb::get;
-    return Route::allocation;
-  }
-  if (path == "/healthz") {
-    method_ok = method == bhttp::verb::get || method == bhttp::verb::head;
-    return Route::healthz;
+  constexpr std::string_view responses_prefix = "/v1/responses/";
+  if (path.starts_with(responses_prefix) && path.size() > responses_prefix.size()) {
+    const std::string_view rest = path.substr(responses_prefix.size());
+    const auto slash = rest.find('/');
+    if (slash == std::string_view::npos) {
+      method_ok = get || method == bhttp::verb::delete_;
+      return Route::response_object;
+    }
+    if (slash > 0 && rest.substr(slash) == "/input_items") {
+      method_ok = get;
+      return Route::response_object;
+    }
   }
   method_ok = false;
   return Route::unknown;
+}
+
+// The paths a provider dialect serves, for the unsupported_api message.
+std::string_view paths_of(config::ProviderKind kind) {
+  return kind == config::ProviderKind::anthropic
+             ? "POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models"
+             : "POST /v1/chat/completions, POST /v1/responses, POST /v1/embeddings, GET /v1/models, "
+               "GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items";
 }
 
 // Told to a client whose body does not fit in the body budget: retry in this many seconds,
@@ -200,13 +264,24 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   }
   if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
 
-  auto grant = co_await authenticate(gw, keys, ex, hp.authorization(), route == Route::chat);
+  auto grant = co_await authenticate(gw, keys, ex, hp.authorization(), is_billable(route));
   // A store outage is not a revoked key: 503, never 401 (send_store_error).
   if (!grant) co_return co_await ex.send_store_error(grant.error());
   ex.allocation_id = grant->allocation_id;
   ex.rate = core::AllocationSnapshot{};
   ex.rate->terms.limits = grant->limits;  // refined by admission; enough for early errors
   if (route == Route::allocation) co_return co_await allocation_current(gw, ex, *grant);
+  // A path of the other dialect counts toward nothing (SPEC-APIS §1).
+  if (const auto dialect = dialect_of(route)) {
+    const upstream::ProviderEndpoint* provider = gw.find_provider(grant->provider);
+    if (provider != nullptr && provider->kind != *dialect) {
+      co_return co_await refuse_before_admission(
+          gw, ex, *grant, ErrorCode::unsupported_api,
+          "this allocation's provider does not serve " + std::string(hp.method_text()) + " " +
+              std::string(hp.target().substr(0, hp.target().find('?'))) + "; it serves " +
+              std::string(paths_of(provider->kind)));
+    }
+  }
 
   if (hp.content_length() && *hp.content_length() > http::request_body_bytes_max) {
     co_return co_await refuse_before_admission(gw, ex, *grant, ErrorCode::request_too_large,
@@ -252,7 +327,12 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   }
   if (ec) co_return false;
   ex.keep_alive = hp.keep_alive();
-  co_return co_await chat_completion(gw, pool, ex, *grant, std::move(hp.body()));
+  switch (route) {
+    case Route::chat:
+      co_return co_await chat_completion(gw, pool, ex, *grant, std::move(hp.body()));
+    default:
+      co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
+  }
 }
 
 Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, http::Socket socket,

@@ -116,12 +116,14 @@ size_t UpstreamPool::idle_count(const ProviderEndpoint& ep) const {
 }
 
 Task<Result<std::unique_ptr<Response>>> UpstreamPool::send(const ProviderEndpoint& ep, const Request& req) {
-  auto head = cairva::http::MessageHead::request("POST", req.path);
+  auto head = cairva::http::MessageHead::request(req.method, req.path);
   head.add("Host", ep.host_header);
-  head.add("Content-Type", "application/json");
+  if (!req.body.empty()) head.add("Content-Type", "application/json");
   head.add("Accept", "application/json, text/event-stream");
   if (!ep.authorization.empty()) head.add("Authorization", ep.authorization);
+  if (!ep.x_api_key.empty()) head.add("x-api-key", ep.x_api_key);
   head.add("x-cairva-request-id", req.request_id);
+  for (const Header& h : req.headers) head.add(h.name, h.value);
   const std::string& head_text = head.finish(req.body.size(), true);
   // The body is referenced, not copied: the caller keeps it, and a retry sends it again.
   const std::array<net::const_buffer, 2> bytes{net::buffer(head_text), net::buffer(req.body)};

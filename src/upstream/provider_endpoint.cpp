@@ -26,8 +26,16 @@ Result<ProviderEndpoint> make_endpoint(const config::Provider& provider) {
   if (ep.port == default_port) ep.host_header = std::string(url.encoded_host());
   std::string base_path(url.encoded_path());
   while (!base_path.empty() && base_path.back() == '/') base_path.pop_back();
+  ep.kind = provider.kind;
+  ep.base_path = base_path;
   ep.chat_path = base_path + "/chat/completions";
-  if (!provider.api_key.empty()) ep.authorization = "Bearer " + provider.api_key;
+  if (!provider.api_key.empty()) {
+    if (provider.kind == config::ProviderKind::anthropic) {
+      ep.x_api_key = provider.api_key;
+    } else {
+      ep.authorization = "Bearer " + provider.api_key;
+    }
+  }
   ep.timeout_s = provider.timeout_s;
   ep.ca_file = provider.ca_file;
   return ep;

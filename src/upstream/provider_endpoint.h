@@ -14,9 +14,13 @@ struct ProviderEndpoint {
   std::string host;
   std::string port;
   std::string host_header;    // the Host field: host, with ":port" when not the scheme's default
-  std::string chat_path;      // base_url's path + "/chat/completions", e.g. "/v1/chat/completions"
+  config::ProviderKind kind = config::ProviderKind::openai;
+  std::string base_path;      // base_url's path without a trailing '/', e.g. "/v1"
+  std::string chat_path;      // base_path + "/chat/completions", e.g. "/v1/chat/completions"
   bool tls = false;
-  std::string authorization;  // "Bearer <supplier key>", empty when none; never logged
+  // The supplier's key, in the dialect's header; both empty when none. Never logged.
+  std::string authorization;  // openai: "Bearer <supplier key>"
+  std::string x_api_key;      // anthropic: "<supplier key>"
   int64_t timeout_s = 600;    // bound on waiting for the response headers
   std::string ca_file;        // extra trusted CAs (PEM); empty = system trust store only
 };

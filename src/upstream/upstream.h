@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <span>
 #include <tuple>
 
 #include <boost/system/error_code.hpp>
@@ -26,12 +27,20 @@ namespace cairva::upstream {
 
 // One request to a provider. The views must outlive the Response (the body is sent from
 // where it lies, never copied, and a retry sends it again).
+// A request header passed on to the provider (e.g. anthropic-version).
+struct Header {
+  std::string_view name;
+  std::string_view value;
+};
+
 struct Request {
   std::string_view path;        // e.g. ProviderEndpoint::chat_path
   std::string_view request_id;  // sent as x-cairva-request-id
-  std::string_view body;        // JSON
+  std::string_view body;        // JSON; empty for a GET or DELETE
   // Bound on connecting, sending and receiving the response's head.
   std::chrono::steady_clock::duration head_timeout{};
+  std::string_view method = "POST";
+  std::span<const Header> headers;  // passed on as they are, after the gateway's own
 };
 
 // The response fields the flow reads.
