@@ -53,8 +53,18 @@ fi
 # nginx-light starts a service on install on some machines: the benchmark starts its own.
 if command -v systemctl >/dev/null 2>&1; then systemctl disable --now nginx >/dev/null 2>&1 || true; fi
 
-# The official OpenAI client for end-to-end tests.
-if [ ! -d tests/e2e/node_modules/openai ]; then
-  (cd tests/e2e && npm install --no-audit --no-fund --loglevel=error)
+# The official clients for the end-to-end tests (tests/e2e/package.json, exact versions),
+# installed again whenever one is missing or at another version.
+e2e_clients_installed() {
+  (cd tests/e2e && node -e '
+    const deps = require("./package.json").dependencies;
+    for (const [name, version] of Object.entries(deps)) {
+      try {
+        if (require(`./node_modules/${name}/package.json`).version !== version) process.exit(1);
+      } catch { process.exit(1); }
+    }')
+}
+if ! e2e_clients_installed; then
+  (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
 fi
 echo "setup: done"

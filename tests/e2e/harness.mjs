@@ -59,7 +59,8 @@ export async function startMock(extraArgs = []) {
 }
 
 // Starts `cairva serve` with a config file in a fresh folder. `opts.store` overrides the
-// store URL; `opts.extraToml` is appended to the config; `opts.serverToml` goes in [server];
+// store URL; `opts.extraToml` is appended to the config (a function of the mock when it names
+// the mock's URL); `opts.serverToml` goes in [server];
 // `opts.launcher` as startProcess's.
 export async function startGateway(mock, opts = {}) {
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'cairva-e2e-'));
@@ -83,7 +84,7 @@ name = "mock"
 base_url = "${mock.url}/v1"
 api_key_env = "CAIRVA_TEST_PROVIDER_KEY"
 timeout_s = ${opts.providerTimeout ?? 30}
-${opts.extraToml ?? ''}`;
+${typeof opts.extraToml === 'function' ? opts.extraToml(mock) : opts.extraToml ?? ''}`;
   const configPath = join(dir, 'cairva.toml');
   writeFileSync(configPath, config);
   const child = startProcess(['serve', '--config', configPath], {
