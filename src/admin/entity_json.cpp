@@ -32,7 +32,7 @@ json::object allocation_object(const store::AllocationStatus& a) {
   o["object"] = "allocation";
   o["id"] = a.id;
   o["agreement_id"] = a.agreement_id;
-  o["state"] = core::to_string(s.state);
+  o["state"] = core::to_string(core::shown_state(s));
   o["window"] = json::object{{"starts_at", format_rfc3339(s.terms.window.starts_at)},
                              {"ends_at", format_rfc3339(s.terms.window.ends_at)}};
   o["limits"] = json::object{{"requests_per_minute", s.terms.limits.requests_per_minute},

@@ -143,6 +143,7 @@ AllocationState effective_state(const AllocationSnapshot& snap, UnixMicros now) 
   switch (snap.state) {
     case AllocationState::depleted:
     case AllocationState::expired:
+    case AllocationState::cancelled:
       return snap.state;
     case AllocationState::ready:
     case AllocationState::active:
@@ -154,6 +155,31 @@ AllocationState effective_state(const AllocationSnapshot& snap, UnixMicros now) 
     return AllocationState::active;
   }
   return snap.state;
+}
+
+AllocationState shown_state(const AllocationSnapshot& snap) {
+  if (snap.agreement_state == AgreementState::cancelled) return AllocationState::cancelled;
+  if (snap.agreement_state == AgreementState::completed) return AllocationState::depleted;
+  return snap.state;
+}
+
+std::string state_change_refusal(bool suspend, AllocationState shown) {
+  std::string m = std::string(suspend ? "cannot suspend" : "cannot resume") + " an allocation that is " +
+                  std::string(to_string(shown));
+  switch (shown) {
+    case AllocationState::cancelled:
+      return m + ": its agreement was cancelled; create a new agreement to sell more capacity";
+    case AllocationState::depleted:
+      return m + ": its allowance is fully booked; create a new agreement to sell more capacity";
+    case AllocationState::expired:
+      return m + ": its window has ended; create a new agreement to sell more capacity";
+    case AllocationState::suspended:
+      return m + ": it is suspended already; resume it to serve requests again";
+    case AllocationState::ready:
+    case AllocationState::active:
+      return m + ": it is not suspended";
+  }
+  return m;
 }
 
 AgreementState effective_agreement_state(AgreementState state, const Window& window, UnixMicros now) {

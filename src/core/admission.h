@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <variant>
 
@@ -99,6 +100,15 @@ void apply_admission(AllocationSnapshot& snap, const AdmissionDecision& d);
 // The allocation's state as shown at `now` by status endpoints (ready->active and
 // ->expired as admission would apply them, without applying them).
 AllocationState effective_state(const AllocationSnapshot& snap, UnixMicros now);
+
+// The allocation's state as every reader is shown it (admin API, CLI, the buyer's status,
+// /metrics; SPEC §2): `cancelled` once its agreement is cancelled, `depleted` once it is
+// completed, else `snap.state` (already the effective one). Never stored.
+AllocationState shown_state(const AllocationSnapshot& snap);
+
+// Why an operator's suspend or resume was refused, saying what can be done instead. `shown`
+// is shown_state() of the allocation at the time.
+std::string state_change_refusal(bool suspend, AllocationState shown);
 
 // The agreement's state as shown at `now`: an in_force agreement whose window has ended
 // is expired (SPEC §7: "becomes expired when its window ends unused").

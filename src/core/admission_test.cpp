@@ -545,3 +545,36 @@ TEST(EffectiveState, InForceAgreementExpiresAtWindowEndOthersKeepTheirState) {
 
 }  // namespace
 }  // namespace cairva::core
+
+namespace cairva::core {
+namespace {
+
+TEST(ShownState, ACancelledAgreementShowsItsAllocationCancelledACompletedOneDepleted) {
+  AllocationSnapshot s = open_snapshot();
+  EXPECT_EQ(shown_state(s), AllocationState::active);
+  s.agreement_state = AgreementState::cancelled;
+  EXPECT_EQ(shown_state(s), AllocationState::cancelled);
+  s.state = AllocationState::suspended;  // what the ledger last recorded does not matter
+  EXPECT_EQ(shown_state(s), AllocationState::cancelled);
+  s.agreement_state = AgreementState::completed;
+  EXPECT_EQ(shown_state(s), AllocationState::depleted);
+  s.agreement_state = AgreementState::expired;
+  s.state = AllocationState::expired;
+  EXPECT_EQ(shown_state(s), AllocationState::expired);
+  EXPECT_EQ(to_string(AllocationState::cancelled), "cancelled");
+  EXPECT_EQ(parse_allocation_state("cancelled"), AllocationState::cancelled);
+}
+
+TEST(ShownState, ARefusedStateChangeSaysWhatCanBeDoneInstead) {
+  EXPECT_EQ(state_change_refusal(false, AllocationState::cancelled),
+            "cannot resume an allocation that is cancelled: its agreement was cancelled; create a new agreement "
+            "to sell more capacity");
+  EXPECT_EQ(state_change_refusal(true, AllocationState::suspended),
+            "cannot suspend an allocation that is suspended: it is suspended already; resume it to serve requests "
+            "again");
+  EXPECT_EQ(state_change_refusal(false, AllocationState::active),
+            "cannot resume an allocation that is active: it is not suspended");
+}
+
+}  // namespace
+}  // namespace cairva::core

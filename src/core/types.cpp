@@ -8,15 +8,15 @@ namespace {
 // Each table is in enum order: the wire name of enumerator i is kNames[i].
 constexpr std::array<std::string_view, 4> kAgreementNames{"in_force", "completed", "expired",
                                                           "cancelled"};
-constexpr std::array<std::string_view, 5> kAllocationNames{"ready", "active", "suspended",
-                                                           "depleted", "expired"};
+constexpr std::array<std::string_view, 6> kAllocationNames{"ready",    "active",  "suspended",
+                                                           "depleted", "expired", "cancelled"};
 constexpr std::array<std::string_view, 4> kRequestNames{"in_flight", "booked", "usage_pending",
                                                         "failed"};
 constexpr std::array<std::string_view, 2> kSourceNames{"provider", "reconciliation"};
 constexpr std::array<std::string_view, 2> kFinalityNames{"reported", "confirmed"};
 
 static_assert(static_cast<size_t>(AgreementState::cancelled) + 1 == kAgreementNames.size());
-static_assert(static_cast<size_t>(AllocationState::expired) + 1 == kAllocationNames.size());
+static_assert(static_cast<size_t>(AllocationState::cancelled) + 1 == kAllocationNames.size());
 static_assert(static_cast<size_t>(RequestState::failed) + 1 == kRequestNames.size());
 static_assert(static_cast<size_t>(EventSource::reconciliation) + 1 == kSourceNames.size());
 static_assert(static_cast<size_t>(Finality::confirmed) + 1 == kFinalityNames.size());

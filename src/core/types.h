@@ -11,7 +11,9 @@
 namespace cairva::core {
 
 enum class AgreementState : uint8_t { in_force, completed, expired, cancelled };
-enum class AllocationState : uint8_t { ready, active, suspended, depleted, expired };
+// `cancelled` is never stored: an allocation's stored state stays what its ledger last
+// recorded, and shown_state() (core/admission.h) shows `cancelled` once its agreement is.
+enum class AllocationState : uint8_t { ready, active, suspended, depleted, expired, cancelled };
 enum class RequestState : uint8_t { in_flight, booked, usage_pending, failed };
 enum class EventSource : uint8_t { provider, reconciliation };
 enum class Finality : uint8_t { reported, confirmed };

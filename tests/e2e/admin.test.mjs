@@ -88,6 +88,24 @@ test('suspend, resume and cancel', async () => {
   const after = await chat(gw, secret, { model: 'm', messages: msg });
   assert.equal(after.status, 403);
   assert.equal(after.body.error.code, 'allocation_not_active');
+  // Every reader is shown the state requests get (SPEC §2): cancelled, not active.
+  assert.equal((await gw.admin('GET', `/admin/v1/allocations/${allocation.id}`)).body.state, 'cancelled');
+  const listed = (await gw.admin('GET', '/admin/v1/allocations')).body.data.find((a) => a.id === allocation.id);
+  assert.equal(listed.state, 'cancelled');
+  const own = await fetch(gw.url + '/v1/allocations/current', { headers: { authorization: `Bearer ${secret}` } });
+  assert.equal((await own.json()).state, 'cancelled');
+  const resumed = await gw.admin('POST', `/admin/v1/allocations/${allocation.id}/resume`);
+  assert.equal(resumed.status, 409);
+  assert.match(resumed.body.error.message, /cannot resume an allocation that is cancelled: its agreement was cancelled; create a new agreement/);
+});
+
+test('a depleted allocation is shown depleted, and resuming it says why not', async () => {
+  const { allocation, secret } = await createAgreement(gw, { output_tokens: 5 });
+  assert.equal((await chat(gw, secret, { model: 'm', messages: msg })).status, 200);
+  assert.equal((await gw.admin('GET', `/admin/v1/allocations/${allocation.id}`)).body.state, 'depleted');
+  const resumed = await gw.admin('POST', `/admin/v1/allocations/${allocation.id}/resume`);
+  assert.equal(resumed.status, 409);
+  assert.match(resumed.body.error.message, /its allowance is fully booked/);
 });
 
 test('suspending a depleted allocation is 409', async () => {

@@ -160,10 +160,7 @@ Result<AllocationStatus> PostgresStore::change_state_on(Connection& c,
   core::AllocationLedger ledger = ledger_for(effective, "", nullptr);
   const bool allowed = suspend ? ledger.suspend() : ledger.resume(*now);
   if (!allowed) {
-    return make_error(ErrorCode::conflict,
-                      std::string(suspend ? "cannot suspend" : "cannot resume") + " an allocation that is " +
-                          std::string(core::to_string(effective.snap.state)) + " (agreement " +
-                          std::string(core::to_string(alloc->snap.agreement_state)) + ")");
+    return make_error(ErrorCode::conflict, core::state_change_refusal(suspend, core::shown_state(effective.snap)));
   }
   if (Status s = set_states(c, allocation_id, *alloc, ledger); !s.ok()) return s.error();
   if (Status s = tx.commit(); !s.ok()) return s.error();

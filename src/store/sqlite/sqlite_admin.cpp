@@ -159,10 +159,9 @@ Result<AllocationStatus> SqliteStore::change_state(const std::string& allocation
     const bool allowed = suspend ? a->ledger.suspend() : a->ledger.resume(now);
     if (!allowed) {
       persist_states_if_changed(*a, before, before_agreement);
-      return make_error(ErrorCode::conflict,
-                        std::string(suspend ? "cannot suspend" : "cannot resume") +
-                            " an allocation that is " + std::string(core::to_string(effective)) +
-                            " (agreement " + std::string(core::to_string(before_agreement)) + ")");
+      core::AllocationSnapshot shown = a->ledger.snapshot(now);
+      shown.state = effective;
+      return make_error(ErrorCode::conflict, core::state_change_refusal(suspend, core::shown_state(shown)));
     }
     persist_states_if_changed(*a, before, before_agreement);
     status = status_locked(*a, now);
