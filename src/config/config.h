@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "core/limits.h"
+#include "store/defaults.h"
 
 namespace cairva::config {
 
@@ -15,11 +17,13 @@ inline constexpr const char* listen_default = "127.0.0.1:8080";
 inline constexpr const char* admin_listen_default = "127.0.0.1:8081";
 inline constexpr const char* admin_token_env_default = "CAIRVA_ADMIN_TOKEN";
 inline constexpr const char* store_url_default = "sqlite://cairva.db";
-inline constexpr int pool_size_default = 8;
+inline constexpr int pool_size_default = store::pool_size_default;
 inline constexpr int pool_size_max = 256;
-inline constexpr int64_t default_max_tokens_default = 1024;
-inline constexpr int64_t in_flight_timeout_s_default = 600;
-inline constexpr int64_t provider_timeout_s_default = 600;
+// The seed's defaults live in the core (core/limits.h); the config names them.
+inline constexpr int64_t default_max_tokens_default = core::output_hold_tokens_default;
+inline constexpr int64_t in_flight_timeout_s_default = core::in_flight_timeout_s_default;
+// A provider may take as long as a request may stay in flight.
+inline constexpr int64_t provider_timeout_s_default = core::in_flight_timeout_s_default;
 // The request member a provider reads its output limit from (SPEC §8): every current
 // OpenAI model accepts max_completion_tokens and reasoning models require it.
 inline constexpr const char* limit_field_default = "max_completion_tokens";

@@ -12,6 +12,7 @@
 
 #include "base/error_code.h"
 #include "base/time.h"
+#include "core/limits.h"
 #include "core/types.h"
 
 namespace cairva::core {
@@ -38,7 +39,7 @@ struct RequestFacts {
   std::optional<int64_t> max_completion_tokens;
   std::optional<int64_t> max_tokens;
   int64_t n = 1;
-  int64_t default_max_tokens = 1024;
+  int64_t default_max_tokens = output_hold_tokens_default;
   // False for an API that produces no output tokens (Embeddings, SPEC-APIS §2): the hold
   // has no output part and no output allowance need remain.
   bool holds_output = true;

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "base/result.h"
+#include "store/defaults.h"
+#include "core/limits.h"
 #include "core/admission.h"
 #include "core/ledger.h"
 #include "core/settlement.h"
@@ -177,12 +179,12 @@ struct StoreOptions {
   // never change the store; a schema at another version than this build's is an error, so
   // a newer binary's audit cannot migrate the schema under older gateways still serving.
   bool migrate = true;
-  int pool_size = 8;                 // PostgreSQL: connections per process
+  int pool_size = pool_size_default;  // PostgreSQL: connections per process
   // PostgreSQL: "now" is the database's clock_timestamp() (read after the allocation's row
   // lock). False: every backend reads the injected Clock (tests). The embedded store always
   // reads the injected Clock.
   bool use_database_clock = true;
-  int64_t in_flight_timeout_s = 600;
+  int64_t in_flight_timeout_s = core::in_flight_timeout_s_default;
   std::vector<std::string> providers;  // configured provider names (agreements must name one)
   // Called after each commit with the number of writes it carried (SQLite: records per
   // oplog commit; PostgreSQL: admissions per transaction), for the

@@ -21,7 +21,7 @@ struct ProviderEndpoint {
   // The supplier's key, in the dialect's header; both empty when none. Never logged.
   std::string authorization;  // openai: "Bearer <supplier key>"
   std::string x_api_key;      // anthropic: "<supplier key>"
-  int64_t timeout_s = 600;    // bound on waiting for the response headers
+  int64_t timeout_s = config::provider_timeout_s_default;  // bound on waiting for the response headers
   std::string ca_file;        // extra trusted CAs (PEM); empty = system trust store only
 };
 
