@@ -55,4 +55,29 @@ std::string error_body(ErrorCode code, std::string_view message, std::string_vie
   return out;
 }
 
+std::string_view anthropic_error_type(int status) {
+  switch (status) {
+    case 400: return "invalid_request_error";
+    case 401: return "authentication_error";
+    case 402: return "billing_error";
+    case 403: return "permission_error";
+    case 404: return "not_found_error";
+    case 408: return "timeout_error";
+    case 413:
+    case 431: return "request_too_large";
+    case 429: return "rate_limit_error";
+    case 504: return "timeout_error";
+    default: return status >= 500 ? "api_error" : "invalid_request_error";
+  }
+}
+
+std::string anthropic_error_body(int status, ErrorCode code, std::string_view message, std::string_view limit) {
+  std::string out = "{\"type\":\"error\",\"error\":{\"type\":\"";
+  out += anthropic_error_type(status);
+  out += "\",\"message\":" + quoted(message) + ",\"code\":" + quoted(wire_name(code));
+  if (code == ErrorCode::rate_limited && !limit.empty()) out += ",\"limit\":" + quoted(limit);
+  out += "}}";
+  return out;
+}
+
 }  // namespace cairva::wire
