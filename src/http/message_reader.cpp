@@ -1,6 +1,7 @@
 #include "http/message_reader.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
@@ -49,7 +50,7 @@ void RequestReader::on_request_impl(bhttp::verb method, string_view method_str, 
   version_ = static_cast<unsigned>(version);  // Beast accepts 1.0 and 1.1 only
 }
 
-void RequestReader::on_field_impl(bhttp::field name, string_view, string_view value, error_code&) {
+void RequestReader::on_field_impl(bhttp::field name, string_view name_string, string_view value, error_code&) {
   switch (name) {
     case bhttp::field::authorization:
       if (!authorization_.found) authorization_ = keep(value);
@@ -60,6 +61,13 @@ void RequestReader::on_field_impl(bhttp::field name, string_view, string_view va
     case bhttp::field::transfer_encoding:
       transfer_encoding_ = true;
       other_transfer_coding_ = other_transfer_coding_ || !only_chunked_coding(std::string_view(value.data(), value.size()));
+      break;
+    case bhttp::field::unknown:
+      // Fields Beast has no name for: the Anthropic dialect's key and version fields.
+      for (auto [field_name, span] : {std::pair{"x-api-key", &x_api_key_}, std::pair{"anthropic-version", &anthropic_version_},
+                                      std::pair{"anthropic-beta", &anthropic_beta_}}) {
+        if (!span->found && boost::beast::iequals(name_string, field_name)) *span = keep(value);
+      }
       break;
     default:
       break;

@@ -41,7 +41,7 @@ inline constexpr auto body_budget_exhausted = boost::asio::error::no_buffer_spac
 
 class RequestReader final : public boost::beast::http::basic_parser<true> {
  public:
-  // `text` holds the target and the kept field; it is the connection's, so its capacity
+  // `text` holds the target and the kept fields; it is the connection's, so its capacity
   // is reused from one request to the next.
   explicit RequestReader(std::string& text) : text_(text) { text_.clear(); }
 
@@ -51,6 +51,13 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
   unsigned version() const { return version_; }
   // The first Authorization field's value; empty without one.
   std::string_view authorization() const { return view(authorization_); }
+  // The first x-api-key field's value (the key as Anthropic's clients send it); empty
+  // without one.
+  std::string_view x_api_key() const { return view(x_api_key_); }
+  // The first anthropic-version and anthropic-beta fields' values, passed on to an
+  // Anthropic provider; empty without one.
+  std::string_view anthropic_version() const { return view(anthropic_version_); }
+  std::string_view anthropic_beta() const { return view(anthropic_beta_); }
   // The body read so far. Reserve before reading it to parse in place (wire::in_place_slack_bytes).
   std::string& body() { return body_; }
   // An "Expect: 100-continue" field: the client waits for 100 Continue before its body.
@@ -81,7 +88,7 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
   std::string& text_;
   std::string body_;
   boost::beast::http::verb method_ = boost::beast::http::verb::unknown;
-  TextSpan method_text_, target_, authorization_;
+  TextSpan method_text_, target_, authorization_, x_api_key_, anthropic_version_, anthropic_beta_;
   unsigned version_ = 11;
   bool expects_continue_ = false;
   bool transfer_encoding_ = false;       // a Transfer-Encoding field was sent
@@ -91,10 +98,10 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
 
 class ResponseReader final : public boost::beast::http::basic_parser<false> {
  public:
-  // The response fields the gateway reads (the provider's id, those passed on to the
-  // client, and a 429's Retry-After), matched without regard to case.
-  static constexpr std::array<std::string_view, 3> kept_fields = {"x-request-id", "openai-processing-ms",
-                                                                  "retry-after"};
+  // The response fields the gateway reads (the provider's id, OpenAI's or Anthropic's,
+  // those passed on to the client, and a 429's Retry-After), matched without regard to case.
+  static constexpr std::array<std::string_view, 4> kept_fields = {"x-request-id", "openai-processing-ms",
+                                                                  "retry-after", "request-id"};
   static constexpr size_t request_id_field = 0;
 
   unsigned status() const { return status_; }

@@ -48,6 +48,23 @@ TEST(RequestReader, KeepsTheStartLineTheFirstAuthorizationAndTheBody) {
   EXPECT_TRUE(r.keep_alive());
 }
 
+TEST(RequestReader, KeepsTheFirstXApiKeyAndAnthropicFields) {
+  std::string text;
+  RequestReader r(text);
+  error_code ec;
+  const std::string msg =
+      "POST /v1/messages HTTP/1.1\r\nX-Api-Key: cv_one\r\nx-api-key: cv_two\r\nAnthropic-Version: 2023-06-01\r\n"
+      "anthropic-beta: a,b\r\nanthropic-beta: c\r\nContent-Length: 2\r\n\r\n{}";
+  EXPECT_EQ(feed(r, msg, 5, ec), msg.size());
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(r.x_api_key(), "cv_one");
+  EXPECT_EQ(r.anthropic_version(), "2023-06-01");
+  EXPECT_EQ(r.anthropic_beta(), "a,b");
+  EXPECT_EQ(r.authorization(), "");
+  EXPECT_EQ(r.target(), "/v1/messages");
+  EXPECT_EQ(r.body(), "{}");
+}
+
 TEST(RequestReader, ReadsAChunkedBodyAndHttp10WithoutKeepAlive) {
   std::string text;
   RequestReader r(text);
@@ -116,7 +133,7 @@ TEST(ResponseReader, KeepsStatusAndTheNamedFieldsWhateverTheirCase) {
   error_code ec;
   const std::string msg =
       "HTTP/1.1 429 Too Many Requests\r\nX-Request-ID: prov-1\r\nx-request-id: prov-2\r\n"
-      "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+      "Request-Id: req_anthropic\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
   feed(r, msg, 5, ec);
   ASSERT_FALSE(ec) << ec.message();
   ASSERT_TRUE(r.is_done());
@@ -125,6 +142,7 @@ TEST(ResponseReader, KeepsStatusAndTheNamedFieldsWhateverTheirCase) {
   EXPECT_EQ(r.field(ResponseReader::request_id_field), "prov-1");
   EXPECT_FALSE(r.has_field(1));
   EXPECT_EQ(r.field(1), "");
+  EXPECT_EQ(r.field(3), "req_anthropic");  // Anthropic's request-id, apart from x-request-id
   EXPECT_EQ(r.body(), "{}");
   EXPECT_TRUE(r.keep_alive());
 }

@@ -47,6 +47,8 @@ static_assert(field_count == cairva::http::ResponseReader::kept_fields.size());
 static_assert(cairva::http::ResponseReader::kept_fields[static_cast<size_t>(Field::processing_ms)] ==
               "openai-processing-ms");
 static_assert(cairva::http::ResponseReader::kept_fields[static_cast<size_t>(Field::retry_after)] == "retry-after");
+static_assert(cairva::http::ResponseReader::kept_fields[static_cast<size_t>(Field::anthropic_request_id)] ==
+              "request-id");
 
 }  // namespace
 

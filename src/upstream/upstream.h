@@ -48,8 +48,9 @@ enum class Field : uint8_t {
   request_id,     // x-request-id: a booking key when the body has no id
   processing_ms,  // openai-processing-ms: passed on to the client
   retry_after,    // Retry-After: kept on a provider 429
+  anthropic_request_id,  // request-id: Anthropic's, a booking key when the body has no id; passed on
 };
-inline constexpr size_t field_count = 3;
+inline constexpr size_t field_count = 4;
 
 // Why a read of the body stopped.
 enum class ReadStatus : uint8_t {
