@@ -22,6 +22,16 @@ constexpr std::string_view store_down_message =
 // Service Unavailable: the gateway, not the caller, is at a limit; the client may retry.
 constexpr int busy_status = 503;
 
+// The same numbers as x-ratelimit-*, named as Anthropic names them, which the Anthropic
+// SDKs and Claude-based tools read (SPEC-APIS §4).
+void add_anthropic_rate_headers(http::MessageHead& h, const core::AllocationSnapshot& rate) {
+  const auto& l = rate.terms.limits;
+  h.add("anthropic-ratelimit-requests-limit", l.requests_per_minute);
+  h.add("anthropic-ratelimit-requests-remaining", std::max<int64_t>(0, l.requests_per_minute - rate.requests_last_minute));
+  h.add("anthropic-ratelimit-tokens-limit", l.tokens_per_minute);
+  h.add("anthropic-ratelimit-tokens-remaining", std::max<int64_t>(0, l.tokens_per_minute - rate.tokens_last_minute));
+}
+
 }  // namespace
 
 http::MessageHead ClientExchange::head(int status) const {
@@ -29,6 +39,7 @@ http::MessageHead ClientExchange::head(int status) const {
   h.add("x-cairva-request-id", request_id);
   if (!rate) return h;
   const auto& l = rate->terms.limits;
+  if (dialect == wire::Dialect::anthropic) add_anthropic_rate_headers(h, *rate);
   h.add("x-ratelimit-limit-requests", l.requests_per_minute);
   h.add("x-ratelimit-remaining-requests", std::max<int64_t>(0, l.requests_per_minute - rate->requests_last_minute));
   h.add("x-ratelimit-limit-tokens", l.tokens_per_minute);
@@ -54,7 +65,7 @@ http::Task<bool> ClientExchange::send_error(ErrorCode code, std::string_view mes
   auto h = head(http_status(code));
   if (code == ErrorCode::store_unavailable && retry_after_s <= 0) retry_after_s = store_unavailable_retry_after_s;
   if (retry_after_s > 0) h.add("Retry-After", int64_t{retry_after_s});
-  co_return co_await send_json(std::move(h), wire::error_body(code, message, limit));
+  co_return co_await send_json(std::move(h), error_body(http_status(code), code, message, limit));
 }
 
 http::Task<bool> ClientExchange::send_store_error(const Error& e) {
@@ -77,7 +88,7 @@ http::Task<bool> ClientExchange::send_busy(std::string_view limit, std::string_v
   outcome = wire_name(ErrorCode::rate_limited);
   auto h = head(busy_status);
   h.add("Retry-After", int64_t{retry_after_s});
-  co_return co_await send_json(std::move(h), wire::error_body(ErrorCode::rate_limited, message, limit));
+  co_return co_await send_json(std::move(h), error_body(busy_status, ErrorCode::rate_limited, message, limit));
 }
 
 http::Task<bool> ClientExchange::send_continue() {
@@ -85,6 +96,12 @@ http::Task<bool> ClientExchange::send_continue() {
   deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
   auto [ec, n] = co_await boost::asio::async_write(stream, boost::asio::buffer(text), http::task_nothrow);
   co_return !ec;
+}
+
+std::string ClientExchange::error_body(int status, ErrorCode code, std::string_view message,
+                                       std::string_view limit) const {
+  if (dialect == wire::Dialect::anthropic) return wire::anthropic_error_body(status, code, message, limit);
+  return wire::error_body(code, message, limit);
 }
 
 void ClientExchange::log_access(int64_t latency_us) const {

@@ -1,6 +1,7 @@
 // ClientExchange: one request/response on a client connection, with the headers every
 // response carries (SPEC §6): x-cairva-request-id always, x-ratelimit-* when the caller
-// is authenticated. Used by the session loop and the chat completion flow.
+// is authenticated (and anthropic-ratelimit-* on the Anthropic paths). Used by the session
+// loop and every API's flow.
 #pragma once
 
 #include <optional>
@@ -18,6 +19,7 @@
 #include "http/executor.h"
 #include "http/message_head.h"
 #include "store/rows.h"
+#include "wire/errors.h"
 
 namespace cairva::gateway {
 
@@ -31,6 +33,9 @@ struct ClientExchange {
   std::string_view key_hash;                     // the request's key's, while it is served
   std::optional<core::AllocationSnapshot> rate;  // for x-ratelimit-* headers
   int status_sent = 0;                           // for logs and metrics
+  // The error shape (and, for anthropic, the anthropic-ratelimit-* headers) of the path's
+  // dialect (SPEC-APIS §4), set from the route before any answer.
+  wire::Dialect dialect = wire::Dialect::openai;
   // For the access log line.
   std::string allocation_id;
   std::string_view outcome = "-";  // "booked", "usage_pending", "failed", or an error code
@@ -45,7 +50,7 @@ struct ClientExchange {
   // or must close.
   http::Task<bool> send_json(http::MessageHead head, std::string body);
   http::Task<bool> send_json(int status, std::string body) { return send_json(head(status), std::move(body)); }
-  // Writes an OpenAI-shaped error; `retry_after_s` > 0 adds Retry-After (a
+  // Writes an error in the exchange's dialect; `retry_after_s` > 0 adds Retry-After (a
   // store_unavailable always has one). `message` is the buyer's to read: never an internal
   // error's text (send_store_error).
   http::Task<bool> send_error(ErrorCode code, std::string_view message,
@@ -64,6 +69,8 @@ struct ClientExchange {
   // "100 Continue" to a client waiting for it before sending its body. False when the
   // connection is lost.
   http::Task<bool> send_continue();
+  // An error body in the exchange's dialect, for an answer with HTTP `status`.
+  std::string error_body(int status, ErrorCode code, std::string_view message, std::string_view limit = {}) const;
 };
 
 }  // namespace cairva::gateway

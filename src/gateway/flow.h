@@ -140,7 +140,7 @@ struct Flow {
   }
 
   // The client's response head: the provider's status and the fields it passes on
-  // (x-request-id, openai-processing-ms).
+  // (x-request-id, openai-processing-ms, Anthropic's request-id).
   http::MessageHead client_head() const {
     // A provider status no client could read as a final answer is passed on as a 502.
     unsigned status = res->status();
@@ -149,6 +149,7 @@ struct Flow {
     if (lowered_to) h.add("x-cairva-max-tokens-lowered", *lowered_to);
     if (res->has_field(Field::request_id)) h.add("x-request-id", res->field(Field::request_id));
     if (res->has_field(Field::processing_ms)) h.add("openai-processing-ms", res->field(Field::processing_ms));
+    if (res->has_field(Field::anthropic_request_id)) h.add("request-id", res->field(Field::anthropic_request_id));
     return h;
   }
 
@@ -169,9 +170,11 @@ struct Flow {
   }
 
   // The booking key (SPEC "Accounting"): the response's id, else the provider's
-  // x-request-id, else the gateway's request id; one no store could keep counts as absent.
+  // x-request-id (Anthropic's request-id), else the gateway's request id; one no store
+  // could keep counts as absent.
   std::string provider_request_id(std::string_view from_body) const {
-    for (const std::string_view id : {from_body, res->field(Field::request_id)}) {
+    for (const std::string_view id :
+         {from_body, res->field(Field::request_id), res->field(Field::anthropic_request_id)}) {
       if (wire::usable_provider_id(id)) return std::string(id);
     }
     return ex.request_id;
@@ -191,6 +194,12 @@ struct Flow {
     // A failed settlement is kept and settled again (settle()); the client gets the
     // provider's answer meanwhile.
     co_await settle(store::SettleKind::failed);
+    co_return co_await relay_error(read);
+  }
+
+  // The provider's error answer as the client gets it (relay_provider_error, without a
+  // settlement: also for calls that book nothing).
+  Task<bool> relay_error(ReadStatus read) {
     const unsigned status = res->status();
     if (status == 401 || status == 403 || status == 429) {
       log_provider_body(status);

@@ -15,6 +15,7 @@
 #include "gateway/exchange.h"
 #include "gateway/flow.h"
 #include "gateway/gateway.h"
+#include "gateway/messages.h"
 #include "gateway/store_await.h"
 #include "http/buffered_parse.h"
 #include "http/connections.h"
@@ -175,14 +176,25 @@ struct KeyHashCache {
   }
 };
 
-// `for_admission`: the request's next store call is its admission (a chat completion),
+// The buyer's key (SPEC-APIS §1): `Authorization: Bearer cv_…`, else `x-api-key: cv_…`
+// (Anthropic's SDKs send one or the other, by version); empty when neither carries one.
+std::string_view api_key_of(const http::RequestReader& request) {
+  const std::string_view authorization = request.authorization();
+  if (authorization.starts_with(bearer_prefix) && authorization.size() > bearer_prefix.size()) {
+    return authorization.substr(bearer_prefix.size());
+  }
+  return request.x_api_key();
+}
+
+// `for_admission`: the request's next store call is its admission (a billable call),
 // and every answer before it goes through refuse_before_admission.
 Task<Result<store::KeyGrant>> authenticate(const Gateway& gw, KeyHashCache& keys, ClientExchange& ex,
-                                           std::string_view authorization, bool for_admission) {
-  if (!authorization.starts_with(bearer_prefix) || authorization.size() == bearer_prefix.size()) {
-    co_return make_error(ErrorCode::invalid_api_key, "missing API key: send Authorization: Bearer cv_...");
+                                           std::string_view key, bool for_admission) {
+  if (key.empty()) {
+    co_return make_error(ErrorCode::invalid_api_key,
+                         "missing API key: send Authorization: Bearer cv_... or x-api-key: cv_...");
   }
-  const std::string& hash = keys.hash_of(authorization.substr(bearer_prefix.size()));
+  const std::string& hash = keys.hash_of(key);
   ex.key_hash = hash;
   auto start = [&gw, &hash, for_admission](store::Callback<store::KeyGrant> cb) {
     if (for_admission) {
@@ -257,6 +269,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   ex.request_id = new_time_ordered_id("req");
   bool method_ok = false;
   const Route route = route_of(hp.target(), hp.method(), method_ok);
+  // Every answer from here on, 404 to 503, is in the path's dialect (SPEC-APIS §4).
+  if (dialect_of(route) == config::ProviderKind::anthropic) ex.dialect = wire::Dialect::anthropic;
   if (route == Route::unknown) co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
   if (!method_ok) {
     co_return co_await ex.send_error(ErrorCode::method_not_allowed,
@@ -264,7 +278,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   }
   if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
 
-  auto grant = co_await authenticate(gw, keys, ex, hp.authorization(), is_billable(route));
+  auto grant = co_await authenticate(gw, keys, ex, api_key_of(hp), is_billable(route));
   // A store outage is not a revoked key: 503, never 401 (send_store_error).
   if (!grant) co_return co_await ex.send_store_error(grant.error());
   ex.allocation_id = grant->allocation_id;
@@ -330,6 +344,12 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   switch (route) {
     case Route::chat:
       co_return co_await chat_completion(gw, pool, ex, *grant, std::move(hp.body()));
+    case Route::messages:
+      co_return co_await messages_create(gw, pool, ex, *grant, std::move(hp.body()),
+                                         {hp.anthropic_version(), hp.anthropic_beta()});
+    case Route::count_tokens:
+      co_return co_await messages_count_tokens(gw, pool, ex, *grant, std::move(hp.body()),
+                                               {hp.anthropic_version(), hp.anthropic_beta()});
     default:
       co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
   }

@@ -47,6 +47,7 @@ struct Sent {
   std::chrono::steady_clock::duration head_timeout{};
   bool released = false;  // handed back for reuse (else dropped: the connection closed)
   std::vector<std::chrono::steady_clock::duration> read_deadlines;
+  std::vector<std::pair<std::string, std::string>> headers;  // the client's passed on (Request::headers)
 };
 
 class FakeUpstream final : public Upstream {
@@ -59,6 +60,7 @@ class FakeUpstream final : public Upstream {
   http::Task<Result<std::unique_ptr<Response>>> send(const ProviderEndpoint&, const Request& req) override {
     sent.push_back(Sent{std::string(req.path), std::string(req.request_id), std::string(req.body), req.head_timeout});
     if (scripts.empty()) co_return make_error(ErrorCode::provider_unavailable, "fake: no script");
+    for (const Header& h : req.headers) sent.back().headers.emplace_back(h.name, h.value);
     Script s = std::move(scripts.front());
     scripts.pop_front();
     if (s.send_error) co_return *s.send_error;
