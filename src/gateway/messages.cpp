@@ -96,7 +96,7 @@ Task<bool> messages_create(const Gateway& gw, upstream::Upstream& upstream, Clie
   std::string upstream_body = wire::messages_rewrite_needed(request, adm.per_choice_limit)
                                   ? wire::rewrite_messages_request(body, request, adm.per_choice_limit)
                                   : std::move(body);
-  const std::string path = flow.provider->base_path + "/messages";
+  const std::string path = flow.provider->base_path + "/messages" + std::string(fields.query);
   co_return co_await flow.run(path, upstream_body, request.stream, /*client_wants_usage=*/false);
 }
 
@@ -124,7 +124,7 @@ Task<bool> messages_count_tokens(const Gateway& gw, upstream::Upstream& upstream
   const ForwardedFields forwarded(fields);
   MessagesFlow flow = make_flow(gw, upstream, ex, grant, forwarded);
   if (!flow.provider) co_return co_await ex.send_error(ErrorCode::provider_unavailable, unconfigured(grant));
-  const std::string path = flow.provider->base_path + "/messages/count_tokens";
+  const std::string path = flow.provider->base_path + "/messages/count_tokens" + std::string(fields.query);
   co_return co_await forward_unbilled(flow, path, body);
 }
 

@@ -14,12 +14,14 @@
 
 namespace cairva::gateway {
 
-// What the provider gets of the client's Anthropic fields: anthropic-version (the API
-// version it answers in; anthropic_version_default when the client sent none) and
-// anthropic-beta (only when sent). Views of the client's request head.
+// What the provider gets of the client's request head besides the body: anthropic-version
+// (the API version it answers in; anthropic_version_default when the client sent none),
+// anthropic-beta (only when sent) and the target's query (the SDKs' beta calls add
+// ?beta=true). Views of the client's request head.
 struct AnthropicFields {
   std::string_view version;
   std::string_view beta;
+  std::string_view query;  // with its '?'; empty when none
 };
 
 // The version the Anthropic SDKs long sent, and the API's first: a client without the

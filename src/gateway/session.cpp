@@ -118,6 +118,14 @@ std::string_view paths_of(config::ProviderKind kind) {
                "GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items";
 }
 
+// What an Anthropic path passes on of the client's request head (gateway/messages.h).
+AnthropicFields anthropic_fields(const http::RequestReader& request) {
+  const std::string_view target = request.target();
+  const auto q = target.find('?');
+  return {request.anthropic_version(), request.anthropic_beta(),
+          q == std::string_view::npos ? std::string_view() : target.substr(q)};
+}
+
 // Told to a client whose body does not fit in the body budget: retry in this many seconds,
 // by when bodies in flight have usually been forwarded.
 constexpr int body_budget_retry_after_s = 1;
@@ -345,11 +353,9 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
     case Route::chat:
       co_return co_await chat_completion(gw, pool, ex, *grant, std::move(hp.body()));
     case Route::messages:
-      co_return co_await messages_create(gw, pool, ex, *grant, std::move(hp.body()),
-                                         {hp.anthropic_version(), hp.anthropic_beta()});
+      co_return co_await messages_create(gw, pool, ex, *grant, std::move(hp.body()), anthropic_fields(hp));
     case Route::count_tokens:
-      co_return co_await messages_count_tokens(gw, pool, ex, *grant, std::move(hp.body()),
-                                               {hp.anthropic_version(), hp.anthropic_beta()});
+      co_return co_await messages_count_tokens(gw, pool, ex, *grant, std::move(hp.body()), anthropic_fields(hp));
     default:
       co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
   }
