@@ -47,6 +47,7 @@ class LedgerStore final : public store::Store {
     snap.terms.allowance = {1'000'000, 1'000'000};
   }
   core::AllocationSnapshot snap;
+  std::optional<Error> admit_error;
   std::vector<store::AdmitCommand> admits;
   std::vector<store::SettleCommand> settles;
 
@@ -54,6 +55,7 @@ class LedgerStore final : public store::Store {
     done(store::KeyGrant{"key_1", "alloc_1", "claude", {}, snap.terms.limits, false, {}});
   }
   void admit(store::AdmitCommand cmd, store::Callback<store::AdmitResult> done) override {
+    if (admit_error) return done(*admit_error);
     store::AdmitResult r;
     r.decision = core::decide_admission(snap, cmd.facts, clock_.now());
     core::apply_admission(snap, r.decision);
@@ -379,6 +381,17 @@ TEST_F(MessagesFlow, MaxTokensIsRequiredAndTheRefusalIsInAnthropicsShape) {
   EXPECT_EQ(error_code(r.json()), "invalid_request");
   EXPECT_EQ(r.json().at("error").at("message").as_string(), "max_tokens is required");
   EXPECT_TRUE(store.admits.empty());
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(MessagesFlow, AStoreOutageIs503InAnthropicsShapeWithRetryAfterAndNoStoreDetail) {
+  store.admit_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\", port 5432 failed");
+  const auto r = create(request(false));
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_EQ(error_type(r.json()), "api_error");
+  EXPECT_EQ(error_code(r.json()), "store_unavailable");
+  EXPECT_FALSE(r.header("retry-after").empty());
+  EXPECT_EQ(r.body.find("5432"), std::string::npos) << r.body;
   EXPECT_TRUE(up.sent.empty());
 }
 
