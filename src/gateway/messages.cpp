@@ -24,7 +24,8 @@ struct ForwardedFields {
   size_t count = 0;
 
   explicit ForwardedFields(AnthropicFields f) {
-    headers[count++] = {"anthropic-version", f.version.empty() ? anthropic_version_default : f.version};
+    headers[count++] = {"anthropic-version",
+                        f.version.empty() ? anthropic_version_default : f.version};
     if (!f.beta.empty()) headers[count++] = {"anthropic-beta", f.beta};
   }
   std::span<const upstream::Header> span() const { return {headers.data(), count}; }
@@ -33,7 +34,8 @@ struct ForwardedFields {
 MessagesFlow make_flow(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
                        const store::KeyGrant& grant, const ForwardedFields& fields) {
   MessagesFlow flow{gw, upstream, ex, grant, gw.find_provider(grant.provider)};
-  flow.deadline_mono = gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
+  flow.deadline_mono =
+      gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
   flow.forward_headers = fields.span();
   return flow;
 }
@@ -58,8 +60,9 @@ Task<bool> forward_unbilled(MessagesFlow& flow, std::string_view path, std::stri
   if (!flow_detail::is_2xx(res.status())) co_return co_await flow.relay_error(*read);
   if (*read != upstream::ReadStatus::ok) {
     flow.release(false);
-    co_return co_await ex.send_error(ErrorCode::provider_unavailable,
-                                     flow_detail::unread_body_message(*read, "provider response was cut off"));
+    co_return co_await ex.send_error(
+        ErrorCode::provider_unavailable,
+        flow_detail::unread_body_message(*read, "provider response was cut off"));
   }
   auto head = flow.client_head();
   std::string answer = std::move(res.body());
@@ -72,7 +75,9 @@ Task<bool> forward_unbilled(MessagesFlow& flow, std::string_view path, std::stri
 Task<bool> messages_create(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
                            const store::KeyGrant& grant, std::string body, AnthropicFields fields) {
   auto inspected = wire::inspect_messages_request(body);
-  if (!inspected) co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request, inspected.error().message);
+  if (!inspected)
+    co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request,
+                                               inspected.error().message);
   const wire::MessagesRequest& request = *inspected;
   core::RequestFacts facts;
   facts.input_estimate = core::input_estimate(request.prompt);
@@ -81,7 +86,8 @@ Task<bool> messages_create(const Gateway& gw, upstream::Upstream& upstream, Clie
   // A thinking budget the rewrite could not keep valid is refused in admission (402, and
   // counted toward no limit), never forwarded for the provider to reject (SPEC-APIS §2).
   facts.per_choice_min = wire::messages_per_choice_min(request);
-  auto admission = co_await admit(gw, ex, grant, request.model, request.service_tier, request.stream, facts);
+  auto admission =
+      co_await admit(gw, ex, grant, request.model, request.service_tier, request.stream, facts);
   if (!admission.admitted) co_return admission.keep;
   const auto& adm = *admission.admitted;
 
@@ -93,21 +99,27 @@ Task<bool> messages_create(const Gateway& gw, upstream::Upstream& upstream, Clie
     co_return co_await ex.send_error(ErrorCode::provider_unavailable, unconfigured(grant));
   }
   // The provider always receives the limit that was held (SPEC §4).
-  std::string upstream_body = wire::messages_rewrite_needed(request, adm.per_choice_limit)
-                                  ? wire::rewrite_messages_request(body, request, adm.per_choice_limit)
-                                  : std::move(body);
+  std::string upstream_body =
+      wire::messages_rewrite_needed(request, adm.per_choice_limit)
+          ? wire::rewrite_messages_request(body, request, adm.per_choice_limit)
+          : std::move(body);
   const std::string path = flow.provider->base_path + "/messages" + std::string(fields.query);
   co_return co_await flow.run(path, upstream_body, request.stream, /*client_wants_usage=*/false);
 }
 
-Task<bool> messages_count_tokens(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
-                                 const store::KeyGrant& grant, std::string body, AnthropicFields fields) {
+Task<bool> messages_count_tokens(const Gateway& gw, upstream::Upstream& upstream,
+                                 ClientExchange& ex, const store::KeyGrant& grant, std::string body,
+                                 AnthropicFields fields) {
   auto inspected = wire::inspect_messages_request(body, wire::MessagesCall::count_tokens);
-  if (!inspected) co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request, inspected.error().message);
+  if (!inspected)
+    co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request,
+                                               inspected.error().message);
   const std::string& model = inspected->model;
-  if (!grant.models.empty() && std::find(grant.models.begin(), grant.models.end(), model) == grant.models.end()) {
-    co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::model_not_allowed,
-                                               "model \"" + model + "\" is not in this agreement's models");
+  if (!grant.models.empty() &&
+      std::find(grant.models.begin(), grant.models.end(), model) == grant.models.end()) {
+    co_return co_await refuse_before_admission(
+        gw, ex, grant, ErrorCode::model_not_allowed,
+        "model \"" + model + "\" is not in this agreement's models");
   }
   // The allocation's state as admission's first check sees it (SPEC-APIS §3): nothing else
   // of admission applies, and nothing is recorded.
@@ -123,8 +135,10 @@ Task<bool> messages_count_tokens(const Gateway& gw, upstream::Upstream& upstream
 
   const ForwardedFields forwarded(fields);
   MessagesFlow flow = make_flow(gw, upstream, ex, grant, forwarded);
-  if (!flow.provider) co_return co_await ex.send_error(ErrorCode::provider_unavailable, unconfigured(grant));
-  const std::string path = flow.provider->base_path + "/messages/count_tokens" + std::string(fields.query);
+  if (!flow.provider)
+    co_return co_await ex.send_error(ErrorCode::provider_unavailable, unconfigured(grant));
+  const std::string path =
+      flow.provider->base_path + "/messages/count_tokens" + std::string(fields.query);
   co_return co_await forward_unbilled(flow, path, body);
 }
 

@@ -31,15 +31,17 @@ inline constexpr std::string_view anthropic_version_default = "2023-06-01";
 // Serves one authenticated POST /v1/messages whose body has been read, through `upstream`
 // (the event loop's UpstreamPool; a scripted fake in tests). Returns false when the client
 // connection must close.
-http::Task<bool> messages_create(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
-                                 const store::KeyGrant& grant, std::string body, AnthropicFields fields);
+http::Task<bool> messages_create(const Gateway& gw, upstream::Upstream& upstream,
+                                 ClientExchange& ex, const store::KeyGrant& grant, std::string body,
+                                 AnthropicFields fields);
 
 // Serves one authenticated POST /v1/messages/count_tokens: the body is checked and its
 // model against the agreement's list, the allocation's state as admission checks it
 // (suspended, depleted, expired: refused), then the call is forwarded and its answer passed
 // on (the provider's supplier-account errors replaced as for billable calls). Holds,
 // books and counts toward nothing.
-http::Task<bool> messages_count_tokens(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
-                                       const store::KeyGrant& grant, std::string body, AnthropicFields fields);
+http::Task<bool> messages_count_tokens(const Gateway& gw, upstream::Upstream& upstream,
+                                       ClientExchange& ex, const store::KeyGrant& grant,
+                                       std::string body, AnthropicFields fields);
 
 }  // namespace cairva::gateway

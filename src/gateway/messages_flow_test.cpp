@@ -4,12 +4,6 @@
 // a client that reads what the buyer would.
 #include <gtest/gtest.h>
 
-#include <functional>
-#include <map>
-#include <optional>
-#include <string>
-#include <vector>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -17,6 +11,11 @@
 #include <boost/asio/read.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/json.hpp>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "core/admission.h"
@@ -43,7 +42,8 @@ class LedgerStore final : public store::Store {
   explicit LedgerStore(const Clock& clock) : clock_(clock) {
     snap.state = core::AllocationState::active;
     snap.terms.window = {kNow - 60 * micros_per_second, kNow + 3600 * micros_per_second};
-    snap.terms.limits = {.requests_per_minute = 10, .tokens_per_minute = 1'000'000, .max_concurrency = 4};
+    snap.terms.limits = {
+        .requests_per_minute = 10, .tokens_per_minute = 1'000'000, .max_concurrency = 4};
     snap.terms.allowance = {1'000'000, 1'000'000};
   }
   core::AllocationSnapshot snap;
@@ -66,17 +66,21 @@ class LedgerStore final : public store::Store {
   void settle(store::SettleCommand cmd, store::Callback<store::SettleResult> done) override {
     store::SettleResult r;
     r.book = core::BookResult::booked;
-    r.request_state = cmd.kind == store::SettleKind::usage           ? core::RequestState::booked
-                      : cmd.kind == store::SettleKind::usage_missing ? core::RequestState::usage_pending
-                                                                     : core::RequestState::failed;
+    r.request_state = cmd.kind == store::SettleKind::usage ? core::RequestState::booked
+                      : cmd.kind == store::SettleKind::usage_missing
+                          ? core::RequestState::usage_pending
+                          : core::RequestState::failed;
     settles.push_back(std::move(cmd));
     done(r);
   }
-  void allocation_status(const std::string&, store::Callback<store::AllocationStatus> done) override {
+  void allocation_status(const std::string&,
+                         store::Callback<store::AllocationStatus> done) override {
     done(store::AllocationStatus{"alloc_1", "agr_1", snap});
   }
 
-  Result<store::CreatedAgreement> create_agreement(const store::NewAgreement&) override { return no(); }
+  Result<store::CreatedAgreement> create_agreement(const store::NewAgreement&) override {
+    return no();
+  }
   Result<store::AgreementRow> get_agreement(const std::string&) override { return no(); }
   Result<store::AgreementRow> cancel_agreement(const std::string&) override { return no(); }
   Result<std::vector<store::AllocationStatus>> list_allocations() override { return no(); }
@@ -85,11 +89,18 @@ class LedgerStore final : public store::Store {
   Result<store::AllocationStatus> resume_allocation(const std::string&) override { return no(); }
   Result<store::CreatedKey> create_key(const std::string&) override { return no(); }
   Result<store::ApiKeyRow> revoke_key(const std::string&) override { return no(); }
-  Result<std::vector<store::RequestRow>> list_requests(const store::RequestFilter&) override { return no(); }
+  Result<std::vector<store::RequestRow>> list_requests(const store::RequestFilter&) override {
+    return no();
+  }
   Result<store::RequestRow> get_request(const std::string&) override { return no(); }
   Result<store::UsageEventRow> reconcile(const store::Reconciliation&) override { return no(); }
-  Result<std::vector<store::UsageEventRow>> list_events(const store::EventFilter&) override { return no(); }
-  Result<std::vector<store::ConflictRow>> list_conflicts(const std::optional<std::string>&) override { return no(); }
+  Result<std::vector<store::UsageEventRow>> list_events(const store::EventFilter&) override {
+    return no();
+  }
+  Result<std::vector<store::ConflictRow>> list_conflicts(
+      const std::optional<std::string>&) override {
+    return no();
+  }
   Result<int64_t> sweep_stale() override { return no(); }
   Result<store::AuditReport> audit() override { return no(); }
 
@@ -164,7 +175,8 @@ class MessagesFlow : public ::testing::Test {
 
   // Serves `body` through `entry`, as the session would on an Anthropic path.
   Reply serve(const Entry& entry, const std::string& body) {
-    net::ip::tcp::acceptor acceptor(ctx, net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    net::ip::tcp::acceptor acceptor(ctx,
+                                    net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
     net::ip::tcp::socket client(ctx);
     client.connect(acceptor.local_endpoint());
     http::Socket server(ctx.get_executor());
@@ -194,7 +206,8 @@ class MessagesFlow : public ::testing::Test {
     net::co_spawn(
         ctx,
         [&]() -> net::awaitable<void> {
-          co_await net::async_read(client, net::dynamic_buffer(raw), net::as_tuple(net::use_awaitable));
+          co_await net::async_read(client, net::dynamic_buffer(raw),
+                                   net::as_tuple(net::use_awaitable));
           done();
         },
         net::detached);
@@ -206,40 +219,50 @@ class MessagesFlow : public ::testing::Test {
     return reply;
   }
   Reply create(const std::string& body, AnthropicFields fields = {}) {
-    return serve([&](ClientExchange& ex, std::string b) { return messages_create(gw, up, ex, grant, std::move(b), fields); },
-                 body);
+    return serve(
+        [&](ClientExchange& ex, std::string b) {
+          return messages_create(gw, up, ex, grant, std::move(b), fields);
+        },
+        body);
   }
   Reply count_tokens(const std::string& body, AnthropicFields fields = {}) {
     return serve(
-        [&](ClientExchange& ex, std::string b) { return messages_count_tokens(gw, up, ex, grant, std::move(b), fields); },
+        [&](ClientExchange& ex, std::string b) {
+          return messages_count_tokens(gw, up, ex, grant, std::move(b), fields);
+        },
         body);
   }
 
   static std::string request(bool stream, std::string_view extra = {}, int64_t max_tokens = 1000) {
     return R"({"model":"claude-x","max_tokens":)" + std::to_string(max_tokens) +
-           R"(,"messages":[{"role":"user","content":"hi"}])" + (stream ? R"(,"stream":true)" : "") + std::string(extra) +
-           "}";
+           R"(,"messages":[{"role":"user","content":"hi"}])" + (stream ? R"(,"stream":true)" : "") +
+           std::string(extra) + "}";
   }
   static constexpr std::string_view usage =
       R"({"input_tokens":10,"cache_creation_input_tokens":3,"cache_read_input_tokens":5,"output_tokens":7})";
   static std::string message(bool with_id = true) {
     return std::string("{") + (with_id ? R"("id":"msg_1",)" : "") +
-           R"("type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}],"usage":)" + std::string(usage) +
-           "}";
+           R"("type":"message","role":"assistant","content":[{"type":"text","text":"Hi"}],"usage":)" +
+           std::string(usage) + "}";
   }
   static std::string event(std::string_view name, std::string_view data) {
     return "event: " + std::string(name) + "\ndata: " + std::string(data) + "\n\n";
   }
   static std::string started() {
-    return event("message_start", R"({"type":"message_start","message":{"id":"msg_s","content":[],"usage":)" +
-                                      std::string(usage) + "}}");
+    return event("message_start",
+                 R"({"type":"message_start","message":{"id":"msg_s","content":[],"usage":)" +
+                     std::string(usage) + "}}");
   }
   static std::string text(std::string_view t) {
-    return event("content_block_delta",
-                 R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":")" + std::string(t) + "\"}}");
+    return event(
+        "content_block_delta",
+        R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":")" +
+            std::string(t) + "\"}}");
   }
   static std::string delta() {
-    return event("message_delta", R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}})");
+    return event(
+        "message_delta",
+        R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}})");
   }
   static std::string stopped() { return event("message_stop", R"({"type":"message_stop"})"); }
   static Script body_of(std::string body, unsigned status = 200) {
@@ -252,8 +275,12 @@ class MessagesFlow : public ::testing::Test {
     EXPECT_EQ(store.settles.size(), 1u);
     return store.settles.front();
   }
-  static std::string error_type(const bj::value& v) { return std::string(v.at("error").at("type").as_string()); }
-  static std::string error_code(const bj::value& v) { return std::string(v.at("error").at("code").as_string()); }
+  static std::string error_type(const bj::value& v) {
+    return std::string(v.at("error").at("type").as_string());
+  }
+  static std::string error_code(const bj::value& v) {
+    return std::string(v.at("error").at("code").as_string());
+  }
 
   net::io_context ctx{1};
   config::Config cfg;
@@ -269,7 +296,8 @@ TEST_F(MessagesFlow, APlainMessageIsBookedWithItsCacheCountsAndTagged) {
   const auto r = create(request(false));
   EXPECT_EQ(r.status, 200u);
   EXPECT_EQ(r.json().at("usage_source").as_string(), "provider");
-  EXPECT_EQ(r.json().at("usage").at("cache_read_input_tokens").as_int64(), 5) << "the provider's usage unchanged";
+  EXPECT_EQ(r.json().at("usage").at("cache_read_input_tokens").as_int64(), 5)
+      << "the provider's usage unchanged";
   const auto& s = only_settle();
   EXPECT_EQ(s.kind, store::SettleKind::usage);
   EXPECT_EQ(s.provider_request_id, "msg_1");
@@ -277,7 +305,9 @@ TEST_F(MessagesFlow, APlainMessageIsBookedWithItsCacheCountsAndTagged) {
   ASSERT_EQ(up.sent.size(), 1u);
   EXPECT_EQ(up.sent[0].path, "/v1/messages");
   EXPECT_EQ(up.sent[0].body, request(false)) << "nothing to rewrite: max_tokens is what was held";
-  EXPECT_EQ(up.sent[0].headers, (std::vector<std::pair<std::string, std::string>>{{"anthropic-version", "2023-06-01"}}));
+  EXPECT_EQ(
+      up.sent[0].headers,
+      (std::vector<std::pair<std::string, std::string>>{{"anthropic-version", "2023-06-01"}}));
   EXPECT_EQ(r.header("anthropic-ratelimit-requests-limit"), "10");
   EXPECT_EQ(r.header("anthropic-ratelimit-requests-remaining"), "9");
   EXPECT_EQ(r.header("anthropic-ratelimit-tokens-limit"), "1000000");
@@ -313,7 +343,8 @@ TEST_F(MessagesFlow, AStreamIsRelayedAndBookedOnMessageStop) {
   const auto ev = r.events();
   ASSERT_EQ(ev.size(), 5u) << r.body;
   EXPECT_EQ(ev[0].first, "message_start");
-  EXPECT_EQ(ev[1].second, R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}})");
+  EXPECT_EQ(ev[1].second,
+            R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a"}})");
   EXPECT_EQ(ev[3].first, "message_delta");
   EXPECT_EQ(bj::parse(ev[3].second).at("usage_source").as_string(), "provider");
   EXPECT_EQ(ev[4].first, "message_stop");
@@ -348,7 +379,8 @@ TEST_F(MessagesFlow, AStreamCutBeforeMessageStopIsUsagePendingAndEndsWithAnAnthr
 }
 
 TEST_F(MessagesFlow, AProviderErrorIsPassedOnAndReleasesTheHold) {
-  const std::string overloaded = R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})";
+  const std::string overloaded =
+      R"({"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}})";
   up.scripts.push_back(body_of(overloaded, 529));
   const auto r = create(request(false));
   EXPECT_EQ(r.status, 529u);
@@ -357,16 +389,20 @@ TEST_F(MessagesFlow, AProviderErrorIsPassedOnAndReleasesTheHold) {
 }
 
 TEST_F(MessagesFlow, SupplierAccountErrorsComeBackInAnthropicsShapeWithTheGatewaysWords) {
-  up.scripts.push_back(body_of(R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key sk-ant-supplier-secret"}})",
-                               401));
+  up.scripts.push_back(body_of(
+      R"({"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key sk-ant-supplier-secret"}})",
+      401));
   const auto denied = create(request(false));
   EXPECT_EQ(denied.status, 502u);
   EXPECT_EQ(error_type(denied.json()), "api_error");
   EXPECT_EQ(error_code(denied.json()), "provider_unavailable");
   EXPECT_EQ(denied.body.find("sk-ant"), std::string::npos) << denied.body;
 
-  up.scripts.push_back(body_of(R"({"type":"error","error":{"type":"rate_limit_error","message":"org-Supplier limit"}})", 429)
-                           .field(Field::retry_after, "9"));
+  up.scripts.push_back(
+      body_of(
+          R"({"type":"error","error":{"type":"rate_limit_error","message":"org-Supplier limit"}})",
+          429)
+          .field(Field::retry_after, "9"));
   const auto limited = create(request(false));
   EXPECT_EQ(limited.status, 429u);
   EXPECT_EQ(limited.header("retry-after"), "9");
@@ -385,7 +421,8 @@ TEST_F(MessagesFlow, MaxTokensIsRequiredAndTheRefusalIsInAnthropicsShape) {
 }
 
 TEST_F(MessagesFlow, AStoreOutageIs503InAnthropicsShapeWithRetryAfterAndNoStoreDetail) {
-  store.admit_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\", port 5432 failed");
+  store.admit_error = make_error(ErrorCode::store_unavailable,
+                                 "connection to server at \"127.0.0.1\", port 5432 failed");
   const auto r = create(request(false));
   EXPECT_EQ(r.status, 503u);
   EXPECT_EQ(error_type(r.json()), "api_error");
@@ -398,7 +435,8 @@ TEST_F(MessagesFlow, AStoreOutageIs503InAnthropicsShapeWithRetryAfterAndNoStoreD
 TEST_F(MessagesFlow, ALoweredMaxTokensTakesTheThinkingBudgetUnderIt) {
   store.snap.terms.allowance.output = 2000;
   up.scripts.push_back(body_of(message()));
-  const auto r = create(request(false, R"(,"thinking":{"type":"enabled","budget_tokens":3000})", 4096));
+  const auto r =
+      create(request(false, R"(,"thinking":{"type":"enabled","budget_tokens":3000})", 4096));
   EXPECT_EQ(r.status, 200u);
   EXPECT_EQ(r.header("x-cairva-max-tokens-lowered"), "2000");
   ASSERT_EQ(up.sent.size(), 1u);
@@ -411,7 +449,8 @@ TEST_F(MessagesFlow, ALoweredMaxTokensTakesTheThinkingBudgetUnderIt) {
 
 TEST_F(MessagesFlow, ABudgetTheLoweringCannotKeepValidIs402AndCountsTowardNoLimit) {
   store.snap.terms.allowance.output = 1000;  // under the provider's least budget + 1
-  const auto r = create(request(false, R"(,"thinking":{"type":"enabled","budget_tokens":2000})", 4096));
+  const auto r =
+      create(request(false, R"(,"thinking":{"type":"enabled","budget_tokens":2000})", 4096));
   EXPECT_EQ(r.status, 402u);
   EXPECT_EQ(error_type(r.json()), "billing_error");
   EXPECT_EQ(error_code(r.json()), "allocation_exhausted");
@@ -438,32 +477,39 @@ TEST_F(MessagesFlow, CountTokensIsForwardedAndBooksNothing) {
 
 TEST_F(MessagesFlow, CountTokensChecksTheModelListAndTheAllocationsState) {
   grant.models = {"claude-allowed"};
-  const auto outside = count_tokens(R"({"model":"claude-x","messages":[{"role":"user","content":"hi"}]})");
+  const auto outside =
+      count_tokens(R"({"model":"claude-x","messages":[{"role":"user","content":"hi"}]})");
   EXPECT_EQ(outside.status, 400u);
   EXPECT_EQ(error_code(outside.json()), "model_not_allowed");
 
   store.snap.state = core::AllocationState::suspended;
-  const auto suspended = count_tokens(R"({"model":"claude-allowed","messages":[{"role":"user","content":"hi"}]})");
+  const auto suspended =
+      count_tokens(R"({"model":"claude-allowed","messages":[{"role":"user","content":"hi"}]})");
   EXPECT_EQ(suspended.status, 403u);
   EXPECT_EQ(error_type(suspended.json()), "permission_error");
   EXPECT_EQ(error_code(suspended.json()), "allocation_not_active");
 
   store.snap.state = core::AllocationState::depleted;
-  const auto depleted = count_tokens(R"({"model":"claude-allowed","messages":[{"role":"user","content":"hi"}]})");
+  const auto depleted =
+      count_tokens(R"({"model":"claude-allowed","messages":[{"role":"user","content":"hi"}]})");
   EXPECT_EQ(depleted.status, 402u);
   EXPECT_EQ(error_code(depleted.json()), "allocation_depleted");
   EXPECT_TRUE(up.sent.empty());
 }
 
 TEST_F(MessagesFlow, CountTokensPassesProviderErrorsButReplacesSupplierAccountOnes) {
-  const std::string bad = R"({"type":"error","error":{"type":"invalid_request_error","message":"messages: empty"}})";
+  const std::string bad =
+      R"({"type":"error","error":{"type":"invalid_request_error","message":"messages: empty"}})";
   up.scripts.push_back(body_of(bad, 400));
-  const auto r = count_tokens(R"({"model":"claude-x","messages":[{"role":"user","content":"hi"}]})");
+  const auto r =
+      count_tokens(R"({"model":"claude-x","messages":[{"role":"user","content":"hi"}]})");
   EXPECT_EQ(r.status, 400u);
   EXPECT_EQ(r.body, bad);
 
-  up.scripts.push_back(body_of(R"({"type":"error","error":{"type":"permission_error","message":"org-Supplier"}})", 403));
-  const auto denied = count_tokens(R"({"model":"claude-x","messages":[{"role":"user","content":"hi"}]})");
+  up.scripts.push_back(body_of(
+      R"({"type":"error","error":{"type":"permission_error","message":"org-Supplier"}})", 403));
+  const auto denied =
+      count_tokens(R"({"model":"claude-x","messages":[{"role":"user","content":"hi"}]})");
   EXPECT_EQ(denied.status, 502u);
   EXPECT_EQ(error_code(denied.json()), "provider_unavailable");
   EXPECT_EQ(denied.body.find("org-"), std::string::npos);

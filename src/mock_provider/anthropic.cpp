@@ -3,15 +3,14 @@
 #include <simdjson.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <mutex>
-#include <string>
-#include <vector>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/write.hpp>
+#include <cstdio>
+#include <mutex>
+#include <string>
+#include <vector>
 
 #include "base/ids.h"
 
@@ -118,7 +117,8 @@ Plan plan_for(const Switches& sw, const MessagesFacts& f) {
   p.cache_read = std::to_string(cache_read_tokens_default);
   // cache=W,R, after the model's '?' (the shared switches pass over it).
   const auto q = f.model.find('?');
-  std::string_view rest = q == std::string::npos ? std::string_view() : std::string_view(f.model).substr(q + 1);
+  std::string_view rest =
+      q == std::string::npos ? std::string_view() : std::string_view(f.model).substr(q + 1);
   while (!rest.empty()) {
     const auto amp = rest.find('&');
     const std::string_view item = rest.substr(0, amp);
@@ -137,15 +137,21 @@ Plan plan_for(const Switches& sw, const MessagesFacts& f) {
 
 std::string usage_json(const Plan& p, std::string_view output) {
   return "{\"input_tokens\":" + p.input + ",\"cache_creation_input_tokens\":" + p.cache_creation +
-         ",\"cache_read_input_tokens\":" + p.cache_read + ",\"output_tokens\":" + std::string(output) + "}";
+         ",\"cache_read_input_tokens\":" + p.cache_read +
+         ",\"output_tokens\":" + std::string(output) + "}";
 }
 
-std::string id_member(const Switches& sw, const Plan& p) { return sw.no_id ? std::string() : "\"id\":" + json_string(p.id) + ","; }
+std::string id_member(const Switches& sw, const Plan& p) {
+  return sw.no_id ? std::string() : "\"id\":" + json_string(p.id) + ",";
+}
 
 std::string message_body(const Switches& sw, const MessagesFacts& f, const Plan& p) {
-  std::string body = "{" + id_member(sw, p) + "\"type\":\"message\",\"role\":\"assistant\",\"model\":" + json_string(f.model) +
-                     ",\"content\":[{\"type\":\"text\",\"text\":\"Hello from the mock provider.\"}],\"stop_reason\":" +
-                     json_string(p.stop_reason) + ",\"stop_sequence\":null";
+  std::string body =
+      "{" + id_member(sw, p) +
+      "\"type\":\"message\",\"role\":\"assistant\",\"model\":" + json_string(f.model) +
+      ",\"content\":[{\"type\":\"text\",\"text\":\"Hello from the mock "
+      "provider.\"}],\"stop_reason\":" +
+      json_string(p.stop_reason) + ",\"stop_sequence\":null";
   if (!sw.no_usage) body += ",\"usage\":" + usage_json(p, p.output);
   return body + "}";
 }
@@ -158,25 +164,41 @@ std::string error_body(int status, std::string_view model) {
   std::string type = "api_error";
   std::string message = "mock: scripted error " + std::to_string(status);
   switch (status) {
-    case 400: type = "invalid_request_error"; break;
-    case 401: type = "authentication_error", message = "invalid x-api-key " + key + " (organization " + org + ")"; break;
-    case 403: type = "permission_error", message = "Your organization " + org + " (key " + key + ") does not have access to this model"; break;
-    case 404: type = "not_found_error", message = "model: " + std::string(model); break;
-    case 413: type = "request_too_large"; break;
+    case 400:
+      type = "invalid_request_error";
+      break;
+    case 401:
+      type = "authentication_error",
+      message = "invalid x-api-key " + key + " (organization " + org + ")";
+      break;
+    case 403:
+      type = "permission_error", message = "Your organization " + org + " (key " + key +
+                                           ") does not have access to this model";
+      break;
+    case 404:
+      type = "not_found_error", message = "model: " + std::string(model);
+      break;
+    case 413:
+      type = "request_too_large";
+      break;
     case 429:
       type = "rate_limit_error";
       message = "This request would exceed the rate limit for your organization (" + org +
                 ") of 50,000 input tokens per minute.";
       break;
-    case 529: type = "overloaded_error", message = "Overloaded"; break;
-    default: break;
+    case 529:
+      type = "overloaded_error", message = "Overloaded";
+      break;
+    default:
+      break;
   }
-  return "{\"type\":\"error\",\"error\":{\"type\":" + json_string(type) + ",\"message\":" + json_string(message) + "}}";
+  return "{\"type\":\"error\",\"error\":{\"type\":" + json_string(type) +
+         ",\"message\":" + json_string(message) + "}}";
 }
 
 // A JSON answer with Anthropic's request-id header (header-id=TEXT, else a fresh one).
-net::awaitable<bool> reply(beast::tcp_stream& stream, const Request& req, int status, std::string body,
-                           const Switches& sw, int64_t retry_after_s = 0) {
+net::awaitable<bool> reply(beast::tcp_stream& stream, const Request& req, int status,
+                           std::string body, const Switches& sw, int64_t retry_after_s = 0) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), req.version()};
   res.set(bhttp::field::content_type, "application/json");
   res.set("request-id", sw.header_id.empty() ? new_id("req") : sw.header_id);
@@ -188,8 +210,10 @@ net::awaitable<bool> reply(beast::tcp_stream& stream, const Request& req, int st
   co_return !ec && res.keep_alive();
 }
 
-net::awaitable<bool> scripted(beast::tcp_stream& stream, const Request& req, const Switches& sw, std::string_view model) {
-  co_return co_await reply(stream, req, sw.status, error_body(sw.status, model), sw, sw.status == 429 ? sw.retry_after_s : 0);
+net::awaitable<bool> scripted(beast::tcp_stream& stream, const Request& req, const Switches& sw,
+                              std::string_view model) {
+  co_return co_await reply(stream, req, sw.status, error_body(sw.status, model), sw,
+                           sw.status == 429 ? sw.retry_after_s : 0);
 }
 
 std::string event(std::string_view name, std::string_view data) {
@@ -197,44 +221,54 @@ std::string event(std::string_view name, std::string_view data) {
 }
 
 // The real event sequence, with the shared stream faults (write_events).
-net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw, const MessagesFacts& f, const Plan& p,
-                                  unsigned version) {
+net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw,
+                                  const MessagesFacts& f, const Plan& p, unsigned version) {
   std::vector<std::string> events;
   const std::string start_usage = sw.no_usage ? std::string() : ",\"usage\":" + usage_json(p, "1");
-  events.push_back(event("message_start", "{\"type\":\"message_start\",\"message\":{" + id_member(sw, p) +
-                                              "\"type\":\"message\",\"role\":\"assistant\",\"model\":" + json_string(f.model) +
-                                              ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null" +
-                                              start_usage + "}}"));
-  events.push_back(event("content_block_start",
-                         R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"));
+  events.push_back(event(
+      "message_start",
+      "{\"type\":\"message_start\",\"message\":{" + id_member(sw, p) +
+          "\"type\":\"message\",\"role\":\"assistant\",\"model\":" + json_string(f.model) +
+          ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null" + start_usage + "}}"));
+  events.push_back(event(
+      "content_block_start",
+      R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"));
   events.push_back(event("ping", R"({"type": "ping"})"));
   for (int64_t i = 0; i < sw.chunks; ++i) {
-    events.push_back(event("content_block_delta", R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tok)" +
-                                                      std::to_string(i) + " \"}}"));
+    events.push_back(event(
+        "content_block_delta",
+        R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tok)" +
+            std::to_string(i) + " \"}}"));
   }
   // malformed, streaming: one event whose data is not JSON, among the content events.
   if (sw.malformed) events.push_back(event("content_block_delta", "{\"id\": not json"));
   events.push_back(event("content_block_stop", R"({"type":"content_block_stop","index":0})"));
   // Cumulative usage, input counts included, as Anthropic's current models send it.
-  const std::string delta_usage = sw.no_usage ? std::string() : ",\"usage\":" + usage_json(p, p.output);
-  events.push_back(event("message_delta", "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":" + json_string(p.stop_reason) +
-                                              ",\"stop_sequence\":null}" + delta_usage + "}"));
+  const std::string delta_usage =
+      sw.no_usage ? std::string() : ",\"usage\":" + usage_json(p, p.output);
+  events.push_back(
+      event("message_delta",
+            "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":" + json_string(p.stop_reason) +
+                ",\"stop_sequence\":null}" + delta_usage + "}"));
   events.push_back(event("message_stop", R"({"type":"message_stop"})"));
   co_return co_await write_events(stream, sw, version, events);
 }
 
-net::awaitable<bool> bad_body(beast::tcp_stream& stream, const Request& req, std::string_view message) {
-  co_return co_await reply(stream, req, 400,
-                           "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":" + json_string(message) +
-                               "}}",
-                           Switches{});
+net::awaitable<bool> bad_body(beast::tcp_stream& stream, const Request& req,
+                              std::string_view message) {
+  co_return co_await reply(
+      stream, req, 400,
+      "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\",\"message\":" +
+          json_string(message) + "}}",
+      Switches{});
 }
 
 net::awaitable<bool> messages(beast::tcp_stream& stream, const Request& req) {
   Served served(req);
   remember(req);
   MessagesFacts f;
-  if (!read_facts(req.body(), f)) co_return co_await bad_body(stream, req, "mock: body is not a JSON object");
+  if (!read_facts(req.body(), f))
+    co_return co_await bad_body(stream, req, "mock: body is not a JSON object");
   if (f.max_tokens < 1) co_return co_await bad_body(stream, req, "max_tokens: Field required");
   const Switches sw = parse_switches(f.model);
   co_await sleep_ms(sw.delay_ms);
@@ -248,14 +282,16 @@ net::awaitable<bool> messages(beast::tcp_stream& stream, const Request& req) {
   }
   if (sw.status != 200) co_return co_await scripted(stream, req, sw, f.model);
   const Plan p = plan_for(sw, f);
-  if (f.stream) co_return co_await stream_reply(stream, sw, f, p, req.version()) && req.keep_alive();
+  if (f.stream)
+    co_return co_await stream_reply(stream, sw, f, p, req.version()) && req.keep_alive();
   if (sw.malformed) co_return co_await reply(stream, req, 200, "{\"id\": truncated", sw);
   const std::string body = message_body(sw, f, p);
   if (sw.reset_after >= 0) {
     // The headers and the first reset-after bytes of the body, then a reset.
-    const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\n\r\n" +
-                             body.substr(0, std::min<size_t>(body.size(), static_cast<size_t>(sw.reset_after)));
+    const std::string head =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" +
+        body.substr(0, std::min<size_t>(body.size(), static_cast<size_t>(sw.reset_after)));
     (void)co_await net::async_write(stream, net::buffer(head), nothrow);  // reset either way
     reset(stream);
     co_return false;
@@ -267,7 +303,8 @@ net::awaitable<bool> count_tokens(beast::tcp_stream& stream, const Request& req)
   Served served(req);
   remember(req);
   MessagesFacts f;
-  if (!read_facts(req.body(), f)) co_return co_await bad_body(stream, req, "mock: body is not a JSON object");
+  if (!read_facts(req.body(), f))
+    co_return co_await bad_body(stream, req, "mock: body is not a JSON object");
   const Switches sw = parse_switches(f.model);
   co_await sleep_ms(sw.delay_ms);
   if (sw.status != 200) co_return co_await scripted(stream, req, sw, f.model);
@@ -280,9 +317,11 @@ net::awaitable<bool> last(beast::tcp_stream& stream, const Request& req) {
   {
     LastFields& l = last_fields();
     std::lock_guard lock(l.mutex);
-    body = "{\"x-api-key\":" + json_string(l.x_api_key) + ",\"authorization\":" + json_string(l.authorization) +
-           ",\"anthropic-version\":" + json_string(l.version) + ",\"anthropic-beta\":" + json_string(l.beta) +
-           ",\"target\":" + json_string(l.target) + "}";
+    body = "{\"x-api-key\":" + json_string(l.x_api_key) +
+           ",\"authorization\":" + json_string(l.authorization) +
+           ",\"anthropic-version\":" + json_string(l.version) +
+           ",\"anthropic-beta\":" + json_string(l.beta) + ",\"target\":" + json_string(l.target) +
+           "}";
   }
   co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, std::move(body));
 }
@@ -292,7 +331,8 @@ net::awaitable<bool> last(beast::tcp_stream& stream, const Request& req) {
 bool is_anthropic_api(const Request& req) {
   const std::string_view path = path_of(req);
   if (req.method() == bhttp::verb::get) return path == "/mock/anthropic/last";
-  return req.method() == bhttp::verb::post && (path.ends_with("/messages") || path.ends_with("/messages/count_tokens"));
+  return req.method() == bhttp::verb::post &&
+         (path.ends_with("/messages") || path.ends_with("/messages/count_tokens"));
 }
 
 net::awaitable<bool> serve_anthropic_api(beast::tcp_stream& stream, const Request& req) {

@@ -17,7 +17,8 @@ using simdjson::error_code;
 constexpr int member_depth = 2;
 
 Error malformed(std::string_view why) {
-  return make_error(ErrorCode::provider_unavailable, "provider response is not a valid JSON object: " + std::string(why));
+  return make_error(ErrorCode::provider_unavailable,
+                    "provider response is not a valid JSON object: " + std::string(why));
 }
 
 // One count of a usage object into `slot`: an integer in [0, usage_tokens_max] replaces
@@ -123,7 +124,8 @@ error_code read_started_message(od::value v, EventScan& out, MessageUsageCounts&
 
 // Reads an event's data whole into `out` and `counts`; false when it is not a JSON
 // object (the event then passes through untouched, its counts unread).
-bool scan_event(json::Scratch& scratch, std::string_view data, EventScan& out, MessageUsageCounts& counts) {
+bool scan_event(json::Scratch& scratch, std::string_view data, EventScan& out,
+                MessageUsageCounts& counts) {
   od::document doc;
   if (scratch.iterate(data).get(doc)) return false;
   od::object obj;
@@ -208,11 +210,13 @@ Result<CompletionInfo> read_message(std::string_view body) {
       if (key == "usage" || key == "usage_source") {
         size_t end = 0;
         if (auto err = json::span_end(start, doc, base, end)) return malformed(json::reason(err));
-        (key == "usage" ? layout.usage_value : layout.usage_source_value) = ByteSpan{start.offset, end - start.offset};
+        (key == "usage" ? layout.usage_value : layout.usage_source_value) =
+            ByteSpan{start.offset, end - start.offset};
       }
     }
     const char* next = nullptr;
-    if (doc.current_location().get(next) == simdjson::SUCCESS) return malformed("bytes after the object");
+    if (doc.current_location().get(next) == simdjson::SUCCESS)
+      return malformed("bytes after the object");
     const std::string_view trimmed = json::trim_right(body);
     if (trimmed.empty() || trimmed.back() != '}') return malformed("no closing brace");
     layout.close = trimmed.size() - 1;
@@ -244,7 +248,8 @@ bool MessagesStreamRelay::pass(std::string_view bytes, std::string& out) {
 bool MessagesStreamRelay::relay(const SseEvent& event, std::string& out) {
   if (stop_seen_) return true;  // nothing follows message_stop
   // Content blocks, pings and the provider's own errors pass as they are, unread.
-  if (!event.has_data || (!event.name.empty() && !is_message_event(event.name))) return pass(event.raw, out);
+  if (!event.has_data || (!event.name.empty() && !is_message_event(event.name)))
+    return pass(event.raw, out);
   return json::with_scratch(event.data.size(), [&](json::Scratch& scratch) -> bool {
     EventScan scan;
     MessageUsageCounts counts = counts_;  // kept only when the whole event reads
@@ -298,7 +303,8 @@ void MessagesStreamRelay::finish_cut(std::string& out) {
   release_held(out);
 }
 
-void MessagesCodec::append_stream_error(std::string& out, ErrorCode code, std::string_view message) {
+void MessagesCodec::append_stream_error(std::string& out, ErrorCode code,
+                                        std::string_view message) {
   out.append("event: error\ndata: ");
   out.append(anthropic_error_body(http_status(code), code, message));
   out.append("\n\n");

@@ -16,7 +16,9 @@ namespace {
 namespace od = json::od;
 using simdjson::error_code;
 
-Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::invalid_request, std::move(message));
+}
 
 Error malformed(error_code e) {
   if (e == simdjson::DEPTH_ERROR) return invalid("request body is nested too deeply");
@@ -50,7 +52,7 @@ Member member_of(std::string_view key) {
 }
 
 // Depths of the values read, for the nesting bound (the top-level object is depth 1).
-constexpr int member_depth = 2;   // messages[i] and thinking's members are depth 3
+constexpr int member_depth = 2;  // messages[i] and thinking's members are depth 3
 constexpr int element_depth = 3;
 
 // Runs fn(key, value) on each member of `obj` in order, up to the first failure.
@@ -128,7 +130,8 @@ Status Inspector::member(Member m, std::string_view key, od::value v) {
       std::string_view model;
       if (v.get_string().get(model)) return invalid("model must be a string");
       // Kept on the request's row: PostgreSQL's text cannot hold a NUL byte.
-      if (model.find('\0') != std::string_view::npos) return invalid("model must not contain a NUL character");
+      if (model.find('\0') != std::string_view::npos)
+        return invalid("model must not contain a NUL character");
       out_.model.assign(model);
       return {};
     }
@@ -146,7 +149,8 @@ Status Inspector::member(Member m, std::string_view key, od::value v) {
       if (is_null(v)) return {};
       std::string_view tier;
       if (auto e = json::read_string(v, tier)) {
-        return e == simdjson::INCORRECT_TYPE ? invalid("service_tier must be a string") : malformed(e);
+        return e == simdjson::INCORRECT_TYPE ? invalid("service_tier must be a string")
+                                             : malformed(e);
       }
       walk_.string(tier);
       out_.service_tier.emplace(tier);
@@ -166,10 +170,12 @@ Status Inspector::limit(od::value v, std::string_view name, int depth, std::opti
   const std::string_view token = json::trim_right(v.raw_json_token());
   od::number_type number_type;
   if (v.get_number_type().get(number_type)) return invalid(must);
-  const std::string at_most = std::string(name) + " must be at most " + std::to_string(output_tokens_per_choice_max);
+  const std::string at_most =
+      std::string(name) + " must be at most " + std::to_string(output_tokens_per_choice_max);
   if (number_type == od::number_type::unsigned_integer) return invalid(at_most);
   int64_t x = 0;
-  if (number_type != od::number_type::signed_integer || v.get_int64().get(x) || x < 1) return invalid(must);
+  if (number_type != od::number_type::signed_integer || v.get_int64().get(x) || x < 1)
+    return invalid(must);
   if (x > output_tokens_per_choice_max) return invalid(at_most);
   out = x;
   span = ByteSpan{static_cast<size_t>(token.data() - base_), token.size()};
@@ -204,22 +210,25 @@ Status Inspector::thinking(od::value v) {
     walk_.key(key);
     if (seen_budget) return invalid("member \"thinking.budget_tokens\" appears more than once");
     seen_budget = true;
-    return limit(value, "thinking.budget_tokens", element_depth, out_.thinking_budget, out_.budget_tokens_value);
+    return limit(value, "thinking.budget_tokens", element_depth, out_.thinking_budget,
+                 out_.budget_tokens_value);
   });
 }
 
 }  // namespace
 
 Result<MessagesRequest> inspect_messages_request(std::string_view body, MessagesCall call) {
-  auto read = json::with_scratch(body.size(), [&](json::Scratch& scratch) -> Result<MessagesRequest> {
-    od::document doc;
-    if (auto e = scratch.iterate(body).get(doc)) return malformed(e);
-    MessagesRequest out;
-    Inspector inspector(scratch.base(), out);
-    if (auto s = inspector.top_level(doc); !s) return s.error();
-    return out;
-  });
-  if (read && call == MessagesCall::create && !read->max_tokens) return invalid("max_tokens is required");
+  auto read =
+      json::with_scratch(body.size(), [&](json::Scratch& scratch) -> Result<MessagesRequest> {
+        od::document doc;
+        if (auto e = scratch.iterate(body).get(doc)) return malformed(e);
+        MessagesRequest out;
+        Inspector inspector(scratch.base(), out);
+        if (auto s = inspector.top_level(doc); !s) return s.error();
+        return out;
+      });
+  if (read && call == MessagesCall::create && !read->max_tokens)
+    return invalid("max_tokens is required");
   return read;
 }
 
@@ -234,12 +243,14 @@ bool messages_rewrite_needed(const MessagesRequest& request, int64_t per_choice_
 
 std::string rewrite_messages_request(std::string_view body, const MessagesRequest& request,
                                      int64_t per_choice_limit) {
-  CAIRVA_ASSERT(request.max_tokens && request.max_tokens_value && per_choice_limit <= *request.max_tokens);
+  CAIRVA_ASSERT(request.max_tokens && request.max_tokens_value &&
+                per_choice_limit <= *request.max_tokens);
   if (per_choice_limit == *request.max_tokens) return std::string(body);
   // Lowered: admission kept it at or above the least the rewrite may produce.
   CAIRVA_ASSERT(per_choice_limit >= messages_per_choice_min(request));
   std::vector<Edit> edits;
-  edits.push_back({request.max_tokens_value->offset, request.max_tokens_value->size, std::to_string(per_choice_limit)});
+  edits.push_back({request.max_tokens_value->offset, request.max_tokens_value->size,
+                   std::to_string(per_choice_limit)});
   // Only a lowered limit moves the budget: a request that asked for a budget at or above
   // its own max_tokens is the provider's to answer, as sent.
   if (request.thinking_budget && per_choice_limit <= *request.thinking_budget) {

@@ -30,10 +30,10 @@ enum class MessagesCall : uint8_t { create, count_tokens };
 struct MessagesRequest {
   std::string model;
   bool stream = false;
-  std::optional<int64_t> max_tokens;            // required for create; absent or null: nullopt
-  std::optional<int64_t> thinking_budget;       // thinking.budget_tokens; absent or null: nullopt
-  std::optional<std::string> service_tier;      // absent or null: nullopt
-  core::PromptFacts prompt;                     // SPEC §4's one rule; items = entries of messages
+  std::optional<int64_t> max_tokens;        // required for create; absent or null: nullopt
+  std::optional<int64_t> thinking_budget;   // thinking.budget_tokens; absent or null: nullopt
+  std::optional<std::string> service_tier;  // absent or null: nullopt
+  core::PromptFacts prompt;                 // SPEC §4's one rule; items = entries of messages
 
   // Byte offsets into the inspected body, for rewrite_messages_request.
   std::optional<ByteSpan> max_tokens_value;     // set when max_tokens is an integer
@@ -50,7 +50,8 @@ struct MessagesRequest {
 // integer in range, `service_tier` not a string. Absent and null mean the same for the
 // optional members. Every other member (system, tools, metadata…) passes through and
 // counts toward the estimate.
-Result<MessagesRequest> inspect_messages_request(std::string_view body, MessagesCall call = MessagesCall::create);
+Result<MessagesRequest> inspect_messages_request(std::string_view body,
+                                                 MessagesCall call = MessagesCall::create);
 
 // The least per-choice limit admission may lower `max_tokens` to
 // (core::RequestFacts::per_choice_min): 1 without a thinking budget; with one, above the

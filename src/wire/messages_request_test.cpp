@@ -1,9 +1,9 @@
 #include "wire/messages_request.h"
 
-#include <string>
+#include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
+#include <string>
 
 #include "core/estimate.h"
 #include "wire/limits.h"
@@ -77,28 +77,39 @@ TEST(InspectMessagesRequest, RefusesIllTypedMembersNamingThem) {
   EXPECT_EQ(inspect_error(body_with(R"("max_tokens":1.5)")), "max_tokens must be an integer >= 1");
   EXPECT_EQ(inspect_error(body_with(R"("max_tokens":18446744073709551615)")),
             "max_tokens must be at most " + std::to_string(output_tokens_per_choice_max));
-  EXPECT_EQ(inspect_error(body_with(R"("max_tokens":5,"stream":"yes")")), "stream must be a boolean");
-  EXPECT_EQ(inspect_error(body_with(R"("max_tokens":5,"thinking":"on")")), "thinking must be an object");
-  EXPECT_EQ(inspect_error(body_with(R"("max_tokens":5,"thinking":{"type":"enabled","budget_tokens":-1})")),
+  EXPECT_EQ(inspect_error(body_with(R"("max_tokens":5,"stream":"yes")")),
+            "stream must be a boolean");
+  EXPECT_EQ(inspect_error(body_with(R"("max_tokens":5,"thinking":"on")")),
+            "thinking must be an object");
+  EXPECT_EQ(inspect_error(
+                body_with(R"("max_tokens":5,"thinking":{"type":"enabled","budget_tokens":-1})")),
             "thinking.budget_tokens must be an integer >= 1");
-  EXPECT_EQ(inspect_error(body_with(R"("max_tokens":5,"thinking":{"budget_tokens":1,"budget_tokens":2})")),
+  EXPECT_EQ(inspect_error(
+                body_with(R"("max_tokens":5,"thinking":{"budget_tokens":1,"budget_tokens":2})")),
             "member \"thinking.budget_tokens\" appears more than once");
-  EXPECT_EQ(inspect_error(body_with(R"("max_tokens":5,"service_tier":3)")), "service_tier must be a string");
-  EXPECT_EQ(inspect_error(body_with(R"("max_tokens":5,"max_tokens":6)")), "member \"max_tokens\" appears more than once");
+  EXPECT_EQ(inspect_error(body_with(R"("max_tokens":5,"service_tier":3)")),
+            "service_tier must be a string");
+  EXPECT_EQ(inspect_error(body_with(R"("max_tokens":5,"max_tokens":6)")),
+            "member \"max_tokens\" appears more than once");
   EXPECT_EQ(inspect_error(R"({"model":"m","max_tokens":5})"), "messages is required");
-  EXPECT_EQ(inspect_error(R"({"model":"m","max_tokens":5,"messages":[]})"), "messages must be a non-empty array of objects");
+  EXPECT_EQ(inspect_error(R"({"model":"m","max_tokens":5,"messages":[]})"),
+            "messages must be a non-empty array of objects");
   EXPECT_EQ(inspect_error(R"({"model":"m","max_tokens":5,"messages":["hi"]})"),
             "messages must be a non-empty array of objects");
   EXPECT_EQ(inspect_error(R"({"max_tokens":5,"messages":[{}]})"), "model is required");
-  EXPECT_EQ(inspect_error(R"({"model":5,"max_tokens":5,"messages":[{}]})"), "model must be a string");
-  EXPECT_NE(inspect_error(R"({"model":"m","max_tokens":5,"messages":[{"a":tru}]})").find("not valid JSON"),
+  EXPECT_EQ(inspect_error(R"({"model":5,"max_tokens":5,"messages":[{}]})"),
+            "model must be a string");
+  EXPECT_NE(inspect_error(R"({"model":"m","max_tokens":5,"messages":[{"a":tru}]})")
+                .find("not valid JSON"),
             std::string::npos);
-  EXPECT_NE(inspect_error(body_with(R"("max_tokens":5} {)")).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(inspect_error(body_with(R"("max_tokens":5} {)")).find("not valid JSON"),
+            std::string::npos);
   EXPECT_EQ(inspect_error("[1]"), "request body must be a JSON object");
 }
 
 TEST(InspectMessagesRequest, NullOptionalMembersAreAbsent) {
-  const auto r = inspect_ok(body_with(R"("max_tokens":5,"stream":null,"thinking":null,"service_tier":null)"));
+  const auto r =
+      inspect_ok(body_with(R"("max_tokens":5,"stream":null,"thinking":null,"service_tier":null)"));
   EXPECT_FALSE(r.stream);
   EXPECT_FALSE(r.thinking_budget);
   EXPECT_FALSE(r.service_tier);
@@ -108,9 +119,12 @@ TEST(InspectMessagesRequest, NullOptionalMembersAreAbsent) {
 
 TEST(MessagesPerChoiceMin, IsAboveTheBudgetOrTheProvidersMinimumWhicheverIsLess) {
   EXPECT_EQ(messages_per_choice_min(inspect_ok(body_with(R"("max_tokens":5)"))), 1);
-  EXPECT_EQ(messages_per_choice_min(inspect_ok(body_with(R"("max_tokens":5,"thinking":{"budget_tokens":3000})"))),
+  EXPECT_EQ(messages_per_choice_min(
+                inspect_ok(body_with(R"("max_tokens":5,"thinking":{"budget_tokens":3000})"))),
             thinking_budget_tokens_min + 1);
-  EXPECT_EQ(messages_per_choice_min(inspect_ok(body_with(R"("max_tokens":5,"thinking":{"budget_tokens":500})"))), 501);
+  EXPECT_EQ(messages_per_choice_min(
+                inspect_ok(body_with(R"("max_tokens":5,"thinking":{"budget_tokens":500})"))),
+            501);
 }
 
 TEST(RewriteMessagesRequest, WritesTheHeldLimitIntoMaxTokensAndNothingElse) {
@@ -124,9 +138,11 @@ TEST(RewriteMessagesRequest, WritesTheHeldLimitIntoMaxTokensAndNothingElse) {
 }
 
 TEST(RewriteMessagesRequest, LowersTheThinkingBudgetUnderALoweredMaxTokens) {
-  const std::string body = body_with(R"("max_tokens":8000,"thinking":{"type":"enabled","budget_tokens":4000})");
+  const std::string body =
+      body_with(R"("max_tokens":8000,"thinking":{"type":"enabled","budget_tokens":4000})");
   const auto r = inspect_ok(body);
-  const std::string above = rewrite_messages_request(body, r, 5000);  // still above the budget: kept
+  const std::string above =
+      rewrite_messages_request(body, r, 5000);  // still above the budget: kept
   EXPECT_EQ(sent_member(above, "max_tokens"), 5000);
   EXPECT_EQ(sent_member(above, "budget_tokens"), 4000);
   const std::string at = rewrite_messages_request(body, r, 4000);
@@ -139,7 +155,8 @@ TEST(RewriteMessagesRequest, LowersTheThinkingBudgetUnderALoweredMaxTokens) {
 
 TEST(RewriteMessagesRequest, LeavesABudgetTheClientSetAtItsOwnMaxTokensAsSent) {
   // Not the gateway's rewrite: the provider answers the request as the client wrote it.
-  const std::string body = body_with(R"("max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":3000})");
+  const std::string body =
+      body_with(R"("max_tokens":2000,"thinking":{"type":"enabled","budget_tokens":3000})");
   const auto r = inspect_ok(body);
   EXPECT_FALSE(messages_rewrite_needed(r, 2000));
   EXPECT_EQ(rewrite_messages_request(body, r, 2000), body);
