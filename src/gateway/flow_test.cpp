@@ -19,6 +19,7 @@
 #include "config/config.h"
 #include "gateway/chat.h"
 #include "gateway/limits.h"
+#include "gateway/responses.h"
 #include "upstream/fake_upstream.h"
 #include "wire/limits.h"
 
@@ -40,16 +41,19 @@ class FlowStore final : public store::Store {
   std::optional<Error> settle_error;
   std::vector<store::SettleCommand> settles;
   int authentications = 0;
+  std::vector<store::AdmitCommand> admits;
+  core::Admitted admitted{core::Tokens{13, 50}, 50, std::nullopt};
 
   void authenticate(const std::string&, store::Callback<store::KeyGrant> done) override {
     ++authentications;
     if (auth_error) return done(*auth_error);
     done(store::KeyGrant{"key_1", "alloc_1", "mock", {}, {}, false});
   }
-  void admit(store::AdmitCommand, store::Callback<store::AdmitResult> done) override {
+  void admit(store::AdmitCommand cmd, store::Callback<store::AdmitResult> done) override {
+    admits.push_back(std::move(cmd));
     if (admit_error) return done(*admit_error);
     store::AdmitResult r;
-    r.decision.outcome = core::Admitted{core::Tokens{13, 50}, 50, std::nullopt};
+    r.decision.outcome = admitted;
     done(std::move(r));
   }
   void settle(store::SettleCommand cmd, store::Callback<store::SettleResult> done) override {
@@ -112,6 +116,17 @@ struct Reply {
     }
     return out;
   }
+  // The SSE events' names (`event:` lines), in order.
+  std::vector<std::string> event_names() const {
+    std::vector<std::string> out;
+    size_t at = 0;
+    while ((at = body.find("event: ", at)) != std::string::npos) {
+      const size_t end = body.find('\n', at);
+      out.push_back(body.substr(at + 7, end - at - 7));
+      at = end;
+    }
+    return out;
+  }
 };
 
 Reply parse(const std::string& raw) {
@@ -151,6 +166,7 @@ class Flow : public ::testing::Test {
     ep.name = "mock";
     ep.host = "127.0.0.1";
     ep.port = "1";
+    ep.base_path = "/v1";
     ep.chat_path = "/v1/chat/completions";
     ep.authorization = "Bearer sk-supplier-secret-key";
     ep.timeout_s = 30;
@@ -158,7 +174,12 @@ class Flow : public ::testing::Test {
     grant = store::KeyGrant{"key_1", "alloc_1", "mock", {}, {}, false};
   }
 
-  // Serves `body` through chat_completion; the client reads until the server closes.
+  // An API's entry point, as the session calls it.
+  using Entry = http::Task<bool> (*)(const Gateway&, upstream::Upstream&, ClientExchange&, const store::KeyGrant&,
+                                     std::string);
+  Entry entry = &chat_completion;
+
+  // Serves `body` through `entry`; the client reads until the server closes.
   // `on_connected` may act on the client's socket before the flow starts.
   Reply run(const std::string& body, bool client_reads = true) {
     net::ip::tcp::acceptor acceptor(ctx, net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
@@ -180,7 +201,7 @@ class Flow : public ::testing::Test {
     net::co_spawn(
         ctx.get_executor(),
         [&]() -> http::Task<void> {
-          reply.keep = co_await chat_completion(gw, up, ex, grant, body);
+          reply.keep = co_await entry(gw, up, ex, grant, body);
           boost::system::error_code ignored;
           server.shutdown(http::Socket::shutdown_send, ignored);
           done();
@@ -517,6 +538,153 @@ TEST_F(Flow, AProvisionalGrantOfARevokedKeyIs401) {
   const auto r = run(R"({"model":"m"})");
   EXPECT_EQ(r.status, 401u);
   EXPECT_EQ(error_code_of(r.body), "invalid_api_key");
+}
+
+// ---------------------------------------------------------------- Responses (SPEC-APIS §2)
+
+class ResponsesFlow : public Flow {
+ protected:
+  ResponsesFlow() { entry = &responses_create; }
+
+  static std::string request(bool stream, std::string_view extra = {}) {
+    std::string b = R"({"model":"m","input":"hi")";
+    if (stream) b += R"(,"stream":true)";
+    return b + std::string(extra) + "}";
+  }
+  static constexpr std::string_view usage = R"({"input_tokens":12,"output_tokens":9,"total_tokens":21})";
+  static std::string response(bool with_usage = true) {
+    return std::string(R"({"id":"resp_1","object":"response","status":"completed","output":[])") +
+           (with_usage ? ",\"usage\":" + std::string(usage) : std::string()) + "}";
+  }
+  static std::string event(std::string_view type, std::string_view rest) {
+    return "event: " + std::string(type) + "\ndata: {\"type\":\"" + std::string(type) + "\"," + std::string(rest) + "}\n\n";
+  }
+  static std::string created() { return event("response.created", R"("response":{"id":"resp_s","status":"in_progress","usage":null})"); }
+  static std::string delta(std::string_view text) {
+    return event("response.output_text.delta", R"("item_id":"msg_1","delta":")" + std::string(text) + "\"");
+  }
+  static std::string completed() {
+    return event("response.completed", R"("response":{"id":"resp_s","status":"completed","usage":)" + std::string(usage) + "}");
+  }
+  std::string sent_limit() const {
+    const std::string& b = up.sent.at(0).body;
+    const auto at = b.find("\"max_output_tokens\":");
+    return at == std::string::npos ? std::string() : b.substr(at + 20, b.find_first_of(",}", at) - at - 20);
+  }
+};
+
+TEST_F(ResponsesFlow, APlainResponseIsBookedWithTheProvidersUsageAndTagged) {
+  up.scripts.push_back(ok_plain(response()));
+  const auto r = run(request(false));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_NE(r.body.find(R"("usage_source":"provider")"), std::string::npos) << r.body;
+  EXPECT_TRUE(r.keep);
+  const auto& s = only_settle();
+  EXPECT_EQ(s.kind, store::SettleKind::usage);
+  EXPECT_EQ(s.provider_request_id, "resp_1");
+  EXPECT_EQ(s.usage, (core::Tokens{12, 9}));
+  ASSERT_EQ(up.sent.size(), 1u);
+  EXPECT_EQ(up.sent[0].path, "/v1/responses");
+  EXPECT_EQ(sent_limit(), "50") << "the held limit is always written: " << up.sent[0].body;
+  ASSERT_EQ(store.admits.size(), 1u);
+  EXPECT_EQ(store.admits[0].facts.per_choice_min, 16);
+  EXPECT_EQ(store.admits[0].facts.max_completion_tokens, std::nullopt);
+}
+
+TEST_F(ResponsesFlow, ALoweredLimitIsWrittenIntoMaxOutputTokensAndAnnounced) {
+  store.admitted = core::Admitted{core::Tokens{13, 20}, 20, 20};
+  up.scripts.push_back(ok_plain(response()));
+  const auto r = run(request(false, R"(,"max_output_tokens":4000)"));
+  EXPECT_EQ(r.header("x-cairva-max-tokens-lowered"), "20");
+  EXPECT_EQ(sent_limit(), "20");
+  EXPECT_EQ(store.admits.at(0).facts.max_completion_tokens, 4000);
+}
+
+TEST_F(ResponsesFlow, AResponseWithoutUsageIsPendingAndSaysSo) {
+  up.scripts.push_back(ok_plain(response(false)));
+  const auto r = run(request(false));
+  EXPECT_NE(r.body.find(R"("usage":null)"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"("usage_source":"pending")"), std::string::npos) << r.body;
+  EXPECT_EQ(only_settle().kind, store::SettleKind::usage_missing);
+  EXPECT_EQ(only_settle().provider_request_id, "resp_1");
+}
+
+TEST_F(ResponsesFlow, AStreamIsRelayedAndBookedFromItsTerminalEvent) {
+  up.scripts.push_back(stream({created(), delta("a"), delta("b"), completed()}));
+  const auto r = run(request(true));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_TRUE(r.complete);
+  EXPECT_TRUE(r.keep);
+  EXPECT_EQ(r.header("content-type"), "text/event-stream");
+  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "response.output_text.delta",
+                                                       "response.output_text.delta", "response.completed"}));
+  EXPECT_TRUE(r.body.starts_with(created() + delta("a") + delta("b"))) << "passed through unchanged";
+  const auto ev = r.events();
+  EXPECT_NE(ev.back().find(R"("usage_source":"provider")"), std::string::npos) << ev.back();
+  EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
+  const auto& s = only_settle();
+  EXPECT_EQ(s.kind, store::SettleKind::usage);
+  EXPECT_EQ(s.provider_request_id, "resp_s");
+  EXPECT_EQ(s.usage, (core::Tokens{12, 9}));
+  EXPECT_TRUE(up.sent[0].released);
+}
+
+TEST_F(ResponsesFlow, AStreamCutBeforeItsTerminalEventIsUsagePendingAndEndsWithAnErrorEvent) {
+  up.scripts.push_back(stream({created(), delta("a")}, ReadStatus::cut));
+  const auto r = run(request(true));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_FALSE(r.keep);
+  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "response.output_text.delta", "error"}));
+  const auto ev = r.events();
+  EXPECT_NE(ev.back().find(R"("type":"error")"), std::string::npos) << ev.back();
+  EXPECT_EQ(error_code_of(ev.back()), "provider_unavailable") << ev.back();
+  const auto& s = only_settle();
+  EXPECT_EQ(s.kind, store::SettleKind::usage_missing);
+  EXPECT_EQ(s.provider_request_id, "resp_s") << "kept for reconciliation and for the buyer's own retrieval";
+  EXPECT_FALSE(up.sent[0].released);
+}
+
+TEST_F(ResponsesFlow, AStreamEndingCleanlyWithoutATerminalEventIsUsagePending) {
+  up.scripts.push_back(stream({created(), delta("a")}));
+  const auto r = run(request(true));
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "response.output_text.delta"}));
+  EXPECT_EQ(only_settle().kind, store::SettleKind::usage_missing);
+}
+
+TEST_F(ResponsesFlow, AConnectionLostAfterTheTerminalEventIsNotACut) {
+  up.scripts.push_back(stream({created(), completed()}, ReadStatus::cut));
+  const auto r = run(request(true));
+  EXPECT_EQ(r.event_names().back(), "response.completed");
+  EXPECT_EQ(only_settle().kind, store::SettleKind::usage);
+}
+
+TEST_F(ResponsesFlow, AStreamWhoseSettlementFailsNeverShowsItsTerminalEvent) {
+  store.settle_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\" failed");
+  up.scripts.push_back(stream({created(), completed()}));
+  const auto r = run(request(true));
+  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "error"}));
+  EXPECT_EQ(error_code_of(r.events().back()), "store_unavailable");
+  EXPECT_FALSE(r.keep);
+}
+
+TEST_F(ResponsesFlow, AProviderErrorReleasesTheHoldAndPassesOn) {
+  Script s = ok_plain(R"({"error":{"message":"Invalid 'input'","type":"invalid_request_error","code":null}})");
+  s.status = 400;
+  up.scripts.push_back(s);
+  const auto r = run(request(true));
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(r.body, R"({"error":{"message":"Invalid 'input'","type":"invalid_request_error","code":null}})");
+  EXPECT_EQ(only_settle().kind, store::SettleKind::failed);
+}
+
+TEST_F(ResponsesFlow, ABackgroundRequestIsRefusedBeforeAdmission) {
+  const auto r = run(request(false, R"(,"background":true)"));
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(error_code_of(r.body), "invalid_request");
+  EXPECT_NE(r.body.find("background responses are not supported"), std::string::npos);
+  EXPECT_TRUE(store.admits.empty());
+  EXPECT_TRUE(up.sent.empty());
 }
 
 }  // namespace

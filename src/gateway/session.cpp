@@ -15,6 +15,7 @@
 #include "gateway/exchange.h"
 #include "gateway/flow.h"
 #include "gateway/gateway.h"
+#include "gateway/responses.h"
 #include "gateway/store_await.h"
 #include "http/buffered_parse.h"
 #include "http/connections.h"
@@ -330,6 +331,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   switch (route) {
     case Route::chat:
       co_return co_await chat_completion(gw, pool, ex, *grant, std::move(hp.body()));
+    case Route::responses:
+      co_return co_await responses_create(gw, pool, ex, *grant, std::move(hp.body()));
     default:
       co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
   }

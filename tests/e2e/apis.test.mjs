@@ -1,0 +1,120 @@
+// The OpenAI APIs beside Chat Completions (SPEC-APIS §2, §3) over real HTTP with the
+// official OpenAI client: Responses (plain and streamed), Embeddings, Models and the
+// stored response objects, each booked (or not) as the ledger says.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import OpenAI from 'openai';
+import { gatewayForFile, createAgreement, mockLast, mockStats } from './harness.mjs';
+
+let mock, gw;
+gatewayForFile({}, async (m, g) => {
+  mock = m;
+  gw = g;
+});
+
+function client(secret) {
+  return new OpenAI({ apiKey: secret, baseURL: gw.url + '/v1', maxRetries: 0 });
+}
+
+async function allocationOf(id) {
+  const r = await gw.admin('GET', `/admin/v1/allocations/${id}`);
+  assert.equal(r.status, 200);
+  return r.body;
+}
+
+async function eventsOf(id) {
+  return (await gw.admin('GET', `/admin/v1/events?allocation_id=${id}`)).body.data;
+}
+
+// ---------------------------------------------------------------- Responses
+
+test('responses.create books the provider usage and tags usage_source provider', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  const res = await client(secret).responses.create({ model: 'gpt-test', input: 'Write a haiku about ledgers.' });
+  assert.match(res.id, /^resp_/);
+  assert.equal(res.output_text, 'tok0 tok1 tok2 ');
+  assert.equal(res.usage_source, 'provider');
+  assert.equal(res.usage.input_tokens, 10);
+  assert.equal(res.usage.output_tokens, 7);
+  const a = await allocationOf(allocation.id);
+  assert.deepEqual(a.used, { input_tokens: res.usage.input_tokens, output_tokens: res.usage.output_tokens });
+  assert.deepEqual(a.held, { input_tokens: 0, output_tokens: 0 });
+  const events = await eventsOf(allocation.id);
+  assert.equal(events.length, 1);
+  assert.equal(events[0].provider_request_id, res.id);
+  const sent = (await mockLast(mock)).body;
+  assert.equal(sent.max_output_tokens, 1024, 'the held default is written into max_output_tokens');
+});
+
+test('a streamed response passes every event and books its terminal usage', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  const stream = await client(secret).responses.create({
+    model: 'mock?chunks=4&output=9', input: [{ role: 'user', content: 'hi' }], stream: true, max_output_tokens: 64,
+  });
+  const events = [];
+  for await (const e of stream) events.push(e);
+  assert.deepEqual(events.map((e) => e.type), [
+    'response.created', 'response.in_progress', 'response.output_item.added', 'response.content_part.added',
+    'response.output_text.delta', 'response.output_text.delta', 'response.output_text.delta',
+    'response.output_text.delta', 'response.output_text.done', 'response.content_part.done',
+    'response.output_item.done', 'response.completed',
+  ]);
+  assert.deepEqual(events.map((e) => e.sequence_number), [...events.keys()], 'nothing dropped or reordered');
+  const done = events.at(-1).response;
+  assert.equal(done.usage_source, 'provider');
+  assert.deepEqual([done.usage.input_tokens, done.usage.output_tokens], [10, 9]);
+  const a = await allocationOf(allocation.id);
+  assert.deepEqual(a.used, { input_tokens: 10, output_tokens: 9 });
+  assert.deepEqual(a.held, { input_tokens: 0, output_tokens: 0 });
+  assert.equal((await eventsOf(allocation.id))[0].provider_request_id, events[0].response.id);
+});
+
+test('a response stream cut before its terminal event settles usage_pending and keeps its hold', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  const stream = await client(secret).responses.create({ model: 'mock?cut-after=5', input: 'hi', stream: true });
+  const seen = [];
+  await assert.rejects(async () => {
+    for await (const e of stream) seen.push(e.type);
+  }, (err) => err instanceof OpenAI.APIError && /cut off/.test(err.message));
+  assert.equal(seen.length, 5);
+  const pending = await gw.admin('GET', `/admin/v1/requests?allocation_id=${allocation.id}&state=usage_pending`);
+  assert.equal(pending.body.data.length, 1);
+  const a = await allocationOf(allocation.id);
+  assert.deepEqual(a.used, { input_tokens: 0, output_tokens: 0 });
+  assert.equal(a.held.output_tokens, 1024);
+  assert.ok(a.held.input_tokens > 0);
+  assert.equal(a.current.usage_pending, 1);
+});
+
+test('max_output_tokens over the remaining output is lowered, written and announced', async () => {
+  const { secret } = await createAgreement(gw, { output_tokens: 100 });
+  const { data, response } = await client(secret).responses
+    .create({ model: 'mock', input: 'x', max_output_tokens: 500 })
+    .withResponse();
+  assert.equal(response.headers.get('x-cairva-max-tokens-lowered'), '100');
+  assert.equal((await mockLast(mock)).body.max_output_tokens, 100);
+  assert.equal(data.usage.output_tokens, 7);
+});
+
+test('a limit lowered under Responses minimum of 16 is refused 402, not forwarded', async () => {
+  const { secret } = await createAgreement(gw, { output_tokens: 15 });
+  const before = (await mockStats(mock)).requests;
+  await assert.rejects(client(secret).responses.create({ model: 'mock', input: 'x' }),
+    (err) => err.status === 402 && err.code === 'allocation_exhausted');
+  assert.equal((await mockStats(mock)).requests, before);
+});
+
+test('background responses are refused 400 before admission', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  await assert.rejects(client(secret).responses.create({ model: 'mock', input: 'x', background: true }),
+    (err) => err instanceof OpenAI.BadRequestError && /background responses are not supported/.test(err.message));
+  const a = await allocationOf(allocation.id);
+  assert.equal(a.current.requests_last_minute, 0, 'counts toward nothing');
+});
+
+test('a model outside the agreement allow-list is refused on every API', async () => {
+  const { secret } = await createAgreement(gw, { models: ['gpt-allowed'] });
+  const c = client(secret);
+  await assert.rejects(c.responses.create({ model: 'gpt-other', input: 'x' }),
+    (err) => err.status === 400 && err.code === 'model_not_allowed');
+});
