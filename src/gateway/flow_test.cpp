@@ -18,6 +18,7 @@
 
 #include "config/config.h"
 #include "gateway/chat.h"
+#include "gateway/embeddings.h"
 #include "gateway/limits.h"
 #include "gateway/responses.h"
 #include "upstream/fake_upstream.h"
@@ -683,6 +684,68 @@ TEST_F(ResponsesFlow, ABackgroundRequestIsRefusedBeforeAdmission) {
   EXPECT_EQ(r.status, 400u);
   EXPECT_EQ(error_code_of(r.body), "invalid_request");
   EXPECT_NE(r.body.find("background responses are not supported"), std::string::npos);
+  EXPECT_TRUE(store.admits.empty());
+  EXPECT_TRUE(up.sent.empty());
+}
+
+// ---------------------------------------------------------------- Embeddings (SPEC-APIS §2)
+
+class EmbeddingsFlow : public Flow {
+ protected:
+  EmbeddingsFlow() {
+    entry = &embeddings_create;
+    store.admitted = core::Admitted{core::Tokens{13, 0}, 0, std::nullopt};
+  }
+  static constexpr std::string_view request = R"({"model":"m","input":["a","b"],"encoding_format":"float"})";
+  static std::string list(bool with_usage = true) {
+    return std::string(R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]}],"model":"m")") +
+           (with_usage ? R"(,"usage":{"prompt_tokens":8,"total_tokens":8})" : "") + "}";
+  }
+};
+
+TEST_F(EmbeddingsFlow, HoldsNoOutputAndBooksPromptTokensUnderTheProvidersRequestId) {
+  up.scripts.push_back(ok_plain(list()).field(Field::request_id, "req_provider_1"));
+  const auto r = run(std::string(request));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_NE(r.body.find(R"("usage_source":"provider")"), std::string::npos) << r.body;
+  ASSERT_EQ(store.admits.size(), 1u);
+  EXPECT_FALSE(store.admits[0].facts.holds_output);
+  EXPECT_FALSE(store.admits[0].stream);
+  const auto& s = only_settle();
+  EXPECT_EQ(s.kind, store::SettleKind::usage);
+  EXPECT_EQ(s.provider_request_id, "req_provider_1");
+  EXPECT_EQ(s.usage, (core::Tokens{8, 0}));
+  ASSERT_EQ(up.sent.size(), 1u);
+  EXPECT_EQ(up.sent[0].path, "/v1/embeddings");
+  EXPECT_EQ(up.sent[0].body, request) << "nothing to rewrite";
+}
+
+TEST_F(EmbeddingsFlow, WithoutAnXRequestIdTheBookingKeyIsTheGatewaysId) {
+  up.scripts.push_back(ok_plain(list()));
+  run(std::string(request));
+  EXPECT_EQ(only_settle().provider_request_id, "req_test");
+}
+
+TEST_F(EmbeddingsFlow, WithoutUsageItIsPendingAndSaysSo) {
+  up.scripts.push_back(ok_plain(list(false)).field(Field::request_id, "req_provider_2"));
+  const auto r = run(std::string(request));
+  EXPECT_NE(r.body.find(R"("usage":null,"usage_source":"pending")"), std::string::npos) << r.body;
+  EXPECT_EQ(only_settle().kind, store::SettleKind::usage_missing);
+  EXPECT_EQ(only_settle().provider_request_id, "req_provider_2");
+}
+
+TEST_F(EmbeddingsFlow, AProviderErrorReleasesTheHold) {
+  Script s = ok_plain(R"({"error":{"message":"too long","type":"invalid_request_error"}})");
+  s.status = 400;
+  up.scripts.push_back(s);
+  EXPECT_EQ(run(std::string(request)).status, 400u);
+  EXPECT_EQ(only_settle().kind, store::SettleKind::failed);
+}
+
+TEST_F(EmbeddingsFlow, AnIllTypedInputIsRefusedBeforeAdmission) {
+  const auto r = run(R"({"model":"m","input":[1,"a"]})");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(error_code_of(r.body), "invalid_request");
   EXPECT_TRUE(store.admits.empty());
   EXPECT_TRUE(up.sent.empty());
 }

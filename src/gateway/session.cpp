@@ -12,6 +12,7 @@
 
 #include "base/ids.h"
 #include "gateway/chat.h"
+#include "gateway/embeddings.h"
 #include "gateway/exchange.h"
 #include "gateway/flow.h"
 #include "gateway/gateway.h"
@@ -333,6 +334,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
       co_return co_await chat_completion(gw, pool, ex, *grant, std::move(hp.body()));
     case Route::responses:
       co_return co_await responses_create(gw, pool, ex, *grant, std::move(hp.body()));
+    case Route::embeddings:
+      co_return co_await embeddings_create(gw, pool, ex, *grant, std::move(hp.body()));
     default:
       co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
   }

@@ -17,6 +17,7 @@
 #include "core/estimate.h"
 #include "core/limits.h"
 #include "wire/chat_request.h"
+#include "wire/embeddings_request.h"
 #include "wire/limits.h"
 #include "wire/responses_request.h"
 
@@ -81,11 +82,21 @@ Result<Inspected> responses(const std::string& body) {
   return out;
 }
 
+Result<Inspected> embeddings(const std::string& body) {
+  auto r = inspect_embeddings_request(body);
+  if (!r) return r.error();
+  Inspected out;
+  out.facts.input_estimate = core::input_estimate(r->prompt);
+  out.facts.holds_output = false;  // no limit field: upstream_body stays empty
+  return out;
+}
+
 // Every API whose vectors run, by the vectors' "api" name.
 const std::map<std::string, Inspector>& inspectors() {
   static const std::map<std::string, Inspector> all = {
       {"chat", chat},
       {"responses", responses},
+      {"embeddings", embeddings},
   };
   return all;
 }

@@ -117,4 +117,34 @@ test('a model outside the agreement allow-list is refused on every API', async (
   const c = client(secret);
   await assert.rejects(c.responses.create({ model: 'gpt-other', input: 'x' }),
     (err) => err.status === 400 && err.code === 'model_not_allowed');
+  await assert.rejects(c.embeddings.create({ model: 'gpt-other', input: 'x' }),
+    (err) => err.status === 400 && err.code === 'model_not_allowed');
+});
+
+// ---------------------------------------------------------------- Embeddings
+
+test('embeddings.create books usage.prompt_tokens as input, nothing as output, under x-request-id', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  const { data, response } = await client(secret).embeddings
+    .create({ model: 'text-embedding-3-small', input: ['first text', 'second one'] })
+    .withResponse();
+  assert.equal(data.data.length, 2);
+  assert.equal(data.data[0].embedding.length, 8, 'the client decoded the base64 it asked for');
+  assert.equal(data.usage_source, 'provider');
+  const a = await allocationOf(allocation.id);
+  assert.deepEqual(a.used, { input_tokens: data.usage.prompt_tokens, output_tokens: 0 });
+  assert.deepEqual(a.held, { input_tokens: 0, output_tokens: 0 });
+  const [event] = await eventsOf(allocation.id);
+  assert.equal(event.provider_request_id, response.headers.get('x-request-id'));
+  assert.match(event.provider_request_id, /^req_/);
+});
+
+test('token-array embeddings are booked as the provider counts them', async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  const res = await client(secret).embeddings.create({
+    model: 'm', input: [[101, 2023, 2003], [1037, 3231]], encoding_format: 'float',
+  });
+  assert.equal(res.data.length, 2);
+  assert.equal(res.usage.prompt_tokens, 5);
+  assert.deepEqual((await allocationOf(allocation.id)).used, { input_tokens: 5, output_tokens: 0 });
 });
