@@ -20,6 +20,7 @@
 #include "gateway/chat.h"
 #include "gateway/embeddings.h"
 #include "gateway/limits.h"
+#include "gateway/passthrough.h"
 #include "gateway/responses.h"
 #include "upstream/fake_upstream.h"
 #include "wire/limits.h"
@@ -44,6 +45,18 @@ class FlowStore final : public store::Store {
   int authentications = 0;
   std::vector<store::AdmitCommand> admits;
   core::Admitted admitted{core::Tokens{13, 50}, 50, std::nullopt};
+  store::AllocationStatus status = open_status();
+  int status_reads = 0;
+
+  // An active allocation whose window holds the test clock's time.
+  static store::AllocationStatus open_status() {
+    store::AllocationStatus s;
+    s.id = "alloc_1";
+    s.snapshot.state = core::AllocationState::active;
+    s.snapshot.terms.window = {1'600'000'000LL * micros_per_second, 1'900'000'000LL * micros_per_second};
+    s.snapshot.terms.limits = {10, 1000, 2};
+    return s;
+  }
 
   void authenticate(const std::string&, store::Callback<store::KeyGrant> done) override {
     ++authentications;
@@ -69,7 +82,8 @@ class FlowStore final : public store::Store {
     done(r);
   }
   void allocation_status(const std::string&, store::Callback<store::AllocationStatus> done) override {
-    done(store::AllocationStatus{});
+    ++status_reads;
+    done(status);
   }
 
   Result<store::CreatedAgreement> create_agreement(const store::NewAgreement&) override { return no(); }
@@ -747,6 +761,86 @@ TEST_F(EmbeddingsFlow, AnIllTypedInputIsRefusedBeforeAdmission) {
   EXPECT_EQ(r.status, 400u);
   EXPECT_EQ(error_code_of(r.body), "invalid_request");
   EXPECT_TRUE(store.admits.empty());
+  EXPECT_TRUE(up.sent.empty());
+}
+
+// ---------------------------------------------------------------- Models (SPEC-APIS §3)
+
+class ModelsFlow : public Flow {
+ protected:
+  ModelsFlow() {
+    entry = [](const Gateway& g, upstream::Upstream& u, ClientExchange& e, const store::KeyGrant& k,
+               std::string) { return list_models(g, u, e, k, "/v1/models?limit=5"); };
+  }
+  static constexpr std::string_view provider_list =
+      R"({"object":"list","data":[{"id":"gpt-x","object":"model","created":1,"owned_by":"system"}]})";
+};
+
+TEST_F(ModelsFlow, TheAgreementsModelsAnswerInTheOpenAIShapeWithoutAskingTheProvider) {
+  grant.models = {"gpt-a", "gpt-b"};
+  const auto r = run("");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, R"({"object":"list","data":[{"id":"gpt-a","object":"model","created":1600000000,"owned_by":"mock"},)"
+                    R"({"id":"gpt-b","object":"model","created":1600000000,"owned_by":"mock"}]})");
+  EXPECT_TRUE(up.sent.empty());
+  EXPECT_TRUE(store.settles.empty());
+  EXPECT_TRUE(store.admits.empty());
+  EXPECT_EQ(r.header("x-ratelimit-limit-requests"), "10");
+}
+
+TEST_F(ModelsFlow, AnAnthropicProvidersAgreementListIsInTheAnthropicShape) {
+  gw.providers[0].kind = config::ProviderKind::anthropic;
+  grant.models = {"claude-a"};
+  const auto r = run("");
+  EXPECT_EQ(r.body, R"({"data":[{"type":"model","id":"claude-a","display_name":"claude-a",)"
+                    R"("created_at":"2020-09-13T12:26:40Z"}],"has_more":false,"first_id":"claude-a","last_id":"claude-a"})");
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(ModelsFlow, WithoutAnAgreementListTheProvidersOwnPassesThroughQueryAndAll) {
+  up.scripts.push_back(ok_plain(std::string(provider_list)).field(Field::request_id, "req_up"));
+  const auto r = run("");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, provider_list);
+  EXPECT_EQ(r.header("x-request-id"), "req_up");
+  ASSERT_EQ(up.sent.size(), 1u);
+  EXPECT_EQ(up.sent[0].method, "GET");
+  EXPECT_EQ(up.sent[0].path, "/v1/models?limit=5");
+  EXPECT_EQ(up.sent[0].body, "");
+  EXPECT_TRUE(up.sent[0].released);
+  EXPECT_TRUE(store.settles.empty()) << "books nothing";
+}
+
+TEST_F(ModelsFlow, AProviderCredentialErrorBecomes502WithTheGatewaysMessage) {
+  Script s = ok_plain(R"({"error":{"message":"Incorrect API key provided: sk-proj-****ab12","code":"invalid_api_key"}})");
+  s.status = 401;
+  up.scripts.push_back(s);
+  const auto r = run("");
+  EXPECT_EQ(r.status, 502u);
+  EXPECT_EQ(r.body.find("sk-"), std::string::npos) << r.body;
+  EXPECT_TRUE(store.settles.empty());
+}
+
+TEST_F(ModelsFlow, ANotFoundFromTheProviderPassesOnUnchanged) {
+  Script s = ok_plain(R"({"error":{"message":"no such thing"}})");
+  s.status = 404;
+  up.scripts.push_back(s);
+  const auto r = run("");
+  EXPECT_EQ(r.status, 404u);
+  EXPECT_EQ(r.body, R"({"error":{"message":"no such thing"}})");
+}
+
+TEST_F(ModelsFlow, ASuspendedDepletedOrExpiredAllocationIsRefusedAsAdmissionWould) {
+  grant.models = {"gpt-a"};
+  const std::vector<std::pair<core::AllocationState, std::string>> cases = {
+      {core::AllocationState::suspended, "allocation_not_active"},
+      {core::AllocationState::depleted, "allocation_depleted"},
+      {core::AllocationState::expired, "allocation_expired"}};
+  for (const auto& [state, code] : cases) {
+    store.status.snapshot.state = state;
+    const auto r = run("");
+    EXPECT_EQ(error_code_of(r.body), code) << r.body;
+  }
   EXPECT_TRUE(up.sent.empty());
 }
 

@@ -16,6 +16,7 @@
 #include "gateway/exchange.h"
 #include "gateway/flow.h"
 #include "gateway/gateway.h"
+#include "gateway/passthrough.h"
 #include "gateway/responses.h"
 #include "gateway/store_await.h"
 #include "http/buffered_parse.h"
@@ -336,6 +337,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
       co_return co_await responses_create(gw, pool, ex, *grant, std::move(hp.body()));
     case Route::embeddings:
       co_return co_await embeddings_create(gw, pool, ex, *grant, std::move(hp.body()));
+    case Route::models:
+      co_return co_await list_models(gw, pool, ex, *grant, hp.target());
     default:
       co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
   }

@@ -4,7 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
-import { gatewayForFile, createAgreement, mockLast, mockStats } from './harness.mjs';
+import { gatewayForFile, createAgreement, mockLast, mockStats, PROVIDER_KEY } from './harness.mjs';
 
 let mock, gw;
 gatewayForFile({}, async (m, g) => {
@@ -147,4 +147,38 @@ test('token-array embeddings are booked as the provider counts them', async () =
   assert.equal(res.data.length, 2);
   assert.equal(res.usage.prompt_tokens, 5);
   assert.deepEqual((await allocationOf(allocation.id)).used, { input_tokens: 5, output_tokens: 0 });
+});
+
+// ---------------------------------------------------------------- Models
+
+async function modelIds(secret) {
+  const ids = [];
+  for await (const m of client(secret).models.list()) ids.push(m.id);
+  return ids;
+}
+
+test("models.list gives the agreement's models, without asking the provider", async () => {
+  const { allocation, secret } = await createAgreement(gw, { models: ['gpt-a', 'gpt-b'] });
+  const before = (await mockStats(mock)).requests;
+  const page = await client(secret).models.list();
+  assert.deepEqual(page.data.map((m) => [m.id, m.object, m.owned_by]), [['gpt-a', 'model', 'mock'], ['gpt-b', 'model', 'mock']]);
+  assert.equal(page.data[0].created, Math.floor(Date.parse(allocation.window.starts_at) / 1000));
+  assert.equal((await mockStats(mock)).requests, before);
+  assert.equal((await allocationOf(allocation.id)).current.requests_last_minute, 0, 'counts toward nothing');
+});
+
+test("models.list without an agreement list passes the provider's own through", async () => {
+  const { allocation, secret } = await createAgreement(gw);
+  assert.deepEqual(await modelIds(secret), ['mock-model-a', 'mock-model-b']);
+  const last = await mockLast(mock);
+  assert.equal(last.target, 'GET /v1/models');
+  assert.equal(last.authorization, `Bearer ${PROVIDER_KEY}`, "the supplier's key, never the buyer's");
+  assert.deepEqual((await allocationOf(allocation.id)).used, { input_tokens: 0, output_tokens: 0 });
+});
+
+test('models.list is refused for a suspended allocation', async () => {
+  const { allocation, secret } = await createAgreement(gw, { models: ['gpt-a'] });
+  assert.equal((await gw.admin('POST', `/admin/v1/allocations/${allocation.id}/suspend`)).status, 200);
+  await assert.rejects(client(secret).models.list(),
+    (err) => err.status === 403 && err.code === 'allocation_not_active');
 });
