@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,16 @@ class FlowStore final : public store::Store {
   void allocation_status(const std::string&, store::Callback<store::AllocationStatus> done) override {
     ++status_reads;
     done(status);
+  }
+  // (allocation, provider request id) pairs owned; every ownership question asked.
+  std::set<std::pair<std::string, std::string>> owned;
+  std::optional<Error> owns_error;
+  std::vector<std::string> ownership_asked;
+  void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+                             store::Callback<bool> done) override {
+    ownership_asked.push_back(provider_request_id);
+    if (owns_error) return done(*owns_error);
+    done(owned.contains({allocation_id, provider_request_id}));
   }
 
   Result<store::CreatedAgreement> create_agreement(const store::NewAgreement&) override { return no(); }
@@ -842,6 +853,100 @@ TEST_F(ModelsFlow, ASuspendedDepletedOrExpiredAllocationIsRefusedAsAdmissionWoul
     EXPECT_EQ(error_code_of(r.body), code) << r.body;
   }
   EXPECT_TRUE(up.sent.empty());
+}
+
+// ---------------------------------------------------------------- Stored responses (SPEC-APIS §3)
+
+class ResponseObjectFlow : public Flow {
+ protected:
+  // The request's method and target, as the session hands them over.
+  static inline std::string method = "GET";
+  static inline std::string target;
+  ResponseObjectFlow() {
+    method = "GET";
+    entry = [](const Gateway& g, upstream::Upstream& u, ClientExchange& e, const store::KeyGrant& k,
+               std::string) { return response_object(g, u, e, k, method, target); };
+    store.owned.insert({"alloc_1", "resp_mine"});
+  }
+  static constexpr std::string_view stored = R"({"id":"resp_mine","object":"response","status":"completed"})";
+};
+
+TEST_F(ResponseObjectFlow, TheAllocationsOwnResponseIsForwardedWithItsQuery) {
+  for (const std::string t : {"/v1/responses/resp_mine", "/v1/responses/resp_mine?include[]=file_search_call.results",
+                              "/v1/responses/resp_mine/input_items?after=msg_1&limit=2"}) {
+    up.sent.clear();
+    target = t;
+    up.scripts.push_back(ok_plain(std::string(stored)));
+    const auto r = run("");
+    EXPECT_EQ(r.status, 200u) << t;
+    EXPECT_EQ(r.body, stored);
+    ASSERT_EQ(up.sent.size(), 1u);
+    EXPECT_EQ(up.sent[0].method, "GET");
+    EXPECT_EQ(up.sent[0].path, t) << "the provider's base path is /v1 too";
+  }
+  EXPECT_TRUE(store.settles.empty()) << "books nothing";
+  EXPECT_TRUE(store.admits.empty());
+}
+
+TEST_F(ResponseObjectFlow, DeleteIsForwardedAsADelete) {
+  method = "DELETE";
+  target = "/v1/responses/resp_mine";
+  up.scripts.push_back(ok_plain(R"({"id":"resp_mine","object":"response","deleted":true})"));
+  EXPECT_EQ(run("").status, 200u);
+  ASSERT_EQ(up.sent.size(), 1u);
+  EXPECT_EQ(up.sent[0].method, "DELETE");
+}
+
+TEST_F(ResponseObjectFlow, AnyOtherIdIs404WithoutAskingTheProvider) {
+  store.owned.insert({"alloc_2", "resp_theirs"});
+  for (const std::string t : {"/v1/responses/resp_theirs", "/v1/responses/resp_theirs/input_items",
+                              "/v1/responses/resp_nobody?x=1"}) {
+    target = t;
+    const auto r = run("");
+    EXPECT_EQ(r.status, 404u) << t;
+    EXPECT_EQ(error_code_of(r.body), "not_found");
+  }
+  EXPECT_EQ(store.ownership_asked, (std::vector<std::string>{"resp_theirs", "resp_theirs", "resp_nobody"}));
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(ResponseObjectFlow, AnIdThatCouldChangeTheProvidersPathIsNobodys) {
+  store.owned.insert({"alloc_1", ".."});
+  store.owned.insert({"alloc_1", "resp_mine%2F..%2Fresp_theirs"});
+  for (const std::string t : {"/v1/responses/..", "/v1/responses/resp_mine%2F..%2Fresp_theirs"}) {
+    target = t;
+    EXPECT_EQ(run("").status, 404u) << t;
+  }
+  EXPECT_TRUE(store.ownership_asked.empty()) << "refused before the store is asked";
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(ResponseObjectFlow, AStoreOutageIs503NotA404) {
+  store.owns_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\" failed");
+  target = "/v1/responses/resp_mine";
+  const auto r = run("");
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_EQ(r.body.find("127.0.0.1"), std::string::npos);
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(ResponseObjectFlow, ASuspendedAllocationIsRefusedBeforeOwnershipIsAsked) {
+  store.status.snapshot.state = core::AllocationState::suspended;
+  target = "/v1/responses/resp_mine";
+  const auto r = run("");
+  EXPECT_EQ(r.status, 403u);
+  EXPECT_EQ(error_code_of(r.body), "allocation_not_active");
+  EXPECT_TRUE(store.ownership_asked.empty());
+}
+
+TEST_F(ResponseObjectFlow, TheProvidersNotFoundForAnOwnedIdPassesOn) {
+  Script s = ok_plain(R"({"error":{"message":"Response with id 'resp_mine' not found.","type":"invalid_request_error"}})");
+  s.status = 404;
+  up.scripts.push_back(s);
+  target = "/v1/responses/resp_mine";
+  const auto r = run("");
+  EXPECT_EQ(r.status, 404u);
+  EXPECT_NE(r.body.find("Response with id 'resp_mine' not found."), std::string::npos);
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 #include "gateway/passthrough.h"
 
+#include <algorithm>
+
 #include "base/time.h"
 #include "gateway/flow.h"
 #include "gateway/store_await.h"
+#include "wire/limits.h"
 #include "wire/models.h"
 
 namespace cairva::gateway {
@@ -51,6 +54,18 @@ Task<bool> provider_unconfigured(ClientExchange& ex, const store::KeyGrant& gran
   return ex.send_error(ErrorCode::provider_unavailable, "provider \"" + grant.provider + "\" is not configured");
 }
 
+constexpr std::string_view responses_prefix = "/v1/responses/";
+
+// A response id as providers make them (resp_…, UUIDs): letters, digits, '_' and '-'. Any
+// other byte could change the path the provider reads ("..", "%2F"), so such an id is
+// nobody's.
+bool plain_id(std::string_view id) {
+  if (id.empty() || id.size() > wire::provider_id_bytes_max) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
 }  // namespace
 
 Task<bool> list_models(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
@@ -72,6 +87,33 @@ Task<bool> list_models(const Gateway& gw, upstream::Upstream& upstream, ClientEx
   flow.forward_headers = forward_headers;
   const std::string path = provider->base_path + "/models" + std::string(query_of(target));
   co_return co_await flow.unbilled("GET", path);
+}
+
+Task<bool> response_object(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
+                           const store::KeyGrant& grant, std::string_view method, std::string_view target) {
+  auto in_service = co_await allocation_in_service(gw, ex, grant);
+  if (!in_service.status) co_return in_service.keep;
+  // The session routed only /v1/responses/{id} and /v1/responses/{id}/input_items here.
+  const std::string_view path = target.substr(0, target.find('?'));
+  const std::string_view rest = path.substr(responses_prefix.size());
+  const std::string id(rest.substr(0, rest.find('/')));
+  const std::string_view suffix = rest.substr(id.size());  // "" or "/input_items"
+  bool owned = false;
+  if (plain_id(id)) {
+    auto start = [&gw, &grant, &id](store::Callback<bool> cb) {
+      gw.store.owns_provider_request(grant.allocation_id, id, std::move(cb));
+    };
+    auto asked = co_await await_store<bool>(start);
+    if (!asked) co_return co_await ex.send_store_error(asked.error());
+    owned = *asked;
+  }
+  if (!owned) co_return co_await ex.send_error(ErrorCode::not_found, "no such response for this API key's allocation");
+  const ProviderEndpoint* provider = gw.find_provider(grant.provider);
+  if (provider == nullptr) co_return co_await provider_unconfigured(ex, grant);
+  UnbilledFlow flow = unbilled_flow(gw, upstream, ex, grant, *provider);
+  const std::string upstream_path =
+      provider->base_path + "/responses/" + id + std::string(suffix) + std::string(query_of(target));
+  co_return co_await flow.unbilled(method, upstream_path);
 }
 
 }  // namespace cairva::gateway

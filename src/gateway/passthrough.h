@@ -22,4 +22,12 @@ http::Task<bool> list_models(const Gateway& gw, upstream::Upstream& upstream, Cl
                              const store::KeyGrant& grant, std::string_view target,
                              std::span<const upstream::Header> forward_headers = {});
 
+// GET or DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items (`method`, and
+// `target` with its query): forwarded, query and all, only when the id is the calling
+// allocation's (Store::owns_provider_request: booked to it, or kept by a request of it
+// awaiting its usage); any other id is 404 not_found without asking the provider, since
+// buyers sharing a supplier's account must never reach each other's stored responses.
+http::Task<bool> response_object(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
+                                 const store::KeyGrant& grant, std::string_view method, std::string_view target);
+
 }  // namespace cairva::gateway

@@ -339,6 +339,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
       co_return co_await embeddings_create(gw, pool, ex, *grant, std::move(hp.body()));
     case Route::models:
       co_return co_await list_models(gw, pool, ex, *grant, hp.target());
+    case Route::response_object:
+      co_return co_await response_object(gw, pool, ex, *grant, hp.method_text(), hp.target());
     default:
       co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
   }

@@ -182,3 +182,42 @@ test('models.list is refused for a suspended allocation', async () => {
   await assert.rejects(client(secret).models.list(),
     (err) => err.status === 403 && err.code === 'allocation_not_active');
 });
+
+// ---------------------------------------------------------------- Stored responses
+
+test("responses.retrieve and delete reach the allocation's own response; another's is 404 unasked", async () => {
+  const mine = await createAgreement(gw);
+  const theirs = await createAgreement(gw);
+  const c = client(mine.secret);
+  const created = await c.responses.create({ model: 'mock', input: 'remember me' });
+  const got = await c.responses.retrieve(created.id);
+  assert.equal(got.id, created.id);
+  assert.equal(got.output_text, created.output_text);
+  const items = await c.responses.inputItems.list(created.id, { limit: 5 });
+  assert.equal(items.data[0].content[0].text, 'remember me');
+  assert.match((await mockLast(mock)).target, new RegExp(`^GET /v1/responses/${created.id}/input_items\\?limit=5`));
+
+  const before = (await mockStats(mock)).requests;
+  const other = client(theirs.secret);
+  await assert.rejects(other.responses.retrieve(created.id), (err) => err instanceof OpenAI.NotFoundError);
+  await assert.rejects(other.responses.delete(created.id), (err) => err instanceof OpenAI.NotFoundError);
+  await assert.rejects(other.responses.inputItems.list(created.id), (err) => err instanceof OpenAI.NotFoundError);
+  assert.equal((await mockStats(mock)).requests, before, 'the provider was never asked');
+
+  await c.responses.delete(created.id);
+  assert.equal((await mockLast(mock)).target, `DELETE /v1/responses/${created.id}`);
+  await assert.rejects(c.responses.retrieve(created.id), (err) => err instanceof OpenAI.NotFoundError,
+    "the provider's own 404 once deleted");
+  const a = await allocationOf(mine.allocation.id);
+  assert.deepEqual(a.used, { input_tokens: 10, output_tokens: 7 }, 'only the create was booked');
+});
+
+test('a streamed response is retrievable once its stream ends', async () => {
+  const { secret } = await createAgreement(gw);
+  const c = client(secret);
+  let id;
+  for await (const e of await c.responses.create({ model: 'mock', input: 'x', stream: true })) {
+    if (e.type === 'response.completed') id = e.response.id;
+  }
+  assert.equal((await c.responses.retrieve(id)).status, 'completed');
+});
