@@ -14,7 +14,8 @@ namespace cairva::gateway {
 
 // Serves one authenticated POST /v1/embeddings whose body has been read, through
 // `upstream`. Returns false when the client connection must close.
-http::Task<bool> embeddings_create(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
-                                   const store::KeyGrant& grant, std::string body);
+http::Task<bool> embeddings_create(const Gateway& gw, upstream::Upstream& upstream,
+                                   ClientExchange& ex, const store::KeyGrant& grant,
+                                   std::string body);
 
 }  // namespace cairva::gateway

@@ -21,7 +21,8 @@ struct InService {
   bool keep = false;
 };
 
-Task<InService> allocation_in_service(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant) {
+Task<InService> allocation_in_service(const Gateway& gw, ClientExchange& ex,
+                                      const store::KeyGrant& grant) {
   auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
     gw.store.allocation_status(grant.allocation_id, std::move(cb));
   };
@@ -46,12 +47,14 @@ using UnbilledFlow = Flow<wire::ChatCodec>;
 UnbilledFlow unbilled_flow(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
                            const store::KeyGrant& grant, const ProviderEndpoint& provider) {
   UnbilledFlow flow{gw, upstream, ex, grant, &provider};
-  flow.deadline_mono = gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
+  flow.deadline_mono =
+      gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
   return flow;
 }
 
 Task<bool> provider_unconfigured(ClientExchange& ex, const store::KeyGrant& grant) {
-  return ex.send_error(ErrorCode::provider_unavailable, "provider \"" + grant.provider + "\" is not configured");
+  return ex.send_error(ErrorCode::provider_unavailable,
+                       "provider \"" + grant.provider + "\" is not configured");
 }
 
 constexpr std::string_view responses_prefix = "/v1/responses/";
@@ -62,7 +65,8 @@ constexpr std::string_view responses_prefix = "/v1/responses/";
 bool plain_id(std::string_view id) {
   if (id.empty() || id.size() > wire::provider_id_bytes_max) return false;
   return std::all_of(id.begin(), id.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-';
   });
 }
 
@@ -77,9 +81,10 @@ Task<bool> list_models(const Gateway& gw, upstream::Upstream& upstream, ClientEx
   if (!grant.models.empty()) {
     // The agreement's list, dated by its window's start: the buyer may use these and no other.
     const UnixMicros since = in_service.status->snapshot.terms.window.starts_at;
-    std::string body = provider != nullptr && provider->kind == config::ProviderKind::anthropic
-                           ? wire::anthropic_model_list(grant.models, format_rfc3339(since))
-                           : wire::openai_model_list(grant.models, since / micros_per_second, grant.provider);
+    std::string body =
+        provider != nullptr && provider->kind == config::ProviderKind::anthropic
+            ? wire::anthropic_model_list(grant.models, format_rfc3339(since))
+            : wire::openai_model_list(grant.models, since / micros_per_second, grant.provider);
     co_return co_await ex.send_json(200, std::move(body));
   }
   if (provider == nullptr) co_return co_await provider_unconfigured(ex, grant);
@@ -90,7 +95,8 @@ Task<bool> list_models(const Gateway& gw, upstream::Upstream& upstream, ClientEx
 }
 
 Task<bool> response_object(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
-                           const store::KeyGrant& grant, std::string_view method, std::string_view target) {
+                           const store::KeyGrant& grant, std::string_view method,
+                           std::string_view target) {
   auto in_service = co_await allocation_in_service(gw, ex, grant);
   if (!in_service.status) co_return in_service.keep;
   // The session routed only /v1/responses/{id} and /v1/responses/{id}/input_items here.
@@ -107,12 +113,14 @@ Task<bool> response_object(const Gateway& gw, upstream::Upstream& upstream, Clie
     if (!asked) co_return co_await ex.send_store_error(asked.error());
     owned = *asked;
   }
-  if (!owned) co_return co_await ex.send_error(ErrorCode::not_found, "no such response for this API key's allocation");
+  if (!owned)
+    co_return co_await ex.send_error(ErrorCode::not_found,
+                                     "no such response for this API key's allocation");
   const ProviderEndpoint* provider = gw.find_provider(grant.provider);
   if (provider == nullptr) co_return co_await provider_unconfigured(ex, grant);
   UnbilledFlow flow = unbilled_flow(gw, upstream, ex, grant, *provider);
-  const std::string upstream_path =
-      provider->base_path + "/responses/" + id + std::string(suffix) + std::string(query_of(target));
+  const std::string upstream_path = provider->base_path + "/responses/" + id + std::string(suffix) +
+                                    std::string(query_of(target));
   co_return co_await flow.unbilled(method, upstream_path);
 }
 

@@ -27,7 +27,8 @@ http::Task<bool> list_models(const Gateway& gw, upstream::Upstream& upstream, Cl
 // allocation's (Store::owns_provider_request: booked to it, or kept by a request of it
 // awaiting its usage); any other id is 404 not_found without asking the provider, since
 // buyers sharing a supplier's account must never reach each other's stored responses.
-http::Task<bool> response_object(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
-                                 const store::KeyGrant& grant, std::string_view method, std::string_view target);
+http::Task<bool> response_object(const Gateway& gw, upstream::Upstream& upstream,
+                                 ClientExchange& ex, const store::KeyGrant& grant,
+                                 std::string_view method, std::string_view target);
 
 }  // namespace cairva::gateway

@@ -1,9 +1,6 @@
 #include "mock_provider/mock_common.h"
 
 #include <algorithm>
-#include <charconv>
-#include <chrono>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -12,6 +9,8 @@
 #include <boost/beast/http/chunk_encode.hpp>
 #include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/write.hpp>
+#include <charconv>
+#include <chrono>
 
 namespace cairva::mock_provider {
 namespace {
@@ -62,24 +61,42 @@ Switches parse_switches(std::string_view model) {
     const auto eq = item.find('=');
     std::string_view key = item.substr(0, eq);
     std::string_view val = eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
-    if (key == "no-usage") sw.no_usage = true;
-    else if (key == "malformed") sw.malformed = true;
-    else if (key == "no-id") sw.no_id = true;
-    else if (key == "oversize") sw.oversize = true;
-    else if (key == "stamp") sw.stamp = true;
-    else if (key == "failed") sw.failed = true;
-    else if (key == "status") sw.status = static_cast<int>(to_int(val));
-    else if (key == "delay-ms") sw.delay_ms = to_int(val);
-    else if (key == "chunks") sw.chunks = to_int(val);
-    else if (key == "chunk-delay-ms") sw.chunk_delay_ms = to_int(val);
-    else if (key == "cut-after") sw.cut_after = to_int(val);
-    else if (key == "reset-after") sw.reset_after = to_int(val);
-    else if (key == "truncate-after") sw.truncate_after = to_int(val);
-    else if (key == "retry-after") sw.retry_after_s = to_int(val);
-    else if (key == "split") sw.split_bytes = std::min(to_int(val), split_bytes_max);
-    else if (key == "id") sw.id = std::string(val);
-    else if (key == "header-id") sw.header_id = std::string(val);
-    else if (key == "output") sw.output = std::max<int64_t>(to_int(val), 0);
+    if (key == "no-usage")
+      sw.no_usage = true;
+    else if (key == "malformed")
+      sw.malformed = true;
+    else if (key == "no-id")
+      sw.no_id = true;
+    else if (key == "oversize")
+      sw.oversize = true;
+    else if (key == "stamp")
+      sw.stamp = true;
+    else if (key == "failed")
+      sw.failed = true;
+    else if (key == "status")
+      sw.status = static_cast<int>(to_int(val));
+    else if (key == "delay-ms")
+      sw.delay_ms = to_int(val);
+    else if (key == "chunks")
+      sw.chunks = to_int(val);
+    else if (key == "chunk-delay-ms")
+      sw.chunk_delay_ms = to_int(val);
+    else if (key == "cut-after")
+      sw.cut_after = to_int(val);
+    else if (key == "reset-after")
+      sw.reset_after = to_int(val);
+    else if (key == "truncate-after")
+      sw.truncate_after = to_int(val);
+    else if (key == "retry-after")
+      sw.retry_after_s = to_int(val);
+    else if (key == "split")
+      sw.split_bytes = std::min(to_int(val), split_bytes_max);
+    else if (key == "id")
+      sw.id = std::string(val);
+    else if (key == "header-id")
+      sw.header_id = std::string(val);
+    else if (key == "output")
+      sw.output = std::max<int64_t>(to_int(val), 0);
     else if (key == "usage") {
       const auto comma = val.find(',');
       sw.prompt = std::string(val.substr(0, comma));
@@ -108,8 +125,9 @@ void reset(beast::tcp_stream& stream) {
   stream.socket().close(ignored);
 }
 
-net::awaitable<bool> json_reply(beast::tcp_stream& stream, unsigned version, bool keep_alive, int status, std::string body,
-                                const std::string& header_id, int64_t retry_after_s) {
+net::awaitable<bool> json_reply(beast::tcp_stream& stream, unsigned version, bool keep_alive,
+                                int status, std::string body, const std::string& header_id,
+                                int64_t retry_after_s) {
   bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), version};
   res.set(bhttp::field::content_type, "application/json");
   if (!header_id.empty()) res.set("x-request-id", header_id);
@@ -130,28 +148,33 @@ std::string error_body(int status) {
   const std::string key(mock_supplier_key_fragment);
   if (status == 401) {
     return R"j({"error":{"message":"Incorrect API key provided: )j" + key +
-           ". You can find your API key at https://platform.openai.com/account/api-keys. (organization " + org +
-           R"j()","type":"invalid_request_error","param":null,"code":"invalid_api_key"}})j";
+           ". You can find your API key at https://platform.openai.com/account/api-keys. "
+           "(organization " +
+           org + R"j()","type":"invalid_request_error","param":null,"code":"invalid_api_key"}})j";
   }
   if (status == 403) {
-    return R"j({"error":{"message":"Project proj_MockSupplier9 in organization )j" + org + " (key " + key +
+    return R"j({"error":{"message":"Project proj_MockSupplier9 in organization )j" + org +
+           " (key " + key +
            R"j() does not have access to this model","type":"invalid_request_error","param":null,"code":"model_not_found"}})j";
   }
   if (status == 429) {
     return R"j({"error":{"message":"Rate limit reached for gpt-4o in organization )j" + org +
            R"j( on tokens per min (TPM): Limit 30000, Used 29500, Requested 1200.","type":"tokens","param":null,"code":"rate_limit_exceeded"}})j";
   }
-  return R"j({"error":{"message":"mock: scripted error","type":"mock_error","code":"mock_)j" + std::to_string(status) +
-         "\"}}";
+  return R"j({"error":{"message":"mock: scripted error","type":"mock_error","code":"mock_)j" +
+         std::to_string(status) + "\"}}";
 }
 
-net::awaitable<bool> scripted_error(beast::tcp_stream& stream, const Request& req, const Switches& sw) {
-  co_return co_await json_reply(stream, req.version(), req.keep_alive(), sw.status, error_body(sw.status),
-                                sw.header_id, sw.status == 429 ? sw.retry_after_s : 0);
+net::awaitable<bool> scripted_error(beast::tcp_stream& stream, const Request& req,
+                                    const Switches& sw) {
+  co_return co_await json_reply(stream, req.version(), req.keep_alive(), sw.status,
+                                error_body(sw.status), sw.header_id,
+                                sw.status == 429 ? sw.retry_after_s : 0);
 }
 
 net::awaitable<bool> write_events(beast::tcp_stream& stream, const Switches& sw, unsigned version,
-                                  const std::vector<std::string>& events, const EventReplacer& replace) {
+                                  const std::vector<std::string>& events,
+                                  const EventReplacer& replace) {
   bhttp::response<bhttp::empty_body> res{bhttp::status::ok, version};
   res.set(bhttp::field::content_type, "text/event-stream");
   res.set(bhttp::field::cache_control, "no-cache");
@@ -172,7 +195,8 @@ net::awaitable<bool> write_events(beast::tcp_stream& stream, const Switches& sw,
     if (sw.truncate_after >= 0 && sent >= sw.truncate_after) {
       // Half an event, no line end, then a clean end of the HTTP body.
       const std::string half = ev.substr(0, ev.size() / 2);
-      auto [tec, tn] = co_await net::async_write(stream, bhttp::make_chunk(net::buffer(half)), nothrow);
+      auto [tec, tn] =
+          co_await net::async_write(stream, bhttp::make_chunk(net::buffer(half)), nothrow);
       if (tec) co_return false;
       break;
     }
@@ -180,7 +204,8 @@ net::awaitable<bool> write_events(beast::tcp_stream& stream, const Switches& sw,
     const size_t piece = sw.split_bytes > 0 ? static_cast<size_t>(sw.split_bytes) : ev.size();
     for (size_t at = 0; at < ev.size(); at += piece) {
       auto [wec, wn] = co_await net::async_write(
-          stream, bhttp::make_chunk(net::buffer(ev.data() + at, std::min(piece, ev.size() - at))), nothrow);
+          stream, bhttp::make_chunk(net::buffer(ev.data() + at, std::min(piece, ev.size() - at))),
+          nothrow);
       if (wec) co_return false;
       if (sw.split_bytes > 0 && sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
     }

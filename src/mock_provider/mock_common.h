@@ -6,6 +6,10 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/message.hpp>
+#include <boost/beast/http/string_body.hpp>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -13,11 +17,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/asio/awaitable.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/message.hpp>
-#include <boost/beast/http/string_body.hpp>
 
 namespace cairva::mock_provider {
 
@@ -53,12 +52,12 @@ class Served {
 
 struct Switches {
   bool no_usage = false, malformed = false, no_id = false, oversize = false;
-  bool stamp = false;  // streaming: content "stamp:<steady_clock µs at send>" (bench/stream_load)
+  bool stamp = false;   // streaming: content "stamp:<steady_clock µs at send>" (bench/stream_load)
   bool failed = false;  // responses: the response fails (status "failed", response.failed)
   int status = 200;
   int64_t delay_ms = 0, chunks = chunks_default, chunk_delay_ms = 0, cut_after = -1;
   int64_t reset_after = -1, truncate_after = -1, split_bytes = 0;
-  int64_t retry_after_s = 3;  // a 429's Retry-After
+  int64_t retry_after_s = 3;                   // a 429's Retry-After
   int64_t output = completion_tokens_default;  // per choice, before the request's limit
   std::string id, header_id;
   // usage=P,C as sent (any JSON number text: negative, fractional, huge); empty = default.
@@ -76,21 +75,24 @@ boost::asio::awaitable<void> sleep_ms(int64_t ms);
 void reset(beast::tcp_stream& stream);
 
 // Writes a JSON reply. Returns false when the connection must close.
-boost::asio::awaitable<bool> json_reply(beast::tcp_stream& stream, unsigned version, bool keep_alive, int status,
-                                        std::string body, const std::string& header_id = {},
+boost::asio::awaitable<bool> json_reply(beast::tcp_stream& stream, unsigned version,
+                                        bool keep_alive, int status, std::string body,
+                                        const std::string& header_id = {},
                                         int64_t retry_after_s = 0);
 // The scripted error of status=N: errors about the supplier's account (401, 403, 429)
 // worded as OpenAI words them, naming the supplier's organisation and a key fragment.
 std::string error_body(int status);
 // Answers the status=N switch: its error body, with Retry-After on a 429.
-boost::asio::awaitable<bool> scripted_error(beast::tcp_stream& stream, const Request& req, const Switches& sw);
+boost::asio::awaitable<bool> scripted_error(beast::tcp_stream& stream, const Request& req,
+                                            const Switches& sw);
 
 // Streams `events` (each a whole SSE event) with the switches' faults: cut-after,
 // reset-after, truncate-after, split, chunk-delay-ms, after the response head (with
 // x-request-id from header-id). `replace(i)`, when set, may give event i's bytes as it is
 // written (nullopt: as built). Returns false when the connection must close.
 using EventReplacer = std::function<std::optional<std::string>(size_t i)>;
-boost::asio::awaitable<bool> write_events(beast::tcp_stream& stream, const Switches& sw, unsigned version,
-                                          const std::vector<std::string>& events, const EventReplacer& replace = {});
+boost::asio::awaitable<bool> write_events(beast::tcp_stream& stream, const Switches& sw,
+                                          unsigned version, const std::vector<std::string>& events,
+                                          const EventReplacer& replace = {});
 
 }  // namespace cairva::mock_provider

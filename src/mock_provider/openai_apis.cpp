@@ -33,10 +33,12 @@ std::string_view path_of(const Request& req) {
   return target.substr(0, target.find('?'));
 }
 
-net::awaitable<bool> bad_request(beast::tcp_stream& stream, const Request& req, std::string_view why) {
-  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 400,
-                                R"({"error":{"message":"mock: )" + std::string(why) +
-                                    R"(","type":"invalid_request_error","param":null,"code":null}})");
+net::awaitable<bool> bad_request(beast::tcp_stream& stream, const Request& req,
+                                 std::string_view why) {
+  co_return co_await json_reply(
+      stream, req.version(), req.keep_alive(), 400,
+      R"({"error":{"message":"mock: )" + std::string(why) +
+          R"(","type":"invalid_request_error","param":null,"code":null}})");
 }
 
 // ---------------------------------------------------------------- stored responses
@@ -106,7 +108,8 @@ std::string items_of(od::value v) {
            json_text(text) + "}]}]";
   }
   std::string_view raw;
-  if (simdjson::to_json_string(v).get(raw) == simdjson::SUCCESS && raw.starts_with('[')) return std::string(raw);
+  if (simdjson::to_json_string(v).get(raw) == simdjson::SUCCESS && raw.starts_with('['))
+    return std::string(raw);
   return "[]";
 }
 
@@ -124,9 +127,12 @@ bool read_responses_facts(const std::string& body, ResponsesFacts& out) {
     std::string_view s;
     bool b = false;
     int64_t n = 0;
-    if (key == "model" && !value.get_string().get(s)) out.model = std::string(s);
-    else if (key == "stream" && !value.get_bool().get(b)) out.stream = b;
-    else if (key == "max_output_tokens" && !value.get_int64().get(n)) out.limit = n;
+    if (key == "model" && !value.get_string().get(s))
+      out.model = std::string(s);
+    else if (key == "stream" && !value.get_bool().get(b))
+      out.stream = b;
+    else if (key == "max_output_tokens" && !value.get_int64().get(n))
+      out.limit = n;
     else if (key == "input") {
       od::value input;
       if (value.get(input)) return false;
@@ -140,8 +146,8 @@ struct ResponseText {
   std::string id;       // resp_…
   std::string item_id;  // msg_…
   std::vector<std::string> deltas;
-  std::string text;  // the deltas joined
-  int64_t output = 0;  // output tokens: the model's, cut at the request's limit
+  std::string text;         // the deltas joined
+  int64_t output = 0;       // output tokens: the model's, cut at the request's limit
   bool incomplete = false;  // the limit cut the output
 };
 
@@ -159,8 +165,9 @@ ResponseText plan_text(const Switches& sw, const ResponsesFacts& f) {
 std::string responses_usage_json(const Switches& sw, const ResponseText& t) {
   const std::string input = sw.prompt.empty() ? std::to_string(prompt_tokens_default) : sw.prompt;
   const std::string output = sw.completion.empty() ? std::to_string(t.output) : sw.completion;
-  std::string out = R"({"input_tokens":)" + input + R"(,"input_tokens_details":{"cached_tokens":0},"output_tokens":)" +
-                    output + R"(,"output_tokens_details":{"reasoning_tokens":0})";
+  std::string out = R"({"input_tokens":)" + input +
+                    R"(,"input_tokens_details":{"cached_tokens":0},"output_tokens":)" + output +
+                    R"(,"output_tokens_details":{"reasoning_tokens":0})";
   auto i = exact_int(input), o = exact_int(output);
   if (i && o) out += ",\"total_tokens\":" + std::to_string(*i + *o);
   return out + "}";
@@ -169,14 +176,16 @@ std::string responses_usage_json(const Switches& sw, const ResponseText& t) {
 std::string output_item(const ResponseText& t, std::string_view status, std::string_view text) {
   return R"({"id":")" + t.item_id + R"(","type":"message","status":")" + std::string(status) +
          R"(","role":"assistant","content":[)" +
-         (status == "in_progress" ? std::string()
-                                  : R"({"type":"output_text","text":)" + json_text(text) + R"(,"annotations":[]})") +
+         (status == "in_progress"
+              ? std::string()
+              : R"({"type":"output_text","text":)" + json_text(text) + R"(,"annotations":[]})") +
          "]}";
 }
 
 // The response object: `final` for the terminal event and the plain body, else as
 // response.created shows it (in progress, no output, no usage).
-std::string response_json(const Switches& sw, const ResponsesFacts& f, const ResponseText& t, bool final) {
+std::string response_json(const Switches& sw, const ResponsesFacts& f, const ResponseText& t,
+                          bool final) {
   std::string status = "in_progress", output = "[]", usage = "null";
   std::string error = "null", incomplete = "null";
   if (final) {
@@ -188,13 +197,16 @@ std::string response_json(const Switches& sw, const ResponsesFacts& f, const Res
   }
   std::string out = "{";
   if (!sw.no_id) out += R"("id":")" + t.id + "\",";
-  out += R"("object":"response","created_at":)" + std::to_string(created_at_s) + R"(,"status":")" + status +
-         R"(","error":)" + error + R"(,"incomplete_details":)" + incomplete +
-         R"(,"instructions":null,"max_output_tokens":)" + (f.limit >= 0 ? std::to_string(f.limit) : "null") +
-         R"(,"model":)" + json_text(f.model) + R"(,"output":)" + output +
-         R"(,"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},)"
-         R"("store":true,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],)"
-         R"("top_p":1.0,"truncation":"disabled","usage":)" + usage + R"(,"user":null,"metadata":{}})";
+  out +=
+      R"("object":"response","created_at":)" + std::to_string(created_at_s) + R"(,"status":")" +
+      status + R"(","error":)" + error + R"(,"incomplete_details":)" + incomplete +
+      R"(,"instructions":null,"max_output_tokens":)" +
+      (f.limit >= 0 ? std::to_string(f.limit) : "null") + R"(,"model":)" + json_text(f.model) +
+      R"(,"output":)" + output +
+      R"(,"parallel_tool_calls":true,"previous_response_id":null,"reasoning":{"effort":null,"summary":null},)"
+      R"("store":true,"temperature":1.0,"text":{"format":{"type":"text"}},"tool_choice":"auto","tools":[],)"
+      R"("top_p":1.0,"truncation":"disabled","usage":)" +
+      usage + R"(,"user":null,"metadata":{}})";
   return out;
 }
 
@@ -205,34 +217,43 @@ std::string event(std::string_view type, int64_t seq, std::string_view rest) {
 }
 
 // The Responses API's event sequence for one text message.
-std::vector<std::string> response_events(const Switches& sw, const ResponsesFacts& f, const ResponseText& t) {
+std::vector<std::string> response_events(const Switches& sw, const ResponsesFacts& f,
+                                         const ResponseText& t) {
   std::vector<std::string> ev;
   int64_t seq = 0;
   const std::string at = R"("item_id":")" + t.item_id + R"(","output_index":0,"content_index":0,)";
   ev.push_back(event("response.created", seq++, R"("response":)" + response_json(sw, f, t, false)));
-  ev.push_back(event("response.in_progress", seq++, R"("response":)" + response_json(sw, f, t, false)));
+  ev.push_back(
+      event("response.in_progress", seq++, R"("response":)" + response_json(sw, f, t, false)));
   ev.push_back(event("response.output_item.added", seq++,
                      R"("output_index":0,"item":)" + output_item(t, "in_progress", "")));
   ev.push_back(event("response.content_part.added", seq++,
                      at + R"("part":{"type":"output_text","text":"","annotations":[]})"));
   for (const auto& d : t.deltas) {
-    ev.push_back(event("response.output_text.delta", seq++, at + R"("delta":)" + json_text(d) + R"(,"logprobs":[])"));
+    ev.push_back(event("response.output_text.delta", seq++,
+                       at + R"("delta":)" + json_text(d) + R"(,"logprobs":[])"));
   }
   // malformed, streaming: one event whose data is not JSON, among the deltas.
-  if (sw.malformed) ev.push_back("event: response.output_text.delta\ndata: {\"type\": not json\n\n");
-  ev.push_back(event("response.output_text.done", seq++, at + R"("text":)" + json_text(t.text) + R"(,"logprobs":[])"));
+  if (sw.malformed)
+    ev.push_back("event: response.output_text.delta\ndata: {\"type\": not json\n\n");
+  ev.push_back(event("response.output_text.done", seq++,
+                     at + R"("text":)" + json_text(t.text) + R"(,"logprobs":[])"));
   ev.push_back(event("response.content_part.done", seq++,
-                     at + R"("part":{"type":"output_text","text":)" + json_text(t.text) + R"(,"annotations":[]})"));
+                     at + R"("part":{"type":"output_text","text":)" + json_text(t.text) +
+                         R"(,"annotations":[]})"));
   ev.push_back(event("response.output_item.done", seq++,
                      R"("output_index":0,"item":)" + output_item(t, "completed", t.text)));
-  const std::string_view terminal = sw.failed ? "response.failed" : t.incomplete ? "response.incomplete" : "response.completed";
+  const std::string_view terminal = sw.failed      ? "response.failed"
+                                    : t.incomplete ? "response.incomplete"
+                                                   : "response.completed";
   ev.push_back(event(terminal, seq++, R"("response":)" + response_json(sw, f, t, true)));
   return ev;
 }
 
 net::awaitable<bool> create_response(beast::tcp_stream& stream, const Request& req) {
   ResponsesFacts facts;
-  if (!read_responses_facts(req.body(), facts)) co_return co_await bad_request(stream, req, "body is not a JSON object");
+  if (!read_responses_facts(req.body(), facts))
+    co_return co_await bad_request(stream, req, "body is not a JSON object");
   const Switches sw = parse_switches(facts.model);
   co_await sleep_ms(sw.delay_ms);
   if (sw.status != 200) co_return co_await scripted_error(stream, req, sw);
@@ -240,17 +261,23 @@ net::awaitable<bool> create_response(beast::tcp_stream& stream, const Request& r
   const std::string final_response = response_json(sw, facts, t, true);
   if (!sw.no_id) stored_responses().put(t.id, Stored{final_response, facts.input_items});
   if (facts.stream) {
-    const bool whole = co_await write_events(stream, sw, req.version(), response_events(sw, facts, t));
-    co_return whole && req.keep_alive();
+    const bool whole =
+        co_await write_events(stream, sw, req.version(), response_events(sw, facts, t));
+    co_return whole&& req.keep_alive();
   }
-  if (sw.malformed) co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"id\": truncated");
-  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, final_response, sw.header_id);
+  if (sw.malformed)
+    co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200,
+                                  "{\"id\": truncated");
+  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, final_response,
+                                sw.header_id);
 }
 
-net::awaitable<bool> not_found(beast::tcp_stream& stream, const Request& req, const std::string& id) {
-  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 404,
-                                R"({"error":{"message":"Response with id ')" + id +
-                                    R"(' not found.","type":"invalid_request_error","param":null,"code":null}})");
+net::awaitable<bool> not_found(beast::tcp_stream& stream, const Request& req,
+                               const std::string& id) {
+  co_return co_await json_reply(
+      stream, req.version(), req.keep_alive(), 404,
+      R"({"error":{"message":"Response with id ')" + id +
+          R"(' not found.","type":"invalid_request_error","param":null,"code":null}})");
 }
 
 // GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items.
@@ -261,7 +288,8 @@ net::awaitable<bool> response_object(beast::tcp_stream& stream, const Request& r
   const bool items = slash != std::string_view::npos;
   const bool erase = req.method() == bhttp::verb::delete_;
   auto stored = stored_responses().get(id);
-  if (!stored || (erase && !stored_responses().erase(id))) co_return co_await not_found(stream, req, id);
+  if (!stored || (erase && !stored_responses().erase(id)))
+    co_return co_await not_found(stream, req, id);
   std::string body;
   if (erase) {
     body = R"({"id":")" + id + R"(","object":"response","deleted":true})";
@@ -284,7 +312,9 @@ struct EmbeddingsFacts {
 };
 
 // Roughly a token per four bytes of text, as providers' tokenizers give for English.
-int64_t tokens_of_text(std::string_view text) { return std::max<int64_t>(1, static_cast<int64_t>(text.size() + 3) / 4); }
+int64_t tokens_of_text(std::string_view text) {
+  return std::max<int64_t>(1, static_cast<int64_t>(text.size() + 3) / 4);
+}
 
 // One input: a string, or a token array (its length counts exactly).
 bool read_embedding_item(od::value v, EmbeddingsFacts& out) {
@@ -348,9 +378,12 @@ bool read_embeddings_facts(const std::string& body, EmbeddingsFacts& out) {
     auto value = field.value();
     std::string_view s;
     int64_t n = 0;
-    if (key == "model" && !value.get_string().get(s)) out.model = std::string(s);
-    else if (key == "dimensions" && !value.get_int64().get(n)) out.dimensions = std::clamp<int64_t>(n, 1, embedding_dimensions_max);
-    else if (key == "encoding_format" && !value.get_string().get(s)) out.base64 = s == "base64";
+    if (key == "model" && !value.get_string().get(s))
+      out.model = std::string(s);
+    else if (key == "dimensions" && !value.get_int64().get(n))
+      out.dimensions = std::clamp<int64_t>(n, 1, embedding_dimensions_max);
+    else if (key == "encoding_format" && !value.get_string().get(s))
+      out.base64 = s == "base64";
     else if (key == "input") {
       od::value v;
       if (value.get(v)) return false;
@@ -376,14 +409,16 @@ std::vector<float> embed(std::string_view text, int64_t dimensions) {
 }
 
 std::string base64(const std::vector<float>& v) {
-  static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char alphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes(v.size() * sizeof(float), '\0');
   std::memcpy(bytes.data(), v.data(), bytes.size());  // little-endian float32, as OpenAI sends
   std::string out;
   for (size_t i = 0; i < bytes.size(); i += 3) {
     const size_t n = std::min<size_t>(3, bytes.size() - i);
     uint32_t chunk = 0;
-    for (size_t k = 0; k < 3; ++k) chunk = (chunk << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0);
+    for (size_t k = 0; k < 3; ++k)
+      chunk = (chunk << 8) | (k < n ? static_cast<unsigned char>(bytes[i + k]) : 0);
     for (size_t k = 0; k < 4; ++k) out += k <= n ? alphabet[(chunk >> (18 - 6 * k)) & 63] : '=';
   }
   return out;
@@ -419,10 +454,13 @@ net::awaitable<bool> create_embeddings(beast::tcp_stream& stream, const Request&
   const Switches sw = parse_switches(facts.model);
   co_await sleep_ms(sw.delay_ms);
   if (sw.status != 200) co_return co_await scripted_error(stream, req, sw);
-  if (sw.malformed) co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"object\": truncated");
+  if (sw.malformed)
+    co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200,
+                                  "{\"object\": truncated");
   // The body has no id: OpenAI's x-request-id header is the request's (SPEC-APIS §2).
   const std::string request_id = sw.header_id.empty() ? new_id("req") : sw.header_id;
-  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, embeddings_body(sw, facts), request_id);
+  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200,
+                                embeddings_body(sw, facts), request_id);
 }
 
 // ---------------------------------------------------------------- Models
@@ -430,8 +468,9 @@ net::awaitable<bool> create_embeddings(beast::tcp_stream& stream, const Request&
 net::awaitable<bool> list_models(beast::tcp_stream& stream, const Request& req) {
   std::string data;
   for (const char* id : {"mock-model-a", "mock-model-b"}) {
-    data += std::string(data.empty() ? "" : ",") + R"({"id":")" + id + R"(","object":"model","created":)" +
-            std::to_string(created_at_s) + R"(,"owned_by":"mock"})";
+    data += std::string(data.empty() ? "" : ",") + R"({"id":")" + id +
+            R"(","object":"model","created":)" + std::to_string(created_at_s) +
+            R"(,"owned_by":"mock"})";
   }
   co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200,
                                 R"({"object":"list","data":[)" + data + "]}");

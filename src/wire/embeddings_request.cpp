@@ -14,7 +14,8 @@ using inspect::malformed;
 using inspect::member_depth;
 
 constexpr std::string_view input_must =
-    "input must be a string, an array of strings, an array of token integers or an array of token arrays";
+    "input must be a string, an array of strings, an array of token integers or an array of token "
+    "arrays";
 
 // Members read by name; a second occurrence is refused (providers keep the last one).
 enum Member : unsigned {
@@ -32,7 +33,8 @@ Member member_of(std::string_view key) {
 Status token(od::value& v) {
   od::number_type type;
   int64_t id = 0;
-  if (v.get_number_type().get(type) || type != od::number_type::signed_integer || v.get_int64().get(id) || id < 0) {
+  if (v.get_number_type().get(type) || type != od::number_type::signed_integer ||
+      v.get_int64().get(id) || id < 0) {
     return invalid(std::string(input_must));
   }
   return {};
@@ -65,7 +67,8 @@ Status input(od::value v, EmbeddingsRequest& out, EstimateWalk& walk) {
     return checked(walk.string(v));
   }
   od::array arr;
-  if (type != od::json_type::array || v.get_array().get(arr)) return invalid(std::string(input_must));
+  if (type != od::json_type::array || v.get_array().get(arr))
+    return invalid(std::string(input_must));
   Form form = Form::unknown;
   auto read = inspect::each_element(arr, [&](od::value& e) -> Status {
     od::json_type et;
@@ -74,8 +77,10 @@ Status input(od::value v, EmbeddingsRequest& out, EstimateWalk& walk) {
                       : et == od::json_type::number ? Form::tokens
                       : et == od::json_type::array  ? Form::token_arrays
                                                     : Form::unknown;
-    if (mine == Form::unknown || (form != Form::unknown && mine != form)) return invalid(std::string(input_must));
-    if (form == Form::unknown && mine == Form::strings) walk.key("input");  // a token form adds no characters
+    if (mine == Form::unknown || (form != Form::unknown && mine != form))
+      return invalid(std::string(input_must));
+    if (form == Form::unknown && mine == Form::strings)
+      walk.key("input");  // a token form adds no characters
     form = mine;
     switch (form) {
       case Form::strings:
@@ -105,21 +110,23 @@ Result<EmbeddingsRequest> read_request(std::string_view body, json::Scratch& scr
   EstimateWalk walk(out.prompt);
   unsigned seen = 0;
   size_t object_open = 0;
-  auto read = inspect::top_level_object(doc, body, object_open, [&](std::string_view key, od::value v) -> Status {
-    const Member m = member_of(key);
-    if (m != 0) {
-      if (seen & m) return invalid("member \"" + std::string(key) + "\" appears more than once");
-      seen |= m;
-    }
-    switch (m) {
-      case member_model:
-        walk.key(key);  // the model's name is the one string that does not count (SPEC §4)
-        return inspect::model(v, out.model);
-      case member_input:
-        return input(v, out, walk);  // counts its key by its form
-    }
-    return checked(walk.member(key, v, member_depth));
-  });
+  auto read = inspect::top_level_object(
+      doc, body, object_open, [&](std::string_view key, od::value v) -> Status {
+        const Member m = member_of(key);
+        if (m != 0) {
+          if (seen & m)
+            return invalid("member \"" + std::string(key) + "\" appears more than once");
+          seen |= m;
+        }
+        switch (m) {
+          case member_model:
+            walk.key(key);  // the model's name is the one string that does not count (SPEC §4)
+            return inspect::model(v, out.model);
+          case member_input:
+            return input(v, out, walk);  // counts its key by its form
+        }
+        return checked(walk.member(key, v, member_depth));
+      });
   if (!read) return read.error();
   if (!(seen & member_model)) return invalid("model is required");
   if (!(seen & member_input)) return invalid("input is required");
@@ -129,7 +136,8 @@ Result<EmbeddingsRequest> read_request(std::string_view body, json::Scratch& scr
 }  // namespace
 
 Result<EmbeddingsRequest> inspect_embeddings_request(std::string_view body) {
-  return json::with_scratch(body.size(), [&](json::Scratch& scratch) { return read_request(body, scratch); });
+  return json::with_scratch(body.size(),
+                            [&](json::Scratch& scratch) { return read_request(body, scratch); });
 }
 
 }  // namespace cairva::wire

@@ -2,7 +2,9 @@
 
 namespace cairva::wire::inspect {
 
-Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::invalid_request, std::move(message));
+}
 
 Error malformed(simdjson::error_code e) {
   if (e == simdjson::DEPTH_ERROR) return invalid("request body is nested too deeply");
@@ -13,7 +15,8 @@ Status model(od::value v, std::string& out) {
   std::string_view name;
   if (v.get_string().get(name)) return invalid("model must be a string");
   // Kept on the request's row: PostgreSQL's text cannot hold a NUL byte.
-  if (name.find('\0') != std::string_view::npos) return invalid("model must not contain a NUL character");
+  if (name.find('\0') != std::string_view::npos)
+    return invalid("model must not contain a NUL character");
   out.assign(name);
   return {};
 }
@@ -51,7 +54,8 @@ Status boolean(od::value v, std::string_view name, bool& out) {
   return {};
 }
 
-Status optional_string(od::value v, std::string_view name, EstimateWalk& walk, std::optional<std::string>& out) {
+Status optional_string(od::value v, std::string_view name, EstimateWalk& walk,
+                       std::optional<std::string>& out) {
   od::json_type type;
   if (auto e = v.type().get(type)) return malformed(e);
   if (type == od::json_type::null) return checked(json::validate(v, member_depth));

@@ -77,7 +77,8 @@ Status top_level_object(od::document& doc, std::string_view body, size_t& object
   size_t open = 0;
   while (open < body.size() && json::is_space(body[open])) ++open;
   // simdjson accepts a leading byte-order mark; a splice needs the '{' itself.
-  if (open >= body.size() || body[open] != '{') return invalid("request body must be a JSON object");
+  if (open >= body.size() || body[open] != '{')
+    return invalid("request body must be a JSON object");
   object_open = open;
   return {};
 }
@@ -96,6 +97,7 @@ Status limit(od::value v, std::string_view name, int64_t max, std::optional<int6
 // A boolean or null (false).
 Status boolean(od::value v, std::string_view name, bool& out);
 // A string or null (nullopt), counted by `walk`.
-Status optional_string(od::value v, std::string_view name, EstimateWalk& walk, std::optional<std::string>& out);
+Status optional_string(od::value v, std::string_view name, EstimateWalk& walk,
+                       std::optional<std::string>& out);
 
 }  // namespace cairva::wire::inspect

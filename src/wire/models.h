@@ -13,7 +13,8 @@ namespace cairva::wire {
 
 // OpenAI: {"object":"list","data":[{"id","object":"model","created","owned_by"}…]}.
 // `created_s` is Unix seconds.
-std::string openai_model_list(std::span<const std::string> models, int64_t created_s, std::string_view owned_by);
+std::string openai_model_list(std::span<const std::string> models, int64_t created_s,
+                              std::string_view owned_by);
 
 // Anthropic: {"data":[{"type":"model","id","display_name","created_at"}…],"has_more":false,
 // "first_id","last_id"}. `created_at` is RFC 3339; the display name is the id.

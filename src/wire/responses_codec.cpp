@@ -127,7 +127,8 @@ std::string tagged_terminal(std::string_view name, std::string_view data, const 
   const std::string_view source = scan.usage ? "\"provider\"" : "\"pending\"";
   std::vector<Edit> edits;
   if (scan.usage_source_value) {
-    edits.push_back({scan.usage_source_value->offset, scan.usage_source_value->size, std::string(source)});
+    edits.push_back(
+        {scan.usage_source_value->offset, scan.usage_source_value->size, std::string(source)});
   } else {
     std::string member = scan.response_has_members ? ",\"usage_source\":" : "\"usage_source\":";
     member.append(source);
@@ -174,7 +175,8 @@ void ResponsesStreamRelay::relay(const SseEvent& event, std::string& out) {
     const bool read = scan_event(scratch, event.data, scan);
     const std::string_view name = event.name.empty() ? std::string_view(scan.type) : event.name;
     const EventKind kind = kind_of(name);
-    if (read && kind != EventKind::other && provider_id_.empty() && !scan.id.empty()) provider_id_ = scan.id;
+    if (read && kind != EventKind::other && provider_id_.empty() && !scan.id.empty())
+      provider_id_ = scan.id;
     if (kind != EventKind::terminal) {
       out.append(event.raw);
       return;
@@ -197,7 +199,8 @@ void ResponsesStreamRelay::finish(std::string& out) {
 
 void ResponsesStreamRelay::finish_cut(std::string&) { finished_ = true; }
 
-void ResponsesCodec::append_stream_error(std::string& out, ErrorCode code, std::string_view message) {
+void ResponsesCodec::append_stream_error(std::string& out, ErrorCode code,
+                                         std::string_view message) {
   out.append("event: error\ndata: {\"type\":\"error\",\"code\":");
   out.append(json_quoted(wire_name(code)));
   out.append(",\"message\":");

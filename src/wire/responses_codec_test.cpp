@@ -1,10 +1,10 @@
 #include "wire/responses_codec.h"
 
-#include <string>
-#include <vector>
+#include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
+#include <string>
+#include <vector>
 
 #include "wire/limits.h"
 
@@ -27,18 +27,22 @@ std::string created() {
                                        response_in_progress + "}");
 }
 std::string delta(std::string_view text) {
-  return event("response.output_text.delta",
-               R"({"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_1","output_index":0,)"
-               R"("content_index":0,"delta":")" + std::string(text) + "\"}");
+  return event(
+      "response.output_text.delta",
+      R"({"type":"response.output_text.delta","sequence_number":3,"item_id":"msg_1","output_index":0,)"
+      R"("content_index":0,"delta":")" +
+          std::string(text) + "\"}");
 }
 const std::string completed_usage =
     R"({"input_tokens":10,"input_tokens_details":{"cached_tokens":0},"output_tokens":7,)"
     R"("output_tokens_details":{"reasoning_tokens":0},"total_tokens":17})";
-std::string terminal(std::string_view type = "response.completed", std::string_view usage = completed_usage,
-                     std::string_view name = "") {
+std::string terminal(std::string_view type = "response.completed",
+                     std::string_view usage = completed_usage, std::string_view name = "") {
   return event(name.empty() ? type : name,
-               R"({"type":")" + std::string(type) + R"(","sequence_number":9,"response":{"id":"resp_abc",)"
-               R"("object":"response","status":"completed","usage":)" + std::string(usage) + "}}");
+               R"({"type":")" + std::string(type) +
+                   R"(","sequence_number":9,"response":{"id":"resp_abc",)"
+                   R"("object":"response","status":"completed","usage":)" +
+                   std::string(usage) + "}}");
 }
 
 // The data of the event `raw` holds (one data line).
@@ -73,8 +77,9 @@ TEST(ResponsesCodec, ReadsABodysIdAndUsage) {
 }
 
 TEST(ResponsesCodec, ChatCountsOrInvalidCountsAreUsageMissing) {
-  for (const std::string usage : {R"({"prompt_tokens":10,"completion_tokens":7})", R"({"input_tokens":10})",
-                                  R"({"input_tokens":-1,"output_tokens":7})", R"(null)"}) {
+  for (const std::string usage :
+       {R"({"prompt_tokens":10,"completion_tokens":7})", R"({"input_tokens":10})",
+        R"({"input_tokens":-1,"output_tokens":7})", R"(null)"}) {
     const std::string body = R"({"id":"resp_1","usage":)" + usage + "}";
     auto r = ResponsesCodec::read_response(body);
     ASSERT_TRUE(r.ok()) << usage;
@@ -97,7 +102,8 @@ TEST(ResponsesStreamRelay, PassesEveryEventThroughAndTagsTheHeldTerminalEvent) {
   ASSERT_TRUE(r.at_end.starts_with("event: response.completed\ndata: ")) << r.at_end;
   const auto data = data_of(r.at_end);
   EXPECT_EQ(data.at("response").as_object().at("usage_source").as_string(), "provider");
-  EXPECT_EQ(data.at("response").as_object().at("usage").as_object().at("total_tokens").as_int64(), 17)
+  EXPECT_EQ(data.at("response").as_object().at("usage").as_object().at("total_tokens").as_int64(),
+            17)
       << "the provider's own usage fields are kept";
   EXPECT_EQ(data.at("sequence_number").as_int64(), 9);
 }
@@ -154,21 +160,26 @@ TEST(ResponsesStreamRelay, ACutStreamNeverSendsItsHeldTerminalEvent) {
 TEST(ResponsesStreamRelay, UnnamedEventsAreReadForTheirType) {
   const std::string unnamed_created =
       "data: {\"type\":\"response.created\",\"response\":" + response_in_progress + "}\n\n";
-  const std::string unnamed_terminal = "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_abc\",\"usage\":" +
-                                       completed_usage + "}}\n\n";
+  const std::string unnamed_terminal =
+      "data: {\"type\":\"response.completed\",\"response\":{\"id\":\"resp_abc\",\"usage\":" +
+      completed_usage + "}}\n\n";
   Relayed r;
   feed_all(r, unnamed_created + unnamed_terminal);
   EXPECT_EQ(r.during, unnamed_created);
   EXPECT_EQ(r.relay.provider_id(), "resp_abc");
   EXPECT_EQ(r.relay.usage(), (core::Tokens{10, 7}));
-  EXPECT_TRUE(r.at_end.starts_with("data: {")) << "no event name added where the provider sent none";
-  EXPECT_EQ(data_of(r.at_end).at("response").as_object().at("usage_source").as_string(), "provider");
+  EXPECT_TRUE(r.at_end.starts_with("data: {"))
+      << "no event name added where the provider sent none";
+  EXPECT_EQ(data_of(r.at_end).at("response").as_object().at("usage_source").as_string(),
+            "provider");
 }
 
 TEST(ResponsesStreamRelay, ReplacesAUsageSourceTheProviderSent) {
   Relayed r;
-  feed_all(r, event("response.completed",
-                    R"({"type":"response.completed","response":{"usage_source":"made-up","usage":)" + completed_usage + "}}"));
+  feed_all(r,
+           event("response.completed",
+                 R"({"type":"response.completed","response":{"usage_source":"made-up","usage":)" +
+                     completed_usage + "}}"));
   const auto response = data_of(r.at_end).at("response").as_object();
   EXPECT_EQ(response.at("usage_source").as_string(), "provider");
   EXPECT_EQ(response.size(), 2u);
@@ -176,7 +187,8 @@ TEST(ResponsesStreamRelay, ReplacesAUsageSourceTheProviderSent) {
 
 TEST(ResponsesStreamRelay, NothingAfterTheTerminalEventIsRelayed) {
   Relayed r;
-  feed_all(r, terminal() + delta("late") + terminal("response.completed", R"({"input_tokens":1,"output_tokens":1})"));
+  feed_all(r, terminal() + delta("late") +
+                  terminal("response.completed", R"({"input_tokens":1,"output_tokens":1})"));
   EXPECT_EQ(r.during, "");
   EXPECT_EQ(r.relay.usage(), (core::Tokens{10, 7}));
 }
@@ -193,7 +205,8 @@ TEST(ResponsesStreamRelay, AMalformedTerminalEventPassesAsSentWithUsageMissing) 
 TEST(ResponsesStreamRelay, AnEventOverTheBoundIsRefused) {
   ResponsesStreamRelay relay(false);
   std::string out;
-  EXPECT_FALSE(relay.feed("event: response.output_text.delta\ndata: " + std::string(sse_event_bytes_max, 'a'), out));
+  EXPECT_FALSE(relay.feed(
+      "event: response.output_text.delta\ndata: " + std::string(sse_event_bytes_max, 'a'), out));
 }
 
 TEST(ResponsesCodec, AStreamErrorIsAnErrorEventInTheResponsesShape) {

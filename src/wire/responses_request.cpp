@@ -67,7 +67,8 @@ Status Inspector::member(Member m, std::string_view key, od::value v) {
       return inspect::boolean(v, "stream", out_.stream);
     case member_max_output_tokens:
       out_.max_output_tokens_value = inspect::scalar_span(v, base_);
-      return inspect::limit(v, "max_output_tokens", output_tokens_per_choice_max, out_.max_output_tokens);
+      return inspect::limit(v, "max_output_tokens", output_tokens_per_choice_max,
+                            out_.max_output_tokens);
     case member_service_tier:
       return inspect::optional_string(v, "service_tier", walk_, out_.service_tier);
     case member_background: {
@@ -111,14 +112,16 @@ Result<ResponsesRequest> read_request(std::string_view body, json::Scratch& scra
   ResponsesRequest out;
   Inspector inspector(scratch.base(), out);
   unsigned seen = 0;
-  auto read = inspect::top_level_object(doc, body, out.object_open, [&](std::string_view key, od::value v) -> Status {
-    const Member m = member_of(key);
-    if (m != 0) {
-      if (seen & m) return invalid("member \"" + std::string(key) + "\" appears more than once");
-      seen |= m;
-    }
-    return inspector.member(m, key, v);
-  });
+  auto read = inspect::top_level_object(
+      doc, body, out.object_open, [&](std::string_view key, od::value v) -> Status {
+        const Member m = member_of(key);
+        if (m != 0) {
+          if (seen & m)
+            return invalid("member \"" + std::string(key) + "\" appears more than once");
+          seen |= m;
+        }
+        return inspector.member(m, key, v);
+      });
   if (!read) return read.error();
   if (!(seen & member_model)) return invalid("model is required");
   return out;
@@ -127,7 +130,8 @@ Result<ResponsesRequest> read_request(std::string_view body, json::Scratch& scra
 }  // namespace
 
 Result<ResponsesRequest> inspect_responses_request(std::string_view body) {
-  return json::with_scratch(body.size(), [&](json::Scratch& scratch) { return read_request(body, scratch); });
+  return json::with_scratch(body.size(),
+                            [&](json::Scratch& scratch) { return read_request(body, scratch); });
 }
 
 bool responses_rewrite_needed(const ResponsesRequest& request, int64_t per_choice_limit) {
@@ -141,7 +145,8 @@ std::string rewrite_responses_request(std::string_view body, const ResponsesRequ
   std::vector<Edit> edits;
   if (request.max_output_tokens_value) {
     if (request.max_output_tokens != per_choice_limit) {
-      edits.push_back({request.max_output_tokens_value->offset, request.max_output_tokens_value->size, value});
+      edits.push_back(
+          {request.max_output_tokens_value->offset, request.max_output_tokens_value->size, value});
     }
   } else {
     edits.push_back({request.object_open + 1, 0, "\"max_output_tokens\":" + value + ","});

@@ -22,11 +22,11 @@ struct ResponsesRequest {
   bool stream = false;
   std::optional<int64_t> max_output_tokens;  // absent or null: nullopt
   std::optional<std::string> service_tier;   // absent or null: nullopt
-  core::PromptFacts prompt;                  // SPEC §4's one rule; items = entries of input (1 for a string)
+  core::PromptFacts prompt;  // SPEC §4's one rule; items = entries of input (1 for a string)
 
   // Byte offsets into the inspected body, for rewrite_responses_request.
-  size_t object_open = 0;                            // the top-level '{'
-  std::optional<ByteSpan> max_output_tokens_value;   // set when the member is present (even null)
+  size_t object_open = 0;                           // the top-level '{'
+  std::optional<ByteSpan> max_output_tokens_value;  // set when the member is present (even null)
   friend bool operator==(const ResponsesRequest&, const ResponsesRequest&) = default;
 };
 

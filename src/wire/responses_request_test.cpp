@@ -1,9 +1,9 @@
 #include "wire/responses_request.h"
 
-#include <string>
+#include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
+#include <string>
 
 #include "core/estimate.h"
 
@@ -53,7 +53,8 @@ TEST(InspectResponsesRequest, AStringInputIsOneItem) {
 
 TEST(InspectResponsesRequest, InputIsOptionalAndNullIsAbsent) {
   EXPECT_EQ(inspect_ok(R"({"model":"m","previous_response_id":"resp_1"})").prompt.items, 0);
-  const ResponsesRequest r = inspect_ok(R"({"model":"m","input":null,"max_output_tokens":null,"stream":null})");
+  const ResponsesRequest r =
+      inspect_ok(R"({"model":"m","input":null,"max_output_tokens":null,"stream":null})");
   EXPECT_EQ(r.prompt.items, 0);
   EXPECT_FALSE(r.max_output_tokens);
   ASSERT_TRUE(r.max_output_tokens_value);  // present: the rewrite replaces the null
@@ -67,38 +68,49 @@ TEST(InspectResponsesRequest, MediaPartsCountAtTheirFixedEstimate) {
 }
 
 TEST(InspectResponsesRequest, RefusesBackgroundResponses) {
-  EXPECT_EQ(inspect_error(R"({"model":"m","input":"x","background":true})"), "background responses are not supported");
+  EXPECT_EQ(inspect_error(R"({"model":"m","input":"x","background":true})"),
+            "background responses are not supported");
   EXPECT_EQ(inspect_error(R"({"model":"m","background":"yes"})"), "background must be a boolean");
 }
 
 TEST(InspectResponsesRequest, RefusesIllTypedMembers) {
   EXPECT_EQ(inspect_error(R"({"input":"x"})"), "model is required");
   EXPECT_EQ(inspect_error(R"({"model":5})"), "model must be a string");
-  EXPECT_EQ(inspect_error(R"({"model":"m","input":5})"), "input must be a string or an array of input items");
-  EXPECT_EQ(inspect_error(R"({"model":"m","max_output_tokens":0})"), "max_output_tokens must be an integer >= 1");
-  EXPECT_EQ(inspect_error(R"({"model":"m","max_output_tokens":1.5})"), "max_output_tokens must be an integer >= 1");
+  EXPECT_EQ(inspect_error(R"({"model":"m","input":5})"),
+            "input must be a string or an array of input items");
+  EXPECT_EQ(inspect_error(R"({"model":"m","max_output_tokens":0})"),
+            "max_output_tokens must be an integer >= 1");
+  EXPECT_EQ(inspect_error(R"({"model":"m","max_output_tokens":1.5})"),
+            "max_output_tokens must be an integer >= 1");
   EXPECT_EQ(inspect_error(R"({"model":"m","stream":1})"), "stream must be a boolean");
   EXPECT_EQ(inspect_error(R"({"model":"m","service_tier":1})"), "service_tier must be a string");
   EXPECT_EQ(inspect_error(R"({"model":"m","max_output_tokens":5,"max_output_tokens":6})"),
             "member \"max_output_tokens\" appears more than once");
   EXPECT_EQ(inspect_error(R"([1])"), "request body must be a JSON object");
-  EXPECT_NE(inspect_error(R"({"model":"m","input":"x"} {})").find("unexpected bytes"), std::string::npos);
-  EXPECT_NE(inspect_error(R"({"model":"m","input":["x",)").find("not valid JSON"), std::string::npos);
-  EXPECT_NE(inspect_error(R"({"model":"m","tools":[{"a":tru}]})").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(inspect_error(R"({"model":"m","input":"x"} {})").find("unexpected bytes"),
+            std::string::npos);
+  EXPECT_NE(inspect_error(R"({"model":"m","input":["x",)").find("not valid JSON"),
+            std::string::npos);
+  EXPECT_NE(inspect_error(R"({"model":"m","tools":[{"a":tru}]})").find("not valid JSON"),
+            std::string::npos);
 }
 
-int64_t limit_in(const std::string& body) { return bj::parse(body).as_object().at("max_output_tokens").as_int64(); }
+int64_t limit_in(const std::string& body) {
+  return bj::parse(body).as_object().at("max_output_tokens").as_int64();
+}
 
 TEST(RewriteResponsesRequest, WritesTheHeldLimitWhereverTheClientLeftIt) {
   const std::string absent = R"({"model":"m","input":"x"})";
   auto r = inspect_ok(absent);
   ASSERT_TRUE(responses_rewrite_needed(r, 1024));
-  EXPECT_EQ(rewrite_responses_request(absent, r, 1024), R"({"max_output_tokens":1024,"model":"m","input":"x"})");
+  EXPECT_EQ(rewrite_responses_request(absent, r, 1024),
+            R"({"max_output_tokens":1024,"model":"m","input":"x"})");
 
   const std::string lowered = R"({"model":"m","input":"x","max_output_tokens":5000,"store":false})";
   r = inspect_ok(lowered);
   ASSERT_TRUE(responses_rewrite_needed(r, 256));
-  EXPECT_EQ(rewrite_responses_request(lowered, r, 256), R"({"model":"m","input":"x","max_output_tokens":256,"store":false})");
+  EXPECT_EQ(rewrite_responses_request(lowered, r, 256),
+            R"({"model":"m","input":"x","max_output_tokens":256,"store":false})");
 
   const std::string null_limit = R"( {"model":"m","max_output_tokens":null})";
   r = inspect_ok(null_limit);
