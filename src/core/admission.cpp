@@ -128,6 +128,13 @@ AdmissionDecision decide_admission(const AllocationSnapshot& snap, const Request
   return d;
 }
 
+std::optional<Refused> refuse_by_state(const AllocationSnapshot& snap, UnixMicros now) {
+  AdmissionDecision unapplied;  // the transitions admission would make; nothing applies them
+  const std::optional<Refusal> refusal = check_window_and_state(snap, now, unapplied);
+  if (!refusal) return std::nullopt;
+  return refused(*refusal);
+}
+
 void apply_admission(AllocationSnapshot& snap, const AdmissionDecision& d) {
   if (d.new_state) snap.state = *d.new_state;
   if (d.new_agreement_state) snap.agreement_state = *d.new_agreement_state;

@@ -92,6 +92,11 @@ struct AdmissionDecision {
 AdmissionDecision decide_admission(const AllocationSnapshot& snap, const RequestFacts& facts,
                                    UnixMicros now);
 
+// Step 1 alone (window and state), for calls that book nothing and count toward no limit
+// (SPEC-APIS §3: GET /v1/models, the stored response objects): the refusal admission would
+// answer at `now`, or nullopt. Applies no transition: such calls change nothing.
+std::optional<Refused> refuse_by_state(const AllocationSnapshot& snap, UnixMicros now);
+
 // Applies `d` to `snap` as the store records it: the state changes, and for an admission
 // its hold, one more request in flight and one more start in the last minute. The next
 // decision on the same lock hold is taken on the result (several admissions in one

@@ -325,6 +325,43 @@ TEST(Admission, AnApiWithoutOutputHoldsInputOnlyAndNeedsNoOutputLeft) {
   EXPECT_EQ(refused(decide_admission(s, f, kNow)).reason, Refusal::allowance_exhausted);
 }
 
+TEST(RefuseByState, RefusesAsAdmissionsFirstCheckWouldButNeverForALimit) {
+  AllocationSnapshot s = open_snapshot();
+  s.requests_last_minute = s.terms.limits.requests_per_minute;  // every limit reached
+  s.in_flight = s.terms.limits.max_concurrency;
+  s.held = s.terms.allowance;
+  EXPECT_EQ(refuse_by_state(s, kNow), std::nullopt) << "calls that book nothing count toward no limit";
+  s.state = AllocationState::ready;
+  EXPECT_EQ(refuse_by_state(s, kNow), std::nullopt) << "a ready allocation inside its window serves";
+  struct Case {
+    std::function<void(AllocationSnapshot&)> change;
+    UnixMicros at;
+    Refusal reason;
+    ErrorCode code;
+  };
+  const std::vector<Case> cases = {
+      {[](AllocationSnapshot& a) { a.state = AllocationState::suspended; }, kNow, Refusal::suspended,
+       ErrorCode::allocation_not_active},
+      {[](AllocationSnapshot& a) { a.state = AllocationState::depleted; }, kNow, Refusal::depleted,
+       ErrorCode::allocation_depleted},
+      {[](AllocationSnapshot& a) { a.state = AllocationState::expired; }, kNow, Refusal::expired,
+       ErrorCode::allocation_expired},
+      {[](AllocationSnapshot&) {}, kStart + kHour, Refusal::expired, ErrorCode::allocation_expired},
+      {[](AllocationSnapshot&) {}, kStart - 1, Refusal::window_not_open, ErrorCode::allocation_not_active},
+      {[](AllocationSnapshot& a) { a.agreement_state = AgreementState::cancelled; }, kNow,
+       Refusal::agreement_cancelled, ErrorCode::allocation_not_active},
+  };
+  for (const Case& c : cases) {
+    AllocationSnapshot a = open_snapshot();
+    c.change(a);
+    const auto r = refuse_by_state(a, c.at);
+    ASSERT_TRUE(r) << refusal_name(c.reason);
+    EXPECT_EQ(r->reason, c.reason);
+    EXPECT_EQ(r->code, c.code);
+    EXPECT_EQ(r->message, refused(decide_admission(a, facts(), c.at)).message) << "the same words as admission";
+  }
+}
+
 TEST(Admission, RefusesExhaustedWhenInputEstimateExceedsRemainingInput) {
   AllocationSnapshot s = open_snapshot();
   s.booked.input = s.terms.allowance.input - 12;

@@ -58,6 +58,7 @@ void AllocationLedger::restore_open_request(const std::string& request_id,
   if (!is_open_state(req.state)) return;  // settled requests are not the ledger's concern
   auto [it, inserted] = open_.try_emplace(request_id, Open{req, in_flight_order_.end()});
   if (!inserted) return;  // a repeated row: the first one stands
+  if (!req.provider_request_id.empty()) open_provider_ids_.insert(req.provider_request_id);
   held_.input += req.hold.input;
   held_.output += req.hold.output;
   if (req.state == RequestState::usage_pending) {
@@ -150,6 +151,7 @@ void AllocationLedger::leave_in_flight(Open& open) {
 
 void AllocationLedger::close(OpenMap::iterator it) {
   Open& open = it->second;
+  record_provider_id(open, {});
   release_hold(open.req.hold);
   if (open.req.state == RequestState::in_flight) {
     leave_in_flight(open);
@@ -157,6 +159,15 @@ void AllocationLedger::close(OpenMap::iterator it) {
     --usage_pending_;
   }
   open_.erase(it);
+}
+
+// Sets the open request's provider id (empty: none), keeping open_provider_ids_ in step.
+void AllocationLedger::record_provider_id(Open& open, std::string_view provider_request_id) {
+  std::string& mine = open.req.provider_request_id;
+  if (mine == provider_request_id) return;
+  if (!mine.empty()) open_provider_ids_.erase(open_provider_ids_.find(mine));
+  mine.assign(provider_request_id);
+  if (!mine.empty()) open_provider_ids_.insert(mine);
 }
 
 bool AllocationLedger::apply_booking(const Tokens& usage, UnixMicros now) {
@@ -201,6 +212,9 @@ SettlePlan AllocationLedger::settle(const std::string& request_id, const Report&
     if (plan.insert_event) apply_booking(report.usage, now);
   } else {
     if (plan.change_state) mark_usage_pending(request_id);
+    if (plan.change_state && plan.record_provider_id && !report.provider_request_id.empty()) {
+      record_provider_id(open, report.provider_request_id);
+    }
     if (plan.keep_reported) {
       open.req.reported = ReportedUsage{report.usage, std::string(report.provider_request_id)};
     }
@@ -217,6 +231,10 @@ BookOutcome AllocationLedger::book(const std::string& request_id, const std::str
 
 std::optional<Tokens> AllocationLedger::booked_counts(const std::string& provider_request_id) const {
   return booked_provider_ids_.find(provider_request_id);
+}
+
+bool AllocationLedger::owns_provider_request(const std::string& provider_request_id) const {
+  return booked_provider_ids_.find(provider_request_id).has_value() || open_provider_ids_.contains(provider_request_id);
 }
 
 bool AllocationLedger::mark_usage_pending(const std::string& request_id) {
@@ -321,6 +339,7 @@ void AllocationLedger::check_invariants() const {
   CAIRVA_ASSERT(in_flight_ >= 0 && usage_pending_ >= 0 && tokens_in_window_ >= 0);
   CAIRVA_ASSERT(static_cast<int64_t>(in_flight_order_.size()) == in_flight_);
   CAIRVA_ASSERT(static_cast<int64_t>(open_.size()) == in_flight_ + usage_pending_);
+  CAIRVA_ASSERT(open_provider_ids_.size() <= open_.size());
   CAIRVA_ASSERT(static_cast<int64_t>(starts_.size()) <= terms_.limits.requests_per_minute);
 }
 

@@ -261,6 +261,31 @@ TEST(Ledger, AnIdBookedByAnotherRequestLeavesThisOnePendingWithItsHold) {
   EXPECT_EQ(l.snapshot(kNow).tokens_last_minute, 105);
 }
 
+TEST(Ledger, OwnsTheIdsItBookedAndThoseItsPendingRequestsRecorded) {
+  AllocationLedger l(terms());
+  for (const char* id : {"a", "b", "c", "d"}) ASSERT_TRUE(l.admit(id, facts(), kNow).admitted());
+  ASSERT_EQ(l.book("a", "resp_a", {5, 5}, kNow).result, BookResult::booked);
+  EXPECT_TRUE(l.owns_provider_request("resp_a"));
+  // Usage missing: the request's provider id is kept with it while it is pending.
+  EXPECT_EQ(l.settle("b", {SettleKind::usage_missing, "resp_b", {}}, kNow).outcome, BookResult::pending);
+  EXPECT_EQ(l.find_open("b")->provider_request_id, "resp_b");
+  EXPECT_TRUE(l.owns_provider_request("resp_b"));
+  // Reconciled under it: still owned, now as a booked id.
+  EXPECT_EQ(l.reconcile("b", "resp_b", {1, 1}, kNow).result, ReconcileResult::booked);
+  EXPECT_TRUE(l.owns_provider_request("resp_b"));
+  // A provider error names nothing kept; an in-flight request has recorded nothing yet.
+  EXPECT_EQ(l.settle("c", {SettleKind::failed, "resp_c", {}}, kNow).outcome, BookResult::failed);
+  EXPECT_FALSE(l.owns_provider_request("resp_c"));
+  EXPECT_FALSE(l.owns_provider_request(""));
+  EXPECT_FALSE(l.owns_provider_request("resp_elsewhere"));
+  // A pending request restored at a restart keeps what it recorded.
+  AllocationLedger restored(terms());
+  restored.restore_open_request("e", OpenRequest{RequestState::usage_pending, {20, 100}, kNow, std::nullopt, "resp_e"});
+  EXPECT_TRUE(restored.owns_provider_request("resp_e"));
+  EXPECT_EQ(restored.settle("e", {SettleKind::failed, "", {}}, kNow).outcome, BookResult::failed);
+  EXPECT_FALSE(restored.owns_provider_request("resp_e")) << "forgotten with the request";
+}
+
 // Terms under which nothing refuses or depletes however large the bookings.
 Terms roomy_terms() {
   constexpr int64_t kHuge = int64_t{1} << 50;

@@ -26,6 +26,8 @@
 #include "base/time.h"
 #include "http/limits.h"
 #include "http/listener.h"
+#include "mock_provider/mock_common.h"
+#include "mock_provider/openai_apis.h"
 
 namespace cairva::mock_provider {
 namespace {
@@ -36,96 +38,8 @@ namespace http = beast::http;
 using tcp = net::ip::tcp;
 constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
-constexpr int64_t prompt_tokens_default = 10;
-constexpr int64_t completion_tokens_default = 7;
-constexpr int64_t chunks_default = 3;
 constexpr size_t mock_body_bytes_max = size_t{32} << 20;
-// split=N pieces: at least one byte, at most a whole event.
-constexpr int64_t split_bytes_max = 1 << 20;
 constexpr uint64_t oversize_announced_bytes = uint64_t{1} << 40;
-// What the supplier-account errors (status=401/403/429) name, for tests to look for.
-constexpr std::string_view mock_supplier_org = "org-MockSupplier7Q2";
-constexpr std::string_view mock_supplier_key_fragment = "sk-proj-****k3Yz";
-
-struct Stats {
-  std::atomic<int64_t> requests{0};
-  std::atomic<int64_t> in_flight{0};
-  std::atomic<int64_t> peak_in_flight{0};
-  std::mutex last_mutex;
-  std::string last_body;           // GUARDED_BY(last_mutex)
-  std::string last_authorization;  // GUARDED_BY(last_mutex)
-};
-Stats& stats() {
-  static Stats s;
-  return s;
-}
-
-struct InFlight {
-  InFlight() {
-    auto now = stats().in_flight.fetch_add(1) + 1;
-    auto peak = stats().peak_in_flight.load();
-    while (now > peak && !stats().peak_in_flight.compare_exchange_weak(peak, now)) {
-    }
-  }
-  ~InFlight() { stats().in_flight.fetch_sub(1); }
-};
-
-struct Switches {
-  bool no_usage = false, malformed = false, no_id = false, oversize = false;
-  bool stamp = false;  // streaming: content "stamp:<steady_clock µs at send>" (bench/stream_load)
-  int status = 200;
-  int64_t delay_ms = 0, chunks = chunks_default, chunk_delay_ms = 0, cut_after = -1;
-  int64_t reset_after = -1, truncate_after = -1, split_bytes = 0;
-  int64_t retry_after_s = 3;  // a 429's Retry-After
-  int64_t output = completion_tokens_default;  // per choice, before the request's limit
-  std::string id, header_id;
-  // usage=P,C as sent (any JSON number text: negative, fractional, huge); empty = default.
-  std::string prompt, completion;
-};
-
-int64_t to_int(std::string_view s) {
-  int64_t v = 0;
-  std::from_chars(s.data(), s.data() + s.size(), v);
-  return v;
-}
-
-Switches parse_switches(std::string_view model) {
-  Switches sw;
-  const auto q = model.find('?');
-  if (q == std::string_view::npos) return sw;
-  std::string_view rest = model.substr(q + 1);
-  while (!rest.empty()) {
-    const auto amp = rest.find('&');
-    std::string_view item = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view{} : rest.substr(amp + 1);
-    const auto eq = item.find('=');
-    std::string_view key = item.substr(0, eq);
-    std::string_view val = eq == std::string_view::npos ? std::string_view{} : item.substr(eq + 1);
-    if (key == "no-usage") sw.no_usage = true;
-    else if (key == "malformed") sw.malformed = true;
-    else if (key == "no-id") sw.no_id = true;
-    else if (key == "oversize") sw.oversize = true;
-    else if (key == "stamp") sw.stamp = true;
-    else if (key == "status") sw.status = static_cast<int>(to_int(val));
-    else if (key == "delay-ms") sw.delay_ms = to_int(val);
-    else if (key == "chunks") sw.chunks = to_int(val);
-    else if (key == "chunk-delay-ms") sw.chunk_delay_ms = to_int(val);
-    else if (key == "cut-after") sw.cut_after = to_int(val);
-    else if (key == "reset-after") sw.reset_after = to_int(val);
-    else if (key == "truncate-after") sw.truncate_after = to_int(val);
-    else if (key == "retry-after") sw.retry_after_s = to_int(val);
-    else if (key == "split") sw.split_bytes = std::min(to_int(val), split_bytes_max);
-    else if (key == "id") sw.id = std::string(val);
-    else if (key == "header-id") sw.header_id = std::string(val);
-    else if (key == "output") sw.output = std::max<int64_t>(to_int(val), 0);
-    else if (key == "usage") {
-      const auto comma = val.find(',');
-      sw.prompt = std::string(val.substr(0, comma));
-      if (comma != std::string_view::npos) sw.completion = std::string(val.substr(comma + 1));
-    }
-  }
-  return sw;
-}
 
 struct ChatFacts {
   std::string model = "mock";
@@ -181,14 +95,6 @@ std::string response_id(const Switches& sw) {
   return new_id("chatcmpl");
 }
 
-// The whole of `s` as a decimal int64, else nullopt.
-std::optional<int64_t> exact_int(std::string_view s) {
-  int64_t v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
 std::string usage_json(const Switches& sw, const ChatFacts& f) {
   const std::string prompt = sw.prompt.empty() ? std::to_string(prompt_tokens_default) : sw.prompt;
   std::string completion = sw.completion;
@@ -218,29 +124,8 @@ std::string completion_body(const Switches& sw, const ChatFacts& f) {
   return body;
 }
 
-net::awaitable<void> sleep_ms(int64_t ms) {
-  if (ms <= 0) co_return;
-  net::steady_timer t(co_await net::this_coro::executor, std::chrono::milliseconds(ms));
-  co_await t.async_wait(nothrow);
-}
-
-// Closes with a TCP RST (linger 0) instead of a FIN: a connection reset by the peer.
-void reset(beast::tcp_stream& stream) {
-  boost::system::error_code ignored;
-  stream.socket().set_option(net::socket_base::linger(true, 0), ignored);
-  stream.socket().close(ignored);
-}
-
 // Streams the SSE reply. Returns false when the connection must close.
 net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw, const ChatFacts& f, unsigned version) {
-  http::response<http::empty_body> res{http::status::ok, version};
-  res.set(http::field::content_type, "text/event-stream");
-  res.set(http::field::cache_control, "no-cache");
-  if (!sw.header_id.empty()) res.set("x-request-id", sw.header_id);
-  res.chunked(true);
-  http::response_serializer<http::empty_body> sr{res};
-  auto [ec, n] = co_await http::async_write_header(stream, sr, nothrow);
-  if (ec) co_return false;
   const std::string id = response_id(sw);
   const std::string null_usage = f.include_usage && !sw.no_usage ? ",\"usage\":null" : "";
   auto chunk = [&](const std::string& delta, const std::string& finish) {
@@ -260,94 +145,21 @@ net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw,
                      "\",\"choices\":[],\"usage\":" + usage_json(sw, f) + "}\n\n");
   }
   events.push_back("data: [DONE]\n\n");
-  int64_t sent = 0;
-  std::string stamped;
-  for (const auto& built : events) {
-    // stamp: a content event carries the time it is written, for per-chunk latency.
-    const bool content = sent >= 1 && sent <= sw.chunks;
-    if (sw.stamp && content) {
+  // stamp: a content event carries the time it is written, for per-chunk latency.
+  EventReplacer stamped;
+  if (sw.stamp) {
+    stamped = [&](size_t i) -> std::optional<std::string> {
+      if (i < 1 || static_cast<int64_t>(i) > sw.chunks) return std::nullopt;
       const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
                           std::chrono::steady_clock::now().time_since_epoch()).count();
-      stamped = chunk("{\"content\":\"stamp:" + std::to_string(us) + " \"}", "null");
-    }
-    const std::string& ev = sw.stamp && content ? stamped : built;
-    if (sw.cut_after >= 0 && sent >= sw.cut_after) co_return false;
-    if (sw.reset_after >= 0 && sent >= sw.reset_after) {
-      reset(stream);
-      co_return false;
-    }
-    if (sw.truncate_after >= 0 && sent >= sw.truncate_after) {
-      // Half an event, no line end, then a clean end of the HTTP body.
-      const std::string half = ev.substr(0, ev.size() / 2);
-      auto [tec, tn] = co_await net::async_write(stream, http::make_chunk(net::buffer(half)), nothrow);
-      if (tec) co_return false;
-      break;
-    }
-    // split=N: the event in N-byte HTTP chunks (a slow drip with chunk-delay-ms between).
-    const size_t piece = sw.split_bytes > 0 ? static_cast<size_t>(sw.split_bytes) : ev.size();
-    for (size_t at = 0; at < ev.size(); at += piece) {
-      auto [wec, wn] = co_await net::async_write(
-          stream, http::make_chunk(net::buffer(ev.data() + at, std::min(piece, ev.size() - at))), nothrow);
-      if (wec) co_return false;
-      if (sw.split_bytes > 0 && sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
-    }
-    ++sent;
-    if (sw.split_bytes == 0 && sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
+      return chunk("{\"content\":\"stamp:" + std::to_string(us) + " \"}", "null");
+    };
   }
-  auto [lec, ln] = co_await net::async_write(stream, http::make_chunk_last(), nothrow);
-  co_return !lec;
-}
-
-template <class Body>
-net::awaitable<bool> send(beast::tcp_stream& stream, http::response<Body>& res) {
-  res.prepare_payload();
-  auto [ec, n] = co_await http::async_write(stream, res, nothrow);
-  co_return !ec && res.keep_alive();
-}
-
-net::awaitable<bool> json_reply(beast::tcp_stream& stream, unsigned version, bool keep_alive, int status, std::string body,
-                                const std::string& header_id = {}, int64_t retry_after_s = 0) {
-  http::response<http::string_body> res{static_cast<http::status>(status), version};
-  res.set(http::field::content_type, "application/json");
-  if (!header_id.empty()) res.set("x-request-id", header_id);
-  if (retry_after_s > 0) res.set(http::field::retry_after, std::to_string(retry_after_s));
-  res.keep_alive(keep_alive);
-  res.body() = std::move(body);
-  co_return co_await send(stream, res);
-}
-
-// Errors about the supplier's account (401, 403, 429) as OpenAI words them, naming the
-// supplier's organisation and a fragment of its key (mock_supplier_org,
-// mock_supplier_key_fragment): the gateway must never pass either to a buyer. Other
-// statuses get a scripted error whose code names the status.
-std::string error_body(int status) {
-  const std::string org(mock_supplier_org);
-  const std::string key(mock_supplier_key_fragment);
-  if (status == 401) {
-    return R"j({"error":{"message":"Incorrect API key provided: )j" + key +
-           ". You can find your API key at https://platform.openai.com/account/api-keys. (organization " + org +
-           R"j()","type":"invalid_request_error","param":null,"code":"invalid_api_key"}})j";
-  }
-  if (status == 403) {
-    return R"j({"error":{"message":"Project proj_MockSupplier9 in organization )j" + org + " (key " + key +
-           R"j() does not have access to this model","type":"invalid_request_error","param":null,"code":"model_not_found"}})j";
-  }
-  if (status == 429) {
-    return R"j({"error":{"message":"Rate limit reached for gpt-4o in organization )j" + org +
-           R"j( on tokens per min (TPM): Limit 30000, Used 29500, Requested 1200.","type":"tokens","param":null,"code":"rate_limit_exceeded"}})j";
-  }
-  return R"j({"error":{"message":"mock: scripted error","type":"mock_error","code":"mock_)j" + std::to_string(status) +
-         "\"}}";
+  co_return co_await write_events(stream, sw, version, events, stamped);
 }
 
 net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_body>& req) {
-  InFlight in_flight;
-  stats().requests.fetch_add(1);
-  {
-    std::lock_guard lock(stats().last_mutex);
-    stats().last_body = req.body();
-    stats().last_authorization = std::string(req[http::field::authorization]);
-  }
+  Served served(req);
   ChatFacts facts;
   if (!read_facts(req.body(), facts)) {
     co_return co_await json_reply(stream, req.version(), req.keep_alive(), 400,
@@ -364,10 +176,7 @@ net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_
     (void)co_await net::async_write(stream, net::buffer(head), nothrow);
     co_return false;
   }
-  if (sw.status != 200) {
-    co_return co_await json_reply(stream, req.version(), req.keep_alive(), sw.status, error_body(sw.status),
-                                  sw.header_id, sw.status == 429 ? sw.retry_after_s : 0);
-  }
+  if (sw.status != 200) co_return co_await scripted_error(stream, req, sw);
   if (facts.stream) co_return co_await stream_reply(stream, sw, facts, req.version()) && req.keep_alive();
   if (sw.malformed) co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"id\": truncated");
   if (sw.reset_after >= 0) {
@@ -396,6 +205,8 @@ net::awaitable<void> session(tcp::socket socket) {
     bool keep = true;
     if (req.method() == http::verb::post && target.ends_with("/chat/completions")) {
       keep = co_await chat(stream, req);
+    } else if (is_openai_api(req)) {
+      keep = co_await serve_openai_api(stream, req);
     } else if (target == "/mock/stats") {
       keep = co_await json_reply(stream, req.version(), req.keep_alive(), 200,
                                  "{\"requests\":" + std::to_string(stats().requests.load()) +
@@ -411,10 +222,13 @@ net::awaitable<void> session(tcp::socket socket) {
       {
         std::lock_guard lock(stats().last_mutex);
         res.set("x-mock-authorization", stats().last_authorization);
-        res.body() = stats().last_body;
+        res.set("x-mock-target", stats().last_target);
+        res.body() = stats().last_body.empty() ? "null" : stats().last_body;
       }
       res.keep_alive(req.keep_alive());
-      keep = co_await send(stream, res);
+      res.prepare_payload();
+      auto [wec, wn] = co_await http::async_write(stream, res, nothrow);
+      keep = !wec && res.keep_alive();
     } else {
       keep = co_await json_reply(stream, req.version(), req.keep_alive(), 404,
                                  R"({"error":{"message":"mock: unknown path","type":"not_found"}})");

@@ -39,6 +39,7 @@ void SseParser::push(std::string_view bytes) {
 Result<std::optional<SseEvent>> SseParser::next() {
   if (returned_) {
     data_.clear();
+    name_.clear();
     has_data_ = false;
     returned_ = false;
   }
@@ -67,6 +68,7 @@ Result<std::optional<SseEvent>> SseParser::next() {
     SseEvent event;
     event.raw = std::string_view(buffer_.data() + start, next_line - start);
     event.data = data_;
+    event.name = name_;
     event.has_data = has_data_;
     return std::optional<SseEvent>(event);
   }
@@ -76,9 +78,13 @@ void SseParser::take_line(std::string_view line) {
   if (line.front() == ':') return;  // a comment
   const size_t colon = line.find(':');
   const std::string_view name = line.substr(0, colon);
-  if (name != "data") return;  // event, id, retry: passed through in `raw`, nothing to read
+  if (name != "data" && name != "event") return;  // id, retry: passed through in `raw`, nothing to read
   std::string_view value = colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
   if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+  if (name == "event") {
+    name_.assign(value);  // bounded with the event (sse_event_bytes_max)
+    return;
+  }
   if (has_data_) data_ += '\n';
   data_.append(value);
   has_data_ = true;

@@ -19,6 +19,7 @@ namespace cairva::wire {
 struct SseEvent {
   std::string_view raw;   // the event's bytes as received, through its closing blank line
   std::string_view data;  // its data lines' values joined by '\n'
+  std::string_view name;  // its `event:` field's value (the last one); empty when none
   bool has_data = false;  // false for an event of comments or other fields only
 
   bool is_done() const { return has_data && data == "[DONE]"; }
@@ -49,6 +50,7 @@ class SseParser {
   size_t line_start_ = 0;   // where the next unscanned line begins in buffer_
   size_t scanned_ = 0;      // buffer_ before this holds no line end past line_start_
   std::string data_;        // the current event's data; reused, so no allocation per event
+  std::string name_;        // the current event's `event:` value; reused likewise
   bool has_data_ = false;
   bool returned_ = false;   // data_ belongs to the event last returned
 };

@@ -71,6 +71,19 @@ TEST(SseParser, GivesTheSameEventsWhateverTheSplit) {
   EXPECT_EQ(bytewise.data, whole.data);
 }
 
+TEST(SseParser, NamesEachEventByItsEventField) {
+  SseParser parser;
+  parser.push("event: response.created\ndata: {}\n\ndata: {}\n\nevent:first\nevent: last\n: c\n\n");
+  std::vector<std::string> names;
+  for (;;) {
+    auto next = parser.next();
+    ASSERT_TRUE(next.ok());
+    if (!next->has_value()) break;
+    names.emplace_back((*next)->name);
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"response.created", "", "last"}));
+}
+
 TEST(SseParser, ReportsDoneOnlyForTheDoneEvent) {
   SseParser parser;
   parser.push("data: [DONE]\n\ndata: [DONE] \n\n");

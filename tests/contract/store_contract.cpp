@@ -526,6 +526,41 @@ TEST_P(StoreContract, ARequestsOwnEventReportedWithOtherCountsIsAConflictRecorde
   EXPECT_EQ(cf.booked, (Tokens{5, 5}));
 }
 
+// SPEC-APIS §3: a stored response is reached only through the allocation it belongs to.
+TEST_P(StoreContract, AProviderRequestIdIsOwnedOnlyByTheAllocationThatBookedOrKeptIt) {
+  const auto a = create({10, 1000, 5}, {500, 500});
+  const auto b = create({10, 1000, 5}, {500, 500});
+  auto owns = [&](const std::string& allocation_id, const std::string& id) {
+    Await<bool> w;
+    store->owns_provider_request(allocation_id, id, w.callback());
+    auto r = w.get();
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() && *r;
+  };
+  const std::string booked = admit_ok(a, 10, 10);
+  EXPECT_FALSE(owns(a.allocation.id, "resp_booked")) << "in flight: no provider id recorded yet";
+  ASSERT_TRUE(book(a, booked, "resp_booked", {5, 5}).ok());
+  const std::string pending = admit_ok(a, 10, 10);
+  ASSERT_TRUE(settle({pending, a.allocation.id, SettleKind::usage_missing, "resp_pending", {}}).ok());
+  const std::string failed = admit_ok(a, 10, 10);
+  ASSERT_TRUE(settle({failed, a.allocation.id, SettleKind::failed, "resp_failed", {}}).ok());
+  auto check = [&] {
+    EXPECT_TRUE(owns(a.allocation.id, "resp_booked"));
+    EXPECT_TRUE(owns(a.allocation.id, "resp_pending"));
+    EXPECT_FALSE(owns(b.allocation.id, "resp_booked")) << "another allocation's";
+    EXPECT_FALSE(owns(b.allocation.id, "resp_pending"));
+    EXPECT_FALSE(owns(a.allocation.id, "resp_failed")) << "a provider error keeps nothing to reach";
+    EXPECT_FALSE(owns(a.allocation.id, "resp_unknown"));
+    EXPECT_FALSE(owns("alloc_nope", "resp_booked"));
+  };
+  check();
+  reopen();
+  check();
+  ASSERT_TRUE(store->reconcile({pending, {3, 3}, "usage export"}).ok());
+  EXPECT_TRUE(owns(a.allocation.id, "resp_pending")) << "booked under it once reconciled";
+  EXPECT_FALSE(owns(b.allocation.id, "resp_pending"));
+}
+
 TEST_P(StoreContract, CountsTheStoreCouldNotBookAreKeptOnThePendingRequest) {
   auto a = create({100, 100000, 10}, {1000, 1000});
   const auto id = admit_ok(a, 10, 20);

@@ -466,6 +466,15 @@ void PostgresStore::allocation_status(const std::string& allocation_id,
   });
 }
 
+void PostgresStore::owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+                                          Callback<bool> done) {
+  run_async<bool>(std::move(done), [allocation_id, provider_request_id](Connection& c) -> Result<bool> {
+    auto r = c.run(sql::owns_provider_request, Params().text(allocation_id).text(provider_request_id));
+    if (!r.ok()) return r.error();
+    return rows(*r) == 1 && get_bool(r->get(), 0, 0);
+  });
+}
+
 Result<std::vector<AllocationStatus>> PostgresStore::status_on(
     Connection& c, const std::optional<std::string>& id) {
   auto r = c.run(sql::allocation_status, Params()

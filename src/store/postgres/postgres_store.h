@@ -65,6 +65,9 @@ class PostgresStore final : public Store {
   void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;
   void settle(SettleCommand cmd, Callback<SettleResult> done) override;
   void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) override;
+  // Without the row lock: a booking or settlement is either committed or not yet seen.
+  void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+                             Callback<bool> done) override;
 
   Result<CreatedAgreement> create_agreement(const NewAgreement& a) override;
   Result<AgreementRow> get_agreement(const std::string& agreement_id) override;

@@ -185,6 +185,13 @@ const Statement read_now{"cv_read_now", "SELECT " + now_param(1)};
 
 // $1 secret hash. Columns: key id, allocation id, revoked, provider, models, rpm, tpm, maxc,
 // service_tiers.
+// The booking key's unique index answers for events; requests_open for the open requests.
+const Statement owns_provider_request{
+    "cv_owns_provider_request",
+    "SELECT EXISTS (SELECT 1 FROM usage_events WHERE allocation_id = $1 AND provider_request_id = $2)"
+    " OR EXISTS (SELECT 1 FROM requests WHERE allocation_id = $1 AND provider_request_id = $2"
+    " AND state IN ('in_flight', 'usage_pending'))"};
+
 const Statement authenticate{
     "cv_authenticate",
     "SELECT k.id, k.allocation_id, k.revoked, ag.provider, ag.models, ag.requests_per_minute,"

@@ -47,6 +47,9 @@ extern const Statement insert_conflict;
 extern const Statement keep_reported;  // $1 request, $2/$3 counts, $4 provider request id
 extern const Statement sweep_stale;
 extern const Statement read_now;
+// Whether $2 is allocation $1's provider request id: an event's booking key, or an open
+// request's recorded id. One column: owned (boolean).
+extern const Statement owns_provider_request;
 extern const Statement authenticate;
 
 extern const Statement insert_agreement;
