@@ -14,4 +14,11 @@ namespace cairva::gateway {
 // against rate.as_of (the store's `now`, which may be the database's clock).
 void add_rate_reset_headers(http::MessageHead& h, const core::AllocationSnapshot& rate);
 
+// Appends anthropic-ratelimit-requests-reset and anthropic-ratelimit-tokens-reset: the same
+// instants as RFC 3339 times (rate.as_of plus each wait, rounded up to the millisecond;
+// rate.as_of itself while the window has room), for the Anthropic dialect's responses
+// beside its anthropic-ratelimit-*-limit and -remaining headers (SPEC-APIS §4). Nothing
+// when `rate` was not read from a store (as_of 0: the limits alone, before admission).
+void add_anthropic_rate_reset_headers(http::MessageHead& h, const core::AllocationSnapshot& rate);
+
 }  // namespace cairva::gateway

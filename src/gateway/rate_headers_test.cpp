@@ -60,5 +60,30 @@ TEST(RateResetHeaders, AStartJustAdmittedIntoTheLastSlotResetsInAFullMinute) {
   EXPECT_NE(text.find("\r\nx-ratelimit-reset-requests: 1m0s\r\n"), std::string::npos) << text;
 }
 
+TEST(RateResetHeaders, TheAnthropicDialectNamesTheSameInstantsInRfc3339) {
+  auto s = snapshot(3, 100);
+  s.requests_last_minute = 3;
+  s.oldest_start_at = now - 20'500'000;  // room at now + 39.5 s
+  s.tokens_last_minute = 10;             // room now
+  auto h = http::MessageHead::response(429, 11);
+  add_anthropic_rate_reset_headers(h, s);
+  const std::string text = h.finish(0, true);
+  EXPECT_NE(text.find("\r\nanthropic-ratelimit-requests-reset: 2026-01-01T00:00:39.500000Z\r\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\r\nanthropic-ratelimit-tokens-reset: 2026-01-01T00:00:00Z\r\n"),
+            std::string::npos)
+      << text;
+}
+
+TEST(RateResetHeaders, TheAnthropicDialectNamesNoInstantWithoutAStoresReading) {
+  core::AllocationSnapshot limits_only;
+  limits_only.terms.limits = {3, 100, 10};
+  auto h = http::MessageHead::response(400, 11);
+  add_anthropic_rate_reset_headers(h, limits_only);
+  const std::string text = h.finish(0, true);
+  EXPECT_EQ(text.find("anthropic-ratelimit"), std::string::npos) << text;
+}
+
 }  // namespace
 }  // namespace cairva::gateway
