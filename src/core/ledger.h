@@ -122,7 +122,19 @@ class AllocationLedger {
   };
   using OpenMap = std::unordered_map<std::string, Open>;
 
+  // A booking in the trailing window. `running` is the sum of `tokens` over the log's
+  // entries up to and including this one (from any base: only differences are read), so
+  // the booking whose leaving frees room is found by binary search.
+  struct Booking {
+    UnixMicros at = 0;
+    int64_t tokens = 0;
+    int64_t running = 0;
+  };
+
   void prune(UnixMicros now);
+  // The booked_at of the oldest booking whose leaving takes the window's tokens below
+  // tokens_per_minute. REQUIRES: tokens_in_window_ >= tokens_per_minute > 0.
+  UnixMicros freeing_booking_at() const;
   void release_hold(const Tokens& hold);
   bool apply_booking(const Tokens& usage, UnixMicros now);  // returns became_depleted
   void apply_state_changes(const AdmissionDecision& d);
@@ -142,9 +154,9 @@ class AllocationLedger {
   // (admission refuses at that count, and restore keeps only the newest that many, which
   // leaves every later count "min(true count, limit)": all admission compares).
   std::deque<UnixMicros> starts_;
-  // (booked_at, tokens) in the trailing window, oldest first, with their running sum.
-  // One entry per booking in the window; each booking closes one open request.
-  std::deque<std::pair<UnixMicros, int64_t>> bookings_;
+  // Bookings in the trailing window, oldest first, and their sum. One entry per booking
+  // instant in the window; each booking closes one open request.
+  std::deque<Booking> bookings_;
   int64_t tokens_in_window_ = 0;
   // Open requests. In flight ones are at most max_concurrency (plus restored ones);
   // usage_pending ones hold allowance, so they are bounded by the allowance.

@@ -42,6 +42,7 @@ class FlowStore final : public store::Store {
   std::optional<Error> auth_error;
   std::optional<Error> admit_error;
   std::optional<Error> settle_error;
+  std::optional<store::AdmitResult> admit_result;  // else an admission with an empty snapshot
   std::vector<store::SettleCommand> settles;
   int authentications = 0;
   std::vector<store::AdmitCommand> admits;
@@ -67,6 +68,7 @@ class FlowStore final : public store::Store {
   void admit(store::AdmitCommand cmd, store::Callback<store::AdmitResult> done) override {
     admits.push_back(std::move(cmd));
     if (admit_error) return done(*admit_error);
+    if (admit_result) return done(*admit_result);
     store::AdmitResult r;
     r.decision.outcome = admitted;
     done(std::move(r));
@@ -321,6 +323,81 @@ TEST_F(Flow, APlainCompletionIsBookedTaggedAndItsConnectionReused) {
   EXPECT_EQ(up.sent[0].head_timeout, std::chrono::seconds(30));  // the provider's timeout_s, under the in-flight bound
   EXPECT_TRUE(up.sent[0].released);
   EXPECT_EQ(up.released_incomplete, 0);
+}
+
+// ---------------------------------------------------------------- rate-limit headers
+
+// The store's answer for an allocation whose windows are `snap`, decided by the core.
+store::AdmitResult decided(core::AllocationSnapshot snap) {
+  core::RequestFacts facts;
+  facts.input_estimate = 10;
+  store::AdmitResult r{core::decide_admission(snap, facts, snap.as_of), {}};
+  core::apply_admission(snap, r.decision);
+  r.after = snap;
+  return r;
+}
+
+core::AllocationSnapshot windows_at(UnixMicros now) {
+  core::AllocationSnapshot s;
+  s.state = core::AllocationState::active;
+  s.terms.window = {now - 3600 * micros_per_second, now + 3600 * micros_per_second};
+  s.terms.limits = {3, 1000, 10};
+  s.terms.allowance = {100000, 100000};
+  s.as_of = now;
+  return s;
+}
+
+TEST_F(Flow, ARequestsPerMinuteRefusalSaysWhenTheWindowHasRoomInEveryHeader) {
+  core::AllocationSnapshot s = windows_at(clock.now());
+  s.requests_last_minute = 3;
+  s.oldest_start_at = clock.now() - 20'500'000;  // leaves in 39.5 s
+  store.admit_result = decided(s);
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 429u);
+  EXPECT_EQ(error_code_of(r.body), "rate_limited");
+  EXPECT_EQ(r.header("retry-after"), "60");  // the seed's, as written
+  EXPECT_EQ(r.header("retry-after-ms"), "39500");
+  EXPECT_EQ(r.header("x-ratelimit-remaining-requests"), "0");
+  EXPECT_EQ(r.header("x-ratelimit-reset-requests"), "39.5s");
+  EXPECT_EQ(r.header("x-ratelimit-reset-tokens"), "0s");
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(Flow, ATokensPerMinuteRefusalSaysWhenEnoughTokensLeave) {
+  core::AllocationSnapshot s = windows_at(clock.now());
+  s.tokens_last_minute = 1200;
+  s.freeing_booking_at = clock.now() - 59'999'001;  // leaves in 999 µs: 1 ms
+  store.admit_result = decided(s);
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 429u);
+  EXPECT_EQ(r.header("retry-after"), "60");
+  EXPECT_EQ(r.header("retry-after-ms"), "1");
+  EXPECT_EQ(r.header("x-ratelimit-reset-tokens"), "1ms");
+  EXPECT_EQ(r.header("x-ratelimit-reset-requests"), "0s");
+}
+
+TEST_F(Flow, AConcurrencyRefusalNamesNoRetryAfterMs) {
+  core::AllocationSnapshot s = windows_at(clock.now());
+  s.in_flight = 10;
+  store.admit_result = decided(s);
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 429u);
+  EXPECT_EQ(r.header("retry-after"), "2");
+  EXPECT_EQ(r.header("retry-after-ms"), "");
+  EXPECT_EQ(r.header("x-ratelimit-reset-requests"), "0s");
+}
+
+TEST_F(Flow, TheAdmissionThatFillsTheWindowSaysAFullMinuteOnItsResponse) {
+  core::AllocationSnapshot s = windows_at(clock.now());
+  s.terms.limits.requests_per_minute = 1;
+  store.admit_result = decided(s);
+  up.scripts.push_back(ok_plain(completion()));
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.header("x-ratelimit-remaining-requests"), "0");
+  EXPECT_EQ(r.header("x-ratelimit-reset-requests"), "1m0s");
+  EXPECT_EQ(r.header("x-ratelimit-reset-tokens"), "0s");
+  EXPECT_EQ(r.header("retry-after-ms"), "");
 }
 
 TEST_F(Flow, TheHeadTimeoutIsTheInFlightRemainderWhenThatIsShorter) {

@@ -163,7 +163,8 @@ class PostgresStore final : public Store {
                                                                 const Admissions& admissions);
   // The steps those transactions share (statements appended to one pipeline's Writes).
   struct Writes;
-  Params window_count_params(const std::string& allocation_id) const;
+  // sql::window_counts' parameters for `admissions` decided on its counts.
+  Params window_count_params(const std::string& allocation_id, size_t admissions) const;
   // The allocation's row lock, each request's row, locked, and each usage report's event.
   void settlement_reads(std::span<const PendingSettlement> batch, Writes& w) const;
   // Plans each settlement (core::plan_settlement) on what the reads found, as the ones
