@@ -37,6 +37,9 @@ class FakeStore final : public store::Store {
                          store::Callback<store::AllocationStatus> done) override {
     done(get_allocation(id));
   }
+  void owns_provider_request(const std::string&, const std::string&, store::Callback<bool> done) override {
+    done(make_error(ErrorCode::store_unavailable, "fake"));
+  }
 
   Result<store::CreatedAgreement> create_agreement(const store::NewAgreement& a) override {
     if (fail_everything) return down();

@@ -124,7 +124,13 @@ AdmissionDecision decide_admission(const AllocationSnapshot& snap, const Request
     }
     refusal = Refusal::allowance_exhausted;
   }
-  d.outcome = refused(*refusal);
+  Refused r = refused(*refusal);
+  if (*refusal == Refusal::requests_per_minute || *refusal == Refusal::tokens_per_minute) {
+    const RateResets resets = rate_resets(snap, now);
+    const bool requests = *refusal == Refusal::requests_per_minute;
+    r.retry_after_ms = millis_rounded_up(requests ? resets.requests_us : resets.tokens_us);
+  }
+  d.outcome = r;
   return d;
 }
 
@@ -142,8 +148,34 @@ void apply_admission(AllocationSnapshot& snap, const AdmissionDecision& d) {
     snap.held.input += a->hold.input;
     snap.held.output += a->hold.output;
     snap.in_flight += 1;
+    // Admission refuses at requests_per_minute, so the window holds at most that many
+    // starts after this one too: its oldest stays the one whose leaving frees a slot.
+    if (snap.requests_last_minute == 0) snap.oldest_start_at = snap.as_of;
     snap.requests_last_minute += 1;
   }
+}
+
+RateResets rate_resets(const AllocationSnapshot& snap, UnixMicros now) {
+  const Limits& limits = snap.terms.limits;
+  // An entry at or before now - rate_window_us has left the window: the one deciding leaves
+  // at its time + rate_window_us, which is after `now` while it is still in the window.
+  auto until_left = [now](UnixMicros entry) {
+    return std::max<int64_t>(0, entry + rate_window_us - now);
+  };
+  RateResets r;
+  if (snap.requests_last_minute > 0 && snap.requests_last_minute >= limits.requests_per_minute) {
+    r.requests_us = until_left(snap.oldest_start_at);
+  }
+  if (snap.tokens_last_minute > 0 && snap.tokens_last_minute >= limits.tokens_per_minute) {
+    r.tokens_us = until_left(snap.freeing_booking_at);
+  }
+  return r;
+}
+
+int64_t millis_rounded_up(int64_t us) {
+  CAIRVA_ASSERT(us >= 0);
+  constexpr int64_t micros_per_milli = micros_per_second / 1000;
+  return (us + micros_per_milli - 1) / micros_per_milli;
 }
 
 AllocationState effective_state(const AllocationSnapshot& snap, UnixMicros now) {

@@ -28,6 +28,19 @@ struct AllocationSnapshot {
   int64_t tokens_last_minute = 0;    // input+output of events with booked_at > now - 60 s
   int64_t in_flight = 0;             // in_flight requests not yet stale
   int64_t usage_pending = 0;
+  // When each trailing window has room again (rate_resets) is read from the entries that
+  // leave it, each rate_window_us after its own time, against `as_of`.
+  UnixMicros as_of = 0;  // the `now` the windows were taken at
+  // The oldest start in the window. The window never holds more than requests_per_minute
+  // starts (admission refuses at that count), so once it holds that many, a slot frees when
+  // this one leaves. Meaningful when requests_last_minute > 0; a store may leave it unset
+  // while fewer starts than the admissions it decides on this snapshot would fill the
+  // window (PostgreSQL reads it only then).
+  UnixMicros oldest_start_at = 0;
+  // The booking whose leaving takes tokens_last_minute below tokens_per_minute: the oldest
+  // whose running total over the window's bookings exceeds tokens_last_minute -
+  // tokens_per_minute. Meaningful when tokens_last_minute >= tokens_per_minute.
+  UnixMicros freeing_booking_at = 0;
 
   // max(0, allowance - booked - held), per direction.
   Tokens remaining() const;
@@ -70,6 +83,10 @@ struct Refused {
   int retry_after_s = 0;        // 0 when no Retry-After header applies
   std::string_view limit;       // "requests_per_minute" | "tokens_per_minute" | "max_concurrency" | ""
   std::string_view message;     // human text for the error body
+  // requests_per_minute, tokens_per_minute: how long until the refused window has room,
+  // in whole milliseconds rounded up (retry-after-ms). 0 for every other refusal: when a
+  // request in flight finishes is not known.
+  int64_t retry_after_ms = 0;
 };
 
 struct Admitted {
@@ -98,10 +115,24 @@ AdmissionDecision decide_admission(const AllocationSnapshot& snap, const Request
 std::optional<Refused> refuse_by_state(const AllocationSnapshot& snap, UnixMicros now);
 
 // Applies `d` to `snap` as the store records it: the state changes, and for an admission
-// its hold, one more request in flight and one more start in the last minute. The next
-// decision on the same lock hold is taken on the result (several admissions in one
-// transaction); it is also the snapshot a response's x-ratelimit-* headers show.
+// its hold, one more request in flight and one more start in the last minute, started at
+// `snap.as_of`. The next decision on the same lock hold is taken on the result (several
+// admissions in one transaction); it is also the snapshot a response's x-ratelimit-*
+// headers show. REQUIRES: snap.as_of is the decision's `now`.
 void apply_admission(AllocationSnapshot& snap, const AdmissionDecision& d);
+
+// How long from `now` until each trailing window has room again, in microseconds: until
+// requests_last_minute drops below requests_per_minute, and tokens_last_minute below
+// tokens_per_minute. 0 while the window has room.
+struct RateResets {
+  int64_t requests_us = 0;
+  int64_t tokens_us = 0;
+};
+RateResets rate_resets(const AllocationSnapshot& snap, UnixMicros now);
+
+// `us` in whole milliseconds, rounded up: a client that waits that long finds the room.
+// REQUIRES: us >= 0.
+int64_t millis_rounded_up(int64_t us);
 
 // The allocation's state as shown at `now` by status endpoints (ready->active and
 // ->expired as admission would apply them, without applying them).

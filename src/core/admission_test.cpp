@@ -572,6 +572,117 @@ TEST(ApplyAdmission, ARefusalChangesOnlyTheStatesItNames) {
   EXPECT_EQ(s.held, (Tokens{0, 0}));
 }
 
+// ---------------------------------------------------------------- rate resets
+
+TEST(RateResets, ZeroWhileEachWindowHasRoom) {
+  AllocationSnapshot s = open_snapshot();
+  s.requests_last_minute = s.terms.limits.requests_per_minute - 1;
+  s.oldest_start_at = kNow - micros_per_second;
+  s.tokens_last_minute = s.terms.limits.tokens_per_minute - 1;
+  const RateResets r = rate_resets(s, kNow);
+  EXPECT_EQ(r.requests_us, 0);
+  EXPECT_EQ(r.tokens_us, 0);
+}
+
+TEST(RateResets, AFullRequestsWindowHasRoomWhenItsOldestStartLeaves) {
+  AllocationSnapshot s = open_snapshot();
+  s.requests_last_minute = s.terms.limits.requests_per_minute;
+  s.oldest_start_at = kNow - 25 * micros_per_second - 1;
+  EXPECT_EQ(rate_resets(s, kNow).requests_us, rate_window_us - 25 * micros_per_second - 1);
+  EXPECT_EQ(rate_resets(s, kNow).tokens_us, 0);
+  // A start at `now` (just admitted into the last slot) leaves a full window later.
+  s.oldest_start_at = kNow;
+  EXPECT_EQ(rate_resets(s, kNow).requests_us, rate_window_us);
+}
+
+TEST(RateResets, AFullTokensWindowHasRoomWhenItsFreeingBookingLeaves) {
+  AllocationSnapshot s = open_snapshot();
+  s.tokens_last_minute = s.terms.limits.tokens_per_minute + 500;
+  s.freeing_booking_at = kNow - 59 * micros_per_second;
+  EXPECT_EQ(rate_resets(s, kNow).tokens_us, micros_per_second);
+  EXPECT_EQ(rate_resets(s, kNow).requests_us, 0);
+}
+
+TEST(RateResets, NeverNegative) {
+  AllocationSnapshot s = open_snapshot();
+  s.requests_last_minute = s.terms.limits.requests_per_minute;
+  s.oldest_start_at = kNow - 2 * rate_window_us;  // a store's figure that cannot be: read as room
+  s.tokens_last_minute = s.terms.limits.tokens_per_minute;
+  s.freeing_booking_at = kNow - rate_window_us;
+  const RateResets r = rate_resets(s, kNow);
+  EXPECT_EQ(r.requests_us, 0);
+  EXPECT_EQ(r.tokens_us, 0);
+}
+
+TEST(RateResets, MillisecondsRoundUpSoTheWaitFindsTheRoom) {
+  EXPECT_EQ(millis_rounded_up(0), 0);
+  EXPECT_EQ(millis_rounded_up(1), 1);
+  EXPECT_EQ(millis_rounded_up(1000), 1);
+  EXPECT_EQ(millis_rounded_up(1001), 2);
+  EXPECT_EQ(millis_rounded_up(rate_window_us), 60'000);
+}
+
+TEST(Admission, ARequestsPerMinuteRefusalSaysWhenItsOldestStartLeaves) {
+  AllocationSnapshot s = open_snapshot();
+  s.requests_last_minute = s.terms.limits.requests_per_minute;
+  s.oldest_start_at = kNow - 20 * micros_per_second - 1500;  // leaves in 40 s - 1.5 ms
+  s.tokens_last_minute = s.terms.limits.tokens_per_minute;  // full too: not the answer
+  s.freeing_booking_at = kNow - 50 * micros_per_second;
+  const Refused r = refused(decide_admission(s, facts(), kNow));
+  EXPECT_EQ(r.reason, Refusal::requests_per_minute);
+  EXPECT_EQ(r.retry_after_s, 60);  // the seed's header stays as written
+  EXPECT_EQ(r.retry_after_ms, 39'999);  // 39,998.5 ms rounded up
+}
+
+TEST(Admission, ATokensPerMinuteRefusalSaysWhenItsFreeingBookingLeaves) {
+  AllocationSnapshot s = open_snapshot();
+  s.tokens_last_minute = s.terms.limits.tokens_per_minute;
+  s.freeing_booking_at = kNow - 50 * micros_per_second;
+  const Refused r = refused(decide_admission(s, facts(), kNow));
+  EXPECT_EQ(r.reason, Refusal::tokens_per_minute);
+  EXPECT_EQ(r.retry_after_s, 60);
+  EXPECT_EQ(r.retry_after_ms, 10'000);
+}
+
+TEST(Admission, OtherRefusalsSayNoRetryAfterMs) {
+  AllocationSnapshot s = open_snapshot();
+  s.in_flight = s.terms.limits.max_concurrency;  // when one finishes is not known
+  s.tokens_last_minute = s.terms.limits.tokens_per_minute;
+  s.freeing_booking_at = kNow - 50 * micros_per_second;
+  EXPECT_EQ(refused(decide_admission(s, facts(), kNow)).retry_after_ms, 0);
+  s.in_flight = 0;
+  s.tokens_last_minute = 0;
+  s.terms.allowance = {1, 1};
+  const Refused r = refused(decide_admission(s, facts(), kNow));
+  EXPECT_EQ(r.reason, Refusal::allowance_exhausted);
+  EXPECT_EQ(r.retry_after_ms, 0);
+}
+
+TEST(ApplyAdmission, TheAdmissionThatFillsAnEmptyRequestsWindowResetsAFullWindowLater) {
+  AllocationSnapshot s = open_snapshot();
+  s.terms.limits.requests_per_minute = 2;
+  s.as_of = kNow;
+  apply_admission(s, decide_admission(s, facts(), kNow));
+  EXPECT_EQ(rate_resets(s, kNow).requests_us, 0);  // one slot left
+  apply_admission(s, decide_admission(s, facts(), kNow));
+  EXPECT_EQ(s.requests_last_minute, 2);
+  EXPECT_EQ(s.oldest_start_at, kNow);
+  EXPECT_EQ(rate_resets(s, kNow).requests_us, rate_window_us);
+  const Refused r = refused(decide_admission(s, facts(), kNow));
+  EXPECT_EQ(r.retry_after_ms, 60'000);
+}
+
+TEST(ApplyAdmission, AnAdmissionKeepsTheOldestStartOfAWindowThatHasOne) {
+  AllocationSnapshot s = open_snapshot();
+  s.terms.limits.requests_per_minute = 2;
+  s.as_of = kNow;
+  s.requests_last_minute = 1;
+  s.oldest_start_at = kNow - 45 * micros_per_second;
+  apply_admission(s, decide_admission(s, facts(), kNow));
+  EXPECT_EQ(s.oldest_start_at, kNow - 45 * micros_per_second);
+  EXPECT_EQ(rate_resets(s, kNow).requests_us, 15 * micros_per_second);
+}
+
 TEST(EffectiveState, InForceAgreementExpiresAtWindowEndOthersKeepTheirState) {
   const Window w{100, 200};
   EXPECT_EQ(effective_agreement_state(AgreementState::in_force, w, 199), AgreementState::in_force);

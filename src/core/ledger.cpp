@@ -41,10 +41,14 @@ void AllocationLedger::restore_start(UnixMicros started_at) {
 }
 
 void AllocationLedger::restore_booking(UnixMicros booked_at, int64_t tokens) {
-  const auto pos = std::upper_bound(
-      bookings_.begin(), bookings_.end(), booked_at,
-      [](UnixMicros t, const std::pair<UnixMicros, int64_t>& b) { return t < b.first; });
-  bookings_.insert(pos, {booked_at, tokens});
+  const auto pos = std::upper_bound(bookings_.begin(), bookings_.end(), booked_at,
+                                    [](UnixMicros t, const Booking& b) { return t < b.at; });
+  // Rows usually arrive in booking order, so this appends; one out of order renumbers the
+  // running sums after it.
+  auto it = bookings_.insert(pos, Booking{booked_at, tokens, 0});
+  for (; it != bookings_.end(); ++it) {
+    it->running = (it == bookings_.begin() ? 0 : std::prev(it)->running) + it->tokens;
+  }
   tokens_in_window_ += tokens;
 }
 
@@ -58,6 +62,7 @@ void AllocationLedger::restore_open_request(const std::string& request_id,
   if (!is_open_state(req.state)) return;  // settled requests are not the ledger's concern
   auto [it, inserted] = open_.try_emplace(request_id, Open{req, in_flight_order_.end()});
   if (!inserted) return;  // a repeated row: the first one stands
+  if (!req.provider_request_id.empty()) open_provider_ids_.insert(req.provider_request_id);
   held_.input += req.hold.input;
   held_.output += req.hold.output;
   if (req.state == RequestState::usage_pending) {
@@ -77,10 +82,23 @@ void AllocationLedger::restore_open_request(const std::string& request_id,
 void AllocationLedger::prune(UnixMicros now) {
   const UnixMicros cutoff = now - rate_window_us;  // entries at or before it have aged out
   while (!starts_.empty() && starts_.front() <= cutoff) starts_.pop_front();
-  while (!bookings_.empty() && bookings_.front().first <= cutoff) {
-    tokens_in_window_ -= bookings_.front().second;
+  while (!bookings_.empty() && bookings_.front().at <= cutoff) {
+    tokens_in_window_ -= bookings_.front().tokens;
     bookings_.pop_front();
   }
+}
+
+UnixMicros AllocationLedger::freeing_booking_at() const {
+  CAIRVA_ASSERT(!bookings_.empty() && tokens_in_window_ >= terms_.limits.tokens_per_minute);
+  // More than tokens_in_window_ - limit tokens must leave: the first booking whose running
+  // total from the window's start exceeds that is the one whose leaving makes room.
+  const int64_t before_window = bookings_.front().running - bookings_.front().tokens;
+  const int64_t must_leave_past =
+      before_window + tokens_in_window_ - terms_.limits.tokens_per_minute;
+  const auto it = std::upper_bound(bookings_.begin(), bookings_.end(), must_leave_past,
+                                   [](int64_t v, const Booking& b) { return v < b.running; });
+  CAIRVA_ASSERT(it != bookings_.end());
+  return it->at;
 }
 
 AllocationSnapshot AllocationLedger::snapshot(UnixMicros now) {
@@ -95,6 +113,12 @@ AllocationSnapshot AllocationLedger::snapshot(UnixMicros now) {
   s.tokens_last_minute = tokens_in_window_;
   s.in_flight = in_flight_;
   s.usage_pending = usage_pending_;
+  s.as_of = now;
+  if (!starts_.empty()) s.oldest_start_at = starts_.front();
+  // Only a full window pays for the search (O(log n)); below the limit there is room now.
+  if (tokens_in_window_ > 0 && tokens_in_window_ >= terms_.limits.tokens_per_minute) {
+    s.freeing_booking_at = freeing_booking_at();
+  }
   return s;
 }
 
@@ -150,6 +174,7 @@ void AllocationLedger::leave_in_flight(Open& open) {
 
 void AllocationLedger::close(OpenMap::iterator it) {
   Open& open = it->second;
+  record_provider_id(open, {});
   release_hold(open.req.hold);
   if (open.req.state == RequestState::in_flight) {
     leave_in_flight(open);
@@ -159,16 +184,27 @@ void AllocationLedger::close(OpenMap::iterator it) {
   open_.erase(it);
 }
 
+// Sets the open request's provider id (empty: none), keeping open_provider_ids_ in step.
+void AllocationLedger::record_provider_id(Open& open, std::string_view provider_request_id) {
+  std::string& mine = open.req.provider_request_id;
+  if (mine == provider_request_id) return;
+  if (!mine.empty()) open_provider_ids_.erase(open_provider_ids_.find(mine));
+  mine.assign(provider_request_id);
+  if (!mine.empty()) open_provider_ids_.insert(mine);
+}
+
 bool AllocationLedger::apply_booking(const Tokens& usage, UnixMicros now) {
   booked_.input += usage.input;
   booked_.output += usage.output;
   prune(now);
   if (const int64_t tokens = usage.total(); tokens > 0) {
-    const UnixMicros at = bookings_.empty() ? now : std::max(now, bookings_.back().first);
-    if (!bookings_.empty() && bookings_.back().first == at) {
-      bookings_.back().second += tokens;  // same instant: one entry keeps the log short
+    const UnixMicros at = bookings_.empty() ? now : std::max(now, bookings_.back().at);
+    if (!bookings_.empty() && bookings_.back().at == at) {
+      bookings_.back().tokens += tokens;  // same instant: one entry keeps the log short
+      bookings_.back().running += tokens;
     } else {
-      bookings_.emplace_back(at, tokens);
+      const int64_t before = bookings_.empty() ? 0 : bookings_.back().running;
+      bookings_.push_back(Booking{at, tokens, before + tokens});
     }
     tokens_in_window_ += tokens;
   }
@@ -201,6 +237,9 @@ SettlePlan AllocationLedger::settle(const std::string& request_id, const Report&
     if (plan.insert_event) apply_booking(report.usage, now);
   } else {
     if (plan.change_state) mark_usage_pending(request_id);
+    if (plan.change_state && plan.record_provider_id && !report.provider_request_id.empty()) {
+      record_provider_id(open, report.provider_request_id);
+    }
     if (plan.keep_reported) {
       open.req.reported = ReportedUsage{report.usage, std::string(report.provider_request_id)};
     }
@@ -217,6 +256,10 @@ BookOutcome AllocationLedger::book(const std::string& request_id, const std::str
 
 std::optional<Tokens> AllocationLedger::booked_counts(const std::string& provider_request_id) const {
   return booked_provider_ids_.find(provider_request_id);
+}
+
+bool AllocationLedger::owns_provider_request(const std::string& provider_request_id) const {
+  return booked_provider_ids_.find(provider_request_id).has_value() || open_provider_ids_.contains(provider_request_id);
 }
 
 bool AllocationLedger::mark_usage_pending(const std::string& request_id) {
@@ -321,7 +364,11 @@ void AllocationLedger::check_invariants() const {
   CAIRVA_ASSERT(in_flight_ >= 0 && usage_pending_ >= 0 && tokens_in_window_ >= 0);
   CAIRVA_ASSERT(static_cast<int64_t>(in_flight_order_.size()) == in_flight_);
   CAIRVA_ASSERT(static_cast<int64_t>(open_.size()) == in_flight_ + usage_pending_);
+  CAIRVA_ASSERT(open_provider_ids_.size() <= open_.size());
   CAIRVA_ASSERT(static_cast<int64_t>(starts_.size()) <= terms_.limits.requests_per_minute);
+  // The running sums span exactly the window's tokens.
+  CAIRVA_ASSERT(bookings_.empty() || bookings_.back().running - bookings_.front().running +
+                                             bookings_.front().tokens == tokens_in_window_);
 }
 
 }  // namespace cairva::core

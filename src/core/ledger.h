@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/admission.h"
@@ -41,6 +42,8 @@ struct OpenRequest {
   Tokens hold;
   UnixMicros started_at = 0;
   std::optional<ReportedUsage> reported;  // counts kept unbooked (core/settlement.h)
+  // The provider's id for it, once a settlement recorded one (usage_pending); empty before.
+  std::string provider_request_id;
 };
 
 class AllocationLedger {
@@ -77,6 +80,9 @@ class AllocationLedger {
                    const Tokens& usage, UnixMicros now);
   // The counts booked under a provider request id, if any.
   std::optional<Tokens> booked_counts(const std::string& provider_request_id) const;
+  // Whether the id is this allocation's: booked under it, or recorded by an open request
+  // (Store::owns_provider_request).
+  bool owns_provider_request(const std::string& provider_request_id) const;
   // Provider completed without counts: usage_pending, hold kept. False if not in flight.
   bool mark_usage_pending(const std::string& request_id);
   // Provider error: hold released, nothing booked; the start still counts. False if not open.
@@ -116,12 +122,25 @@ class AllocationLedger {
   };
   using OpenMap = std::unordered_map<std::string, Open>;
 
+  // A booking in the trailing window. `running` is the sum of `tokens` over the log's
+  // entries up to and including this one (from any base: only differences are read), so
+  // the booking whose leaving frees room is found by binary search.
+  struct Booking {
+    UnixMicros at = 0;
+    int64_t tokens = 0;
+    int64_t running = 0;
+  };
+
   void prune(UnixMicros now);
+  // The booked_at of the oldest booking whose leaving takes the window's tokens below
+  // tokens_per_minute. REQUIRES: tokens_in_window_ >= tokens_per_minute > 0.
+  UnixMicros freeing_booking_at() const;
   void release_hold(const Tokens& hold);
   bool apply_booking(const Tokens& usage, UnixMicros now);  // returns became_depleted
   void apply_state_changes(const AdmissionDecision& d);
   void leave_in_flight(Open& open);
   void close(OpenMap::iterator it);  // releases the hold and forgets the request
+  void record_provider_id(Open& open, std::string_view provider_request_id);
   void check_invariants() const;
 
   Terms terms_;
@@ -135,13 +154,16 @@ class AllocationLedger {
   // (admission refuses at that count, and restore keeps only the newest that many, which
   // leaves every later count "min(true count, limit)": all admission compares).
   std::deque<UnixMicros> starts_;
-  // (booked_at, tokens) in the trailing window, oldest first, with their running sum.
-  // One entry per booking in the window; each booking closes one open request.
-  std::deque<std::pair<UnixMicros, int64_t>> bookings_;
+  // Bookings in the trailing window, oldest first, and their sum. One entry per booking
+  // instant in the window; each booking closes one open request.
+  std::deque<Booking> bookings_;
   int64_t tokens_in_window_ = 0;
   // Open requests. In flight ones are at most max_concurrency (plus restored ones);
   // usage_pending ones hold allowance, so they are bounded by the allowance.
   OpenMap open_;
+  // The provider ids open requests recorded (OpenRequest::provider_request_id), one entry
+  // each: at most one per open request, for owns_provider_request.
+  std::unordered_multiset<std::string> open_provider_ids_;
   // In-flight requests, oldest start first (keys point into `open_`), so the stale
   // sweep and its no-op case are O(1) per request. Size == in_flight_.
   std::list<std::pair<UnixMicros, const std::string*>> in_flight_order_;

@@ -200,6 +200,90 @@ TEST(Ledger, TokensPerMinuteCountsReconciledBookingsByBookedAt) {
   EXPECT_EQ(refusal_of(l.admit("b", facts(), later + kSecond)), Refusal::tokens_per_minute);
 }
 
+// ---------------------------------------------------------------- rate resets
+
+TEST(Ledger, AFullRequestsWindowResetsWhenItsOldestStartLeaves) {
+  AllocationLedger l(terms({.requests_per_minute = 3, .tokens_per_minute = 1000,
+                            .max_concurrency = 10}));
+  ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
+  EXPECT_EQ(rate_resets(l.snapshot(kNow), kNow).requests_us, 0);
+  ASSERT_TRUE(l.admit("b", facts(), kNow + 5 * kSecond).admitted());
+  ASSERT_TRUE(l.fail("a"));  // a failed request's start still counts, and still leaves
+  ASSERT_TRUE(l.admit("c", facts(), kNow + 7 * kSecond).admitted());
+  const UnixMicros later = kNow + 20 * kSecond;
+  AllocationSnapshot s = l.snapshot(later);
+  EXPECT_EQ(s.as_of, later);
+  EXPECT_EQ(s.oldest_start_at, kNow);
+  EXPECT_EQ(rate_resets(s, later).requests_us, 40 * kSecond);
+  const AdmissionDecision d = l.admit("d", facts(), later);
+  EXPECT_EQ(refusal_of(d), Refusal::requests_per_minute);
+  EXPECT_EQ(std::get<Refused>(d.outcome).retry_after_ms, 40'000);
+  // At that instant the oldest start has left: room for exactly one, then the next start's time.
+  const UnixMicros reset = later + 40 * kSecond;
+  EXPECT_EQ(refusal_of(l.admit("d", facts(), reset - 1)), Refusal::requests_per_minute);
+  ASSERT_TRUE(l.admit("d", facts(), reset).admitted());
+  s = l.snapshot(reset);
+  EXPECT_EQ(s.oldest_start_at, kNow + 5 * kSecond);
+  EXPECT_EQ(rate_resets(s, reset).requests_us, 5 * kSecond);
+}
+
+TEST(Ledger, AFullTokensWindowResetsWhenEnoughBookedTokensLeave) {
+  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100,
+                            .max_concurrency = 10}));
+  for (const char* id : {"a", "b", "c", "d"}) ASSERT_TRUE(l.admit(id, facts(), kNow).admitted());
+  ASSERT_EQ(l.book("a", "p-a", {20, 10}, kNow + 1 * kSecond).result, BookResult::booked);  // 30
+  ASSERT_EQ(l.book("b", "p-b", {20, 20}, kNow + 2 * kSecond).result, BookResult::booked);  // 70
+  EXPECT_EQ(rate_resets(l.snapshot(kNow + 2 * kSecond), kNow + 2 * kSecond).tokens_us, 0);
+  ASSERT_EQ(l.book("c", "p-c", {25, 25}, kNow + 3 * kSecond).result, BookResult::booked);  // 120
+  ASSERT_EQ(l.book("d", "p-d", {5, 5}, kNow + 4 * kSecond).result, BookResult::booked);    // 130
+  // 130 - 100 = 30 must leave, and then some: a's 30 leaves 100, still the limit, so the
+  // window has room once b's booking leaves too.
+  const UnixMicros t = kNow + 10 * kSecond;
+  AllocationSnapshot s = l.snapshot(t);
+  EXPECT_EQ(s.freeing_booking_at, kNow + 2 * kSecond);
+  EXPECT_EQ(rate_resets(s, t).tokens_us, 52 * kSecond);
+  const AdmissionDecision d = l.admit("e", facts(), t);
+  EXPECT_EQ(refusal_of(d), Refusal::tokens_per_minute);
+  EXPECT_EQ(std::get<Refused>(d.outcome).retry_after_ms, 52'000);
+  // After a's booking leaves: 100 in the window, still full, b's still frees it.
+  s = l.snapshot(kNow + 61 * kSecond);
+  EXPECT_EQ(s.tokens_last_minute, 100);
+  EXPECT_EQ(s.freeing_booking_at, kNow + 2 * kSecond);
+  EXPECT_EQ(refusal_of(l.admit("e", facts(), kNow + 62 * kSecond - 1)), Refusal::tokens_per_minute);
+  EXPECT_TRUE(l.admit("e", facts(), kNow + 62 * kSecond).admitted());
+  EXPECT_EQ(rate_resets(l.snapshot(kNow + 62 * kSecond), kNow + 62 * kSecond).tokens_us, 0);
+}
+
+TEST(Ledger, ASingleBookingOverTheLimitFreesTheWindowWhenItLeaves) {
+  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100,
+                            .max_concurrency = 10}));
+  for (const char* id : {"a", "b"}) ASSERT_TRUE(l.admit(id, facts(), kNow).admitted());
+  ASSERT_EQ(l.book("a", "p-a", {1, 0}, kNow).result, BookResult::booked);
+  ASSERT_EQ(l.book("b", "p-b", {400, 400}, kNow + kSecond).result, BookResult::booked);
+  const AllocationSnapshot s = l.snapshot(kNow + kSecond);
+  EXPECT_EQ(s.freeing_booking_at, kNow + kSecond);  // a leaving alone leaves 800
+  EXPECT_EQ(rate_resets(s, kNow + kSecond).tokens_us, 60 * kSecond);
+}
+
+TEST(Ledger, RestoredBookingsOutOfOrderKeepTheRunningSumsExact) {
+  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100,
+                            .max_concurrency = 10}));
+  l.restore_booking(kNow - 10 * kSecond, 50);
+  l.restore_booking(kNow - 30 * kSecond, 40);  // before the first: renumbers it
+  l.restore_booking(kNow - 20 * kSecond, 30);
+  // In time order 40, 30, 50 (120): more than 20 must leave, so the first one frees room.
+  AllocationSnapshot s = l.snapshot(kNow);
+  EXPECT_EQ(s.tokens_last_minute, 120);
+  EXPECT_EQ(s.freeing_booking_at, kNow - 30 * kSecond);
+  l.restore_booking(kNow - 40 * kSecond, 10);  // 130: 10 + 40 = 50 > 30 must leave
+  s = l.snapshot(kNow);
+  EXPECT_EQ(s.freeing_booking_at, kNow - 30 * kSecond);
+  l.restore_booking(kNow - 35 * kSecond, 45);  // 175: 10 + 45 + 40 = 95 > 75
+  s = l.snapshot(kNow);
+  EXPECT_EQ(s.freeing_booking_at, kNow - 30 * kSecond);
+  EXPECT_EQ(rate_resets(s, kNow).tokens_us, 30 * kSecond);
+}
+
 // ---------------------------------------------------------------- holds
 
 TEST(Ledger, HoldCountsAgainstRemainingWhileTheRequestRuns) {
@@ -259,6 +343,31 @@ TEST(Ledger, AnIdBookedByAnotherRequestLeavesThisOnePendingWithItsHold) {
   EXPECT_EQ(again.outcome, BookResult::reused_id);
   EXPECT_FALSE(again.keep_reported || again.record_conflict || again.change_state);
   EXPECT_EQ(l.snapshot(kNow).tokens_last_minute, 105);
+}
+
+TEST(Ledger, OwnsTheIdsItBookedAndThoseItsPendingRequestsRecorded) {
+  AllocationLedger l(terms());
+  for (const char* id : {"a", "b", "c", "d"}) ASSERT_TRUE(l.admit(id, facts(), kNow).admitted());
+  ASSERT_EQ(l.book("a", "resp_a", {5, 5}, kNow).result, BookResult::booked);
+  EXPECT_TRUE(l.owns_provider_request("resp_a"));
+  // Usage missing: the request's provider id is kept with it while it is pending.
+  EXPECT_EQ(l.settle("b", {SettleKind::usage_missing, "resp_b", {}}, kNow).outcome, BookResult::pending);
+  EXPECT_EQ(l.find_open("b")->provider_request_id, "resp_b");
+  EXPECT_TRUE(l.owns_provider_request("resp_b"));
+  // Reconciled under it: still owned, now as a booked id.
+  EXPECT_EQ(l.reconcile("b", "resp_b", {1, 1}, kNow).result, ReconcileResult::booked);
+  EXPECT_TRUE(l.owns_provider_request("resp_b"));
+  // A provider error names nothing kept; an in-flight request has recorded nothing yet.
+  EXPECT_EQ(l.settle("c", {SettleKind::failed, "resp_c", {}}, kNow).outcome, BookResult::failed);
+  EXPECT_FALSE(l.owns_provider_request("resp_c"));
+  EXPECT_FALSE(l.owns_provider_request(""));
+  EXPECT_FALSE(l.owns_provider_request("resp_elsewhere"));
+  // A pending request restored at a restart keeps what it recorded.
+  AllocationLedger restored(terms());
+  restored.restore_open_request("e", OpenRequest{RequestState::usage_pending, {20, 100}, kNow, std::nullopt, "resp_e"});
+  EXPECT_TRUE(restored.owns_provider_request("resp_e"));
+  EXPECT_EQ(restored.settle("e", {SettleKind::failed, "", {}}, kNow).outcome, BookResult::failed);
+  EXPECT_FALSE(restored.owns_provider_request("resp_e")) << "forgotten with the request";
 }
 
 // Terms under which nothing refuses or depletes however large the bookings.

@@ -9,6 +9,7 @@
 
 #include "admin/metrics.h"
 #include "gateway/limits.h"
+#include "gateway/rate_headers.h"
 #include "http/limits.h"
 #include "wire/errors.h"
 
@@ -39,11 +40,12 @@ http::MessageHead ClientExchange::head(int status) const {
   h.add("x-cairva-request-id", request_id);
   if (!rate) return h;
   const auto& l = rate->terms.limits;
-  if (dialect == wire::Dialect::anthropic) add_anthropic_rate_headers(h, *rate);
   h.add("x-ratelimit-limit-requests", l.requests_per_minute);
   h.add("x-ratelimit-remaining-requests", std::max<int64_t>(0, l.requests_per_minute - rate->requests_last_minute));
   h.add("x-ratelimit-limit-tokens", l.tokens_per_minute);
   h.add("x-ratelimit-remaining-tokens", std::max<int64_t>(0, l.tokens_per_minute - rate->tokens_last_minute));
+  add_rate_reset_headers(h, *rate);
+  if (dialect == wire::Dialect::anthropic) add_anthropic_rate_headers(h, *rate);
   return h;
 }
 
@@ -59,12 +61,13 @@ http::Task<bool> ClientExchange::send_json(http::MessageHead head, std::string b
 }
 
 http::Task<bool> ClientExchange::send_error(ErrorCode code, std::string_view message, std::string_view limit,
-                                                        int retry_after_s) {
+                                                        int retry_after_s, int64_t retry_after_ms) {
   admin::metrics().count_refused(code);
   outcome = wire_name(code);
   auto h = head(http_status(code));
   if (code == ErrorCode::store_unavailable && retry_after_s <= 0) retry_after_s = store_unavailable_retry_after_s;
   if (retry_after_s > 0) h.add("Retry-After", int64_t{retry_after_s});
+  if (retry_after_ms > 0) h.add("retry-after-ms", retry_after_ms);
   co_return co_await send_json(std::move(h), error_body(http_status(code), code, message, limit));
 }
 

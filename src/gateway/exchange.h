@@ -1,7 +1,7 @@
 // ClientExchange: one request/response on a client connection, with the headers every
 // response carries (SPEC §6): x-cairva-request-id always, x-ratelimit-* when the caller
-// is authenticated (and anthropic-ratelimit-* on the Anthropic paths). Used by the session
-// loop and every API's flow.
+// is authenticated (the reset ones from gateway/rate_headers.h), and anthropic-ratelimit-*
+// beside them on the Anthropic paths. Used by the session loop and every API's flow.
 #pragma once
 
 #include <optional>
@@ -51,10 +51,11 @@ struct ClientExchange {
   http::Task<bool> send_json(http::MessageHead head, std::string body);
   http::Task<bool> send_json(int status, std::string body) { return send_json(head(status), std::move(body)); }
   // Writes an error in the exchange's dialect; `retry_after_s` > 0 adds Retry-After (a
-  // store_unavailable always has one). `message` is the buyer's to read: never an internal
-  // error's text (send_store_error).
-  http::Task<bool> send_error(ErrorCode code, std::string_view message,
-                                          std::string_view limit = {}, int retry_after_s = 0);
+  // store_unavailable always has one), `retry_after_ms` > 0 adds retry-after-ms (the
+  // OpenAI and Vercel AI SDKs read it before Retry-After). `message` is the buyer's to
+  // read: never an internal error's text (send_store_error).
+  http::Task<bool> send_error(ErrorCode code, std::string_view message, std::string_view limit = {},
+                              int retry_after_s = 0, int64_t retry_after_ms = 0);
   // Answers a failed store call (SPEC §6): a missing, unknown or revoked key
   // (invalid_api_key) is 401; any other failure is the store's outage, never the key's:
   // 503 store_unavailable with Retry-After and the gateway's own message. The store's own

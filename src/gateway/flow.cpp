@@ -40,7 +40,7 @@ Task<Admission> admit(const Gateway& gw, ClientExchange& ex, const store::KeyGra
   if (const auto* refused = std::get_if<core::Refused>(&admitted->decision.outcome)) {
     admin::metrics().count_refusal(refused->reason);
     co_return Admission{std::nullopt, co_await ex.send_error(refused->code, refused->message, refused->limit,
-                                                             refused->retry_after_s)};
+                                                             refused->retry_after_s, refused->retry_after_ms)};
   }
   admin::metrics().count_admitted();
   co_return Admission{std::get<core::Admitted>(admitted->decision.outcome), false};

@@ -158,10 +158,11 @@ struct Flow {
   }
 
   // Sends the request and receives the response's head into `res`.
-  Task<Status> send(std::string_view path, std::string_view body) {
+  Task<Status> send(std::string_view path, std::string_view body, std::string_view method = "POST") {
     upstream::Request req{path, ex.request_id, body,
                           std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(provider->timeout_s),
                                                                         until_deadline())};
+    req.method = method;
     req.headers = forward_headers;
     auto sent = co_await upstream.send(*provider, req);
     if (!sent) co_return sent.error();
@@ -352,6 +353,30 @@ struct Flow {
     if (!client_ok) co_return false;
     auto [lec, ln] = co_await net::async_write(ex.stream, bhttp::make_chunk_last(), task_nothrow);
     co_return !lec && ex.keep_alive;
+  }
+
+  // A call that books nothing (SPEC-APIS §3: GET /v1/models, the stored response objects):
+  // `method` `path` without a body, the provider's answer relayed as it is (its errors as
+  // relay_error gives them), no settlement. C is not used.
+  Task<bool> unbilled(std::string_view method, std::string_view path) {
+    auto sent = co_await send(path, {}, method);
+    if (!sent) co_return co_await ex.send_error(sent.error().code, sent.error().message);
+    res->expires_after(until_deadline());
+    auto read = res->body_buffered(http::provider_body_bytes_max);
+    if (!read) {
+      const auto outcome = co_await res->read_body();
+      read = res->status_of(outcome);
+    }
+    if (!is_2xx(res->status())) co_return co_await relay_error(*read);
+    if (*read != ReadStatus::ok) {
+      release(false);
+      co_return co_await ex.send_error(ErrorCode::provider_unavailable,
+                                       unread_body_message(*read, "provider response was cut off"));
+    }
+    auto head = client_head();
+    std::string body = std::move(res->body());
+    release(res->keep_alive());
+    co_return co_await ex.send_json(std::move(head), std::move(body));
   }
 
   // Forwards the admitted request's `body` to `path` and answers the client.

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,10 @@
 
 #include "config/config.h"
 #include "gateway/chat.h"
+#include "gateway/embeddings.h"
 #include "gateway/limits.h"
+#include "gateway/passthrough.h"
+#include "gateway/responses.h"
 #include "upstream/fake_upstream.h"
 #include "wire/limits.h"
 
@@ -38,18 +42,35 @@ class FlowStore final : public store::Store {
   std::optional<Error> auth_error;
   std::optional<Error> admit_error;
   std::optional<Error> settle_error;
+  std::optional<store::AdmitResult> admit_result;  // else an admission with an empty snapshot
   std::vector<store::SettleCommand> settles;
   int authentications = 0;
+  std::vector<store::AdmitCommand> admits;
+  core::Admitted admitted{core::Tokens{13, 50}, 50, std::nullopt};
+  store::AllocationStatus status = open_status();
+  int status_reads = 0;
+
+  // An active allocation whose window holds the test clock's time.
+  static store::AllocationStatus open_status() {
+    store::AllocationStatus s;
+    s.id = "alloc_1";
+    s.snapshot.state = core::AllocationState::active;
+    s.snapshot.terms.window = {1'600'000'000LL * micros_per_second, 1'900'000'000LL * micros_per_second};
+    s.snapshot.terms.limits = {10, 1000, 2};
+    return s;
+  }
 
   void authenticate(const std::string&, store::Callback<store::KeyGrant> done) override {
     ++authentications;
     if (auth_error) return done(*auth_error);
     done(store::KeyGrant{"key_1", "alloc_1", "mock", {}, {}, false});
   }
-  void admit(store::AdmitCommand, store::Callback<store::AdmitResult> done) override {
+  void admit(store::AdmitCommand cmd, store::Callback<store::AdmitResult> done) override {
+    admits.push_back(std::move(cmd));
     if (admit_error) return done(*admit_error);
+    if (admit_result) return done(*admit_result);
     store::AdmitResult r;
-    r.decision.outcome = core::Admitted{core::Tokens{13, 50}, 50, std::nullopt};
+    r.decision.outcome = admitted;
     done(std::move(r));
   }
   void settle(store::SettleCommand cmd, store::Callback<store::SettleResult> done) override {
@@ -64,7 +85,18 @@ class FlowStore final : public store::Store {
     done(r);
   }
   void allocation_status(const std::string&, store::Callback<store::AllocationStatus> done) override {
-    done(store::AllocationStatus{});
+    ++status_reads;
+    done(status);
+  }
+  // (allocation, provider request id) pairs owned; every ownership question asked.
+  std::set<std::pair<std::string, std::string>> owned;
+  std::optional<Error> owns_error;
+  std::vector<std::string> ownership_asked;
+  void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+                             store::Callback<bool> done) override {
+    ownership_asked.push_back(provider_request_id);
+    if (owns_error) return done(*owns_error);
+    done(owned.contains({allocation_id, provider_request_id}));
   }
 
   Result<store::CreatedAgreement> create_agreement(const store::NewAgreement&) override { return no(); }
@@ -112,6 +144,17 @@ struct Reply {
     }
     return out;
   }
+  // The SSE events' names (`event:` lines), in order.
+  std::vector<std::string> event_names() const {
+    std::vector<std::string> out;
+    size_t at = 0;
+    while ((at = body.find("event: ", at)) != std::string::npos) {
+      const size_t end = body.find('\n', at);
+      out.push_back(body.substr(at + 7, end - at - 7));
+      at = end;
+    }
+    return out;
+  }
 };
 
 Reply parse(const std::string& raw) {
@@ -151,6 +194,7 @@ class Flow : public ::testing::Test {
     ep.name = "mock";
     ep.host = "127.0.0.1";
     ep.port = "1";
+    ep.base_path = "/v1";
     ep.chat_path = "/v1/chat/completions";
     ep.authorization = "Bearer sk-supplier-secret-key";
     ep.timeout_s = 30;
@@ -158,7 +202,12 @@ class Flow : public ::testing::Test {
     grant = store::KeyGrant{"key_1", "alloc_1", "mock", {}, {}, false};
   }
 
-  // Serves `body` through chat_completion; the client reads until the server closes.
+  // An API's entry point, as the session calls it.
+  using Entry = http::Task<bool> (*)(const Gateway&, upstream::Upstream&, ClientExchange&, const store::KeyGrant&,
+                                     std::string);
+  Entry entry = &chat_completion;
+
+  // Serves `body` through `entry`; the client reads until the server closes.
   // `on_connected` may act on the client's socket before the flow starts.
   Reply run(const std::string& body, bool client_reads = true) {
     net::ip::tcp::acceptor acceptor(ctx, net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
@@ -180,7 +229,7 @@ class Flow : public ::testing::Test {
     net::co_spawn(
         ctx.get_executor(),
         [&]() -> http::Task<void> {
-          reply.keep = co_await chat_completion(gw, up, ex, grant, body);
+          reply.keep = co_await entry(gw, up, ex, grant, body);
           boost::system::error_code ignored;
           server.shutdown(http::Socket::shutdown_send, ignored);
           done();
@@ -274,6 +323,81 @@ TEST_F(Flow, APlainCompletionIsBookedTaggedAndItsConnectionReused) {
   EXPECT_EQ(up.sent[0].head_timeout, std::chrono::seconds(30));  // the provider's timeout_s, under the in-flight bound
   EXPECT_TRUE(up.sent[0].released);
   EXPECT_EQ(up.released_incomplete, 0);
+}
+
+// ---------------------------------------------------------------- rate-limit headers
+
+// The store's answer for an allocation whose windows are `snap`, decided by the core.
+store::AdmitResult decided(core::AllocationSnapshot snap) {
+  core::RequestFacts facts;
+  facts.input_estimate = 10;
+  store::AdmitResult r{core::decide_admission(snap, facts, snap.as_of), {}};
+  core::apply_admission(snap, r.decision);
+  r.after = snap;
+  return r;
+}
+
+core::AllocationSnapshot windows_at(UnixMicros now) {
+  core::AllocationSnapshot s;
+  s.state = core::AllocationState::active;
+  s.terms.window = {now - 3600 * micros_per_second, now + 3600 * micros_per_second};
+  s.terms.limits = {3, 1000, 10};
+  s.terms.allowance = {100000, 100000};
+  s.as_of = now;
+  return s;
+}
+
+TEST_F(Flow, ARequestsPerMinuteRefusalSaysWhenTheWindowHasRoomInEveryHeader) {
+  core::AllocationSnapshot s = windows_at(clock.now());
+  s.requests_last_minute = 3;
+  s.oldest_start_at = clock.now() - 20'500'000;  // leaves in 39.5 s
+  store.admit_result = decided(s);
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 429u);
+  EXPECT_EQ(error_code_of(r.body), "rate_limited");
+  EXPECT_EQ(r.header("retry-after"), "60");  // the seed's, as written
+  EXPECT_EQ(r.header("retry-after-ms"), "39500");
+  EXPECT_EQ(r.header("x-ratelimit-remaining-requests"), "0");
+  EXPECT_EQ(r.header("x-ratelimit-reset-requests"), "39.5s");
+  EXPECT_EQ(r.header("x-ratelimit-reset-tokens"), "0s");
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(Flow, ATokensPerMinuteRefusalSaysWhenEnoughTokensLeave) {
+  core::AllocationSnapshot s = windows_at(clock.now());
+  s.tokens_last_minute = 1200;
+  s.freeing_booking_at = clock.now() - 59'999'001;  // leaves in 999 µs: 1 ms
+  store.admit_result = decided(s);
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 429u);
+  EXPECT_EQ(r.header("retry-after"), "60");
+  EXPECT_EQ(r.header("retry-after-ms"), "1");
+  EXPECT_EQ(r.header("x-ratelimit-reset-tokens"), "1ms");
+  EXPECT_EQ(r.header("x-ratelimit-reset-requests"), "0s");
+}
+
+TEST_F(Flow, AConcurrencyRefusalNamesNoRetryAfterMs) {
+  core::AllocationSnapshot s = windows_at(clock.now());
+  s.in_flight = 10;
+  store.admit_result = decided(s);
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 429u);
+  EXPECT_EQ(r.header("retry-after"), "2");
+  EXPECT_EQ(r.header("retry-after-ms"), "");
+  EXPECT_EQ(r.header("x-ratelimit-reset-requests"), "0s");
+}
+
+TEST_F(Flow, TheAdmissionThatFillsTheWindowSaysAFullMinuteOnItsResponse) {
+  core::AllocationSnapshot s = windows_at(clock.now());
+  s.terms.limits.requests_per_minute = 1;
+  store.admit_result = decided(s);
+  up.scripts.push_back(ok_plain(completion()));
+  const auto r = run(chat_body(false));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.header("x-ratelimit-remaining-requests"), "0");
+  EXPECT_EQ(r.header("x-ratelimit-reset-requests"), "1m0s");
+  EXPECT_EQ(r.header("x-ratelimit-reset-tokens"), "0s");
+  EXPECT_EQ(r.header("retry-after-ms"), "");
 }
 
 TEST_F(Flow, TheHeadTimeoutIsTheInFlightRemainderWhenThatIsShorter) {
@@ -517,6 +641,389 @@ TEST_F(Flow, AProvisionalGrantOfARevokedKeyIs401) {
   const auto r = run(R"({"model":"m"})");
   EXPECT_EQ(r.status, 401u);
   EXPECT_EQ(error_code_of(r.body), "invalid_api_key");
+}
+
+// ---------------------------------------------------------------- Responses (SPEC-APIS §2)
+
+class ResponsesFlow : public Flow {
+ protected:
+  ResponsesFlow() { entry = &responses_create; }
+
+  static std::string request(bool stream, std::string_view extra = {}) {
+    std::string b = R"({"model":"m","input":"hi")";
+    if (stream) b += R"(,"stream":true)";
+    return b + std::string(extra) + "}";
+  }
+  static constexpr std::string_view usage = R"({"input_tokens":12,"output_tokens":9,"total_tokens":21})";
+  static std::string response(bool with_usage = true) {
+    return std::string(R"({"id":"resp_1","object":"response","status":"completed","output":[])") +
+           (with_usage ? ",\"usage\":" + std::string(usage) : std::string()) + "}";
+  }
+  static std::string event(std::string_view type, std::string_view rest) {
+    return "event: " + std::string(type) + "\ndata: {\"type\":\"" + std::string(type) + "\"," + std::string(rest) + "}\n\n";
+  }
+  static std::string created() { return event("response.created", R"("response":{"id":"resp_s","status":"in_progress","usage":null})"); }
+  static std::string delta(std::string_view text) {
+    return event("response.output_text.delta", R"("item_id":"msg_1","delta":")" + std::string(text) + "\"");
+  }
+  static std::string completed() {
+    return event("response.completed", R"("response":{"id":"resp_s","status":"completed","usage":)" + std::string(usage) + "}");
+  }
+  std::string sent_limit() const {
+    const std::string& b = up.sent.at(0).body;
+    const auto at = b.find("\"max_output_tokens\":");
+    return at == std::string::npos ? std::string() : b.substr(at + 20, b.find_first_of(",}", at) - at - 20);
+  }
+};
+
+TEST_F(ResponsesFlow, APlainResponseIsBookedWithTheProvidersUsageAndTagged) {
+  up.scripts.push_back(ok_plain(response()));
+  const auto r = run(request(false));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_NE(r.body.find(R"("usage_source":"provider")"), std::string::npos) << r.body;
+  EXPECT_TRUE(r.keep);
+  const auto& s = only_settle();
+  EXPECT_EQ(s.kind, store::SettleKind::usage);
+  EXPECT_EQ(s.provider_request_id, "resp_1");
+  EXPECT_EQ(s.usage, (core::Tokens{12, 9}));
+  ASSERT_EQ(up.sent.size(), 1u);
+  EXPECT_EQ(up.sent[0].path, "/v1/responses");
+  EXPECT_EQ(sent_limit(), "50") << "the held limit is always written: " << up.sent[0].body;
+  ASSERT_EQ(store.admits.size(), 1u);
+  EXPECT_EQ(store.admits[0].facts.per_choice_min, 16);
+  EXPECT_EQ(store.admits[0].facts.max_completion_tokens, std::nullopt);
+}
+
+TEST_F(ResponsesFlow, ALoweredLimitIsWrittenIntoMaxOutputTokensAndAnnounced) {
+  store.admitted = core::Admitted{core::Tokens{13, 20}, 20, 20};
+  up.scripts.push_back(ok_plain(response()));
+  const auto r = run(request(false, R"(,"max_output_tokens":4000)"));
+  EXPECT_EQ(r.header("x-cairva-max-tokens-lowered"), "20");
+  EXPECT_EQ(sent_limit(), "20");
+  EXPECT_EQ(store.admits.at(0).facts.max_completion_tokens, 4000);
+}
+
+TEST_F(ResponsesFlow, AResponseWithoutUsageIsPendingAndSaysSo) {
+  up.scripts.push_back(ok_plain(response(false)));
+  const auto r = run(request(false));
+  EXPECT_NE(r.body.find(R"("usage":null)"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find(R"("usage_source":"pending")"), std::string::npos) << r.body;
+  EXPECT_EQ(only_settle().kind, store::SettleKind::usage_missing);
+  EXPECT_EQ(only_settle().provider_request_id, "resp_1");
+}
+
+TEST_F(ResponsesFlow, AStreamIsRelayedAndBookedFromItsTerminalEvent) {
+  up.scripts.push_back(stream({created(), delta("a"), delta("b"), completed()}));
+  const auto r = run(request(true));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_TRUE(r.complete);
+  EXPECT_TRUE(r.keep);
+  EXPECT_EQ(r.header("content-type"), "text/event-stream");
+  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "response.output_text.delta",
+                                                       "response.output_text.delta", "response.completed"}));
+  EXPECT_TRUE(r.body.starts_with(created() + delta("a") + delta("b"))) << "passed through unchanged";
+  const auto ev = r.events();
+  EXPECT_NE(ev.back().find(R"("usage_source":"provider")"), std::string::npos) << ev.back();
+  EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
+  const auto& s = only_settle();
+  EXPECT_EQ(s.kind, store::SettleKind::usage);
+  EXPECT_EQ(s.provider_request_id, "resp_s");
+  EXPECT_EQ(s.usage, (core::Tokens{12, 9}));
+  EXPECT_TRUE(up.sent[0].released);
+}
+
+TEST_F(ResponsesFlow, AStreamCutBeforeItsTerminalEventIsUsagePendingAndEndsWithAnErrorEvent) {
+  up.scripts.push_back(stream({created(), delta("a")}, ReadStatus::cut));
+  const auto r = run(request(true));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_FALSE(r.keep);
+  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "response.output_text.delta", "error"}));
+  const auto ev = r.events();
+  EXPECT_NE(ev.back().find(R"("type":"error")"), std::string::npos) << ev.back();
+  EXPECT_EQ(error_code_of(ev.back()), "provider_unavailable") << ev.back();
+  const auto& s = only_settle();
+  EXPECT_EQ(s.kind, store::SettleKind::usage_missing);
+  EXPECT_EQ(s.provider_request_id, "resp_s") << "kept for reconciliation and for the buyer's own retrieval";
+  EXPECT_FALSE(up.sent[0].released);
+}
+
+TEST_F(ResponsesFlow, AStreamEndingCleanlyWithoutATerminalEventIsUsagePending) {
+  up.scripts.push_back(stream({created(), delta("a")}));
+  const auto r = run(request(true));
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "response.output_text.delta"}));
+  EXPECT_EQ(only_settle().kind, store::SettleKind::usage_missing);
+}
+
+TEST_F(ResponsesFlow, AConnectionLostAfterTheTerminalEventIsNotACut) {
+  up.scripts.push_back(stream({created(), completed()}, ReadStatus::cut));
+  const auto r = run(request(true));
+  EXPECT_EQ(r.event_names().back(), "response.completed");
+  EXPECT_EQ(only_settle().kind, store::SettleKind::usage);
+}
+
+TEST_F(ResponsesFlow, AStreamWhoseSettlementFailsNeverShowsItsTerminalEvent) {
+  store.settle_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\" failed");
+  up.scripts.push_back(stream({created(), completed()}));
+  const auto r = run(request(true));
+  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "error"}));
+  EXPECT_EQ(error_code_of(r.events().back()), "store_unavailable");
+  EXPECT_FALSE(r.keep);
+}
+
+TEST_F(ResponsesFlow, AProviderErrorReleasesTheHoldAndPassesOn) {
+  Script s = ok_plain(R"({"error":{"message":"Invalid 'input'","type":"invalid_request_error","code":null}})");
+  s.status = 400;
+  up.scripts.push_back(s);
+  const auto r = run(request(true));
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(r.body, R"({"error":{"message":"Invalid 'input'","type":"invalid_request_error","code":null}})");
+  EXPECT_EQ(only_settle().kind, store::SettleKind::failed);
+}
+
+TEST_F(ResponsesFlow, ABackgroundRequestIsRefusedBeforeAdmission) {
+  const auto r = run(request(false, R"(,"background":true)"));
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(error_code_of(r.body), "invalid_request");
+  EXPECT_NE(r.body.find("background responses are not supported"), std::string::npos);
+  EXPECT_TRUE(store.admits.empty());
+  EXPECT_TRUE(up.sent.empty());
+}
+
+// ---------------------------------------------------------------- Embeddings (SPEC-APIS §2)
+
+class EmbeddingsFlow : public Flow {
+ protected:
+  EmbeddingsFlow() {
+    entry = &embeddings_create;
+    store.admitted = core::Admitted{core::Tokens{13, 0}, 0, std::nullopt};
+  }
+  static constexpr std::string_view request = R"({"model":"m","input":["a","b"],"encoding_format":"float"})";
+  static std::string list(bool with_usage = true) {
+    return std::string(R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]}],"model":"m")") +
+           (with_usage ? R"(,"usage":{"prompt_tokens":8,"total_tokens":8})" : "") + "}";
+  }
+};
+
+TEST_F(EmbeddingsFlow, HoldsNoOutputAndBooksPromptTokensUnderTheProvidersRequestId) {
+  up.scripts.push_back(ok_plain(list()).field(Field::request_id, "req_provider_1"));
+  const auto r = run(std::string(request));
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_NE(r.body.find(R"("usage_source":"provider")"), std::string::npos) << r.body;
+  ASSERT_EQ(store.admits.size(), 1u);
+  EXPECT_FALSE(store.admits[0].facts.holds_output);
+  EXPECT_FALSE(store.admits[0].stream);
+  const auto& s = only_settle();
+  EXPECT_EQ(s.kind, store::SettleKind::usage);
+  EXPECT_EQ(s.provider_request_id, "req_provider_1");
+  EXPECT_EQ(s.usage, (core::Tokens{8, 0}));
+  ASSERT_EQ(up.sent.size(), 1u);
+  EXPECT_EQ(up.sent[0].path, "/v1/embeddings");
+  EXPECT_EQ(up.sent[0].body, request) << "nothing to rewrite";
+}
+
+TEST_F(EmbeddingsFlow, WithoutAnXRequestIdTheBookingKeyIsTheGatewaysId) {
+  up.scripts.push_back(ok_plain(list()));
+  run(std::string(request));
+  EXPECT_EQ(only_settle().provider_request_id, "req_test");
+}
+
+TEST_F(EmbeddingsFlow, WithoutUsageItIsPendingAndSaysSo) {
+  up.scripts.push_back(ok_plain(list(false)).field(Field::request_id, "req_provider_2"));
+  const auto r = run(std::string(request));
+  EXPECT_NE(r.body.find(R"("usage":null,"usage_source":"pending")"), std::string::npos) << r.body;
+  EXPECT_EQ(only_settle().kind, store::SettleKind::usage_missing);
+  EXPECT_EQ(only_settle().provider_request_id, "req_provider_2");
+}
+
+TEST_F(EmbeddingsFlow, AProviderErrorReleasesTheHold) {
+  Script s = ok_plain(R"({"error":{"message":"too long","type":"invalid_request_error"}})");
+  s.status = 400;
+  up.scripts.push_back(s);
+  EXPECT_EQ(run(std::string(request)).status, 400u);
+  EXPECT_EQ(only_settle().kind, store::SettleKind::failed);
+}
+
+TEST_F(EmbeddingsFlow, AnIllTypedInputIsRefusedBeforeAdmission) {
+  const auto r = run(R"({"model":"m","input":[1,"a"]})");
+  EXPECT_EQ(r.status, 400u);
+  EXPECT_EQ(error_code_of(r.body), "invalid_request");
+  EXPECT_TRUE(store.admits.empty());
+  EXPECT_TRUE(up.sent.empty());
+}
+
+// ---------------------------------------------------------------- Models (SPEC-APIS §3)
+
+class ModelsFlow : public Flow {
+ protected:
+  ModelsFlow() {
+    entry = [](const Gateway& g, upstream::Upstream& u, ClientExchange& e, const store::KeyGrant& k,
+               std::string) { return list_models(g, u, e, k, "/v1/models?limit=5"); };
+  }
+  static constexpr std::string_view provider_list =
+      R"({"object":"list","data":[{"id":"gpt-x","object":"model","created":1,"owned_by":"system"}]})";
+};
+
+TEST_F(ModelsFlow, TheAgreementsModelsAnswerInTheOpenAIShapeWithoutAskingTheProvider) {
+  grant.models = {"gpt-a", "gpt-b"};
+  const auto r = run("");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, R"({"object":"list","data":[{"id":"gpt-a","object":"model","created":1600000000,"owned_by":"mock"},)"
+                    R"({"id":"gpt-b","object":"model","created":1600000000,"owned_by":"mock"}]})");
+  EXPECT_TRUE(up.sent.empty());
+  EXPECT_TRUE(store.settles.empty());
+  EXPECT_TRUE(store.admits.empty());
+  EXPECT_EQ(r.header("x-ratelimit-limit-requests"), "10");
+}
+
+TEST_F(ModelsFlow, AnAnthropicProvidersAgreementListIsInTheAnthropicShape) {
+  gw.providers[0].kind = config::ProviderKind::anthropic;
+  grant.models = {"claude-a"};
+  const auto r = run("");
+  EXPECT_EQ(r.body, R"({"data":[{"type":"model","id":"claude-a","display_name":"claude-a",)"
+                    R"("created_at":"2020-09-13T12:26:40Z"}],"has_more":false,"first_id":"claude-a","last_id":"claude-a"})");
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(ModelsFlow, WithoutAnAgreementListTheProvidersOwnPassesThroughQueryAndAll) {
+  up.scripts.push_back(ok_plain(std::string(provider_list)).field(Field::request_id, "req_up"));
+  const auto r = run("");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, provider_list);
+  EXPECT_EQ(r.header("x-request-id"), "req_up");
+  ASSERT_EQ(up.sent.size(), 1u);
+  EXPECT_EQ(up.sent[0].method, "GET");
+  EXPECT_EQ(up.sent[0].path, "/v1/models?limit=5");
+  EXPECT_EQ(up.sent[0].body, "");
+  EXPECT_TRUE(up.sent[0].released);
+  EXPECT_TRUE(store.settles.empty()) << "books nothing";
+}
+
+TEST_F(ModelsFlow, AProviderCredentialErrorBecomes502WithTheGatewaysMessage) {
+  Script s = ok_plain(R"({"error":{"message":"Incorrect API key provided: sk-proj-****ab12","code":"invalid_api_key"}})");
+  s.status = 401;
+  up.scripts.push_back(s);
+  const auto r = run("");
+  EXPECT_EQ(r.status, 502u);
+  EXPECT_EQ(r.body.find("sk-"), std::string::npos) << r.body;
+  EXPECT_TRUE(store.settles.empty());
+}
+
+TEST_F(ModelsFlow, ANotFoundFromTheProviderPassesOnUnchanged) {
+  Script s = ok_plain(R"({"error":{"message":"no such thing"}})");
+  s.status = 404;
+  up.scripts.push_back(s);
+  const auto r = run("");
+  EXPECT_EQ(r.status, 404u);
+  EXPECT_EQ(r.body, R"({"error":{"message":"no such thing"}})");
+}
+
+TEST_F(ModelsFlow, ASuspendedDepletedOrExpiredAllocationIsRefusedAsAdmissionWould) {
+  grant.models = {"gpt-a"};
+  const std::vector<std::pair<core::AllocationState, std::string>> cases = {
+      {core::AllocationState::suspended, "allocation_not_active"},
+      {core::AllocationState::depleted, "allocation_depleted"},
+      {core::AllocationState::expired, "allocation_expired"}};
+  for (const auto& [state, code] : cases) {
+    store.status.snapshot.state = state;
+    const auto r = run("");
+    EXPECT_EQ(error_code_of(r.body), code) << r.body;
+  }
+  EXPECT_TRUE(up.sent.empty());
+}
+
+// ---------------------------------------------------------------- Stored responses (SPEC-APIS §3)
+
+class ResponseObjectFlow : public Flow {
+ protected:
+  // The request's method and target, as the session hands them over.
+  static inline std::string method = "GET";
+  static inline std::string target;
+  ResponseObjectFlow() {
+    method = "GET";
+    entry = [](const Gateway& g, upstream::Upstream& u, ClientExchange& e, const store::KeyGrant& k,
+               std::string) { return response_object(g, u, e, k, method, target); };
+    store.owned.insert({"alloc_1", "resp_mine"});
+  }
+  static constexpr std::string_view stored = R"({"id":"resp_mine","object":"response","status":"completed"})";
+};
+
+TEST_F(ResponseObjectFlow, TheAllocationsOwnResponseIsForwardedWithItsQuery) {
+  for (const std::string t : {"/v1/responses/resp_mine", "/v1/responses/resp_mine?include[]=file_search_call.results",
+                              "/v1/responses/resp_mine/input_items?after=msg_1&limit=2"}) {
+    up.sent.clear();
+    target = t;
+    up.scripts.push_back(ok_plain(std::string(stored)));
+    const auto r = run("");
+    EXPECT_EQ(r.status, 200u) << t;
+    EXPECT_EQ(r.body, stored);
+    ASSERT_EQ(up.sent.size(), 1u);
+    EXPECT_EQ(up.sent[0].method, "GET");
+    EXPECT_EQ(up.sent[0].path, t) << "the provider's base path is /v1 too";
+  }
+  EXPECT_TRUE(store.settles.empty()) << "books nothing";
+  EXPECT_TRUE(store.admits.empty());
+}
+
+TEST_F(ResponseObjectFlow, DeleteIsForwardedAsADelete) {
+  method = "DELETE";
+  target = "/v1/responses/resp_mine";
+  up.scripts.push_back(ok_plain(R"({"id":"resp_mine","object":"response","deleted":true})"));
+  EXPECT_EQ(run("").status, 200u);
+  ASSERT_EQ(up.sent.size(), 1u);
+  EXPECT_EQ(up.sent[0].method, "DELETE");
+}
+
+TEST_F(ResponseObjectFlow, AnyOtherIdIs404WithoutAskingTheProvider) {
+  store.owned.insert({"alloc_2", "resp_theirs"});
+  for (const std::string t : {"/v1/responses/resp_theirs", "/v1/responses/resp_theirs/input_items",
+                              "/v1/responses/resp_nobody?x=1"}) {
+    target = t;
+    const auto r = run("");
+    EXPECT_EQ(r.status, 404u) << t;
+    EXPECT_EQ(error_code_of(r.body), "not_found");
+  }
+  EXPECT_EQ(store.ownership_asked, (std::vector<std::string>{"resp_theirs", "resp_theirs", "resp_nobody"}));
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(ResponseObjectFlow, AnIdThatCouldChangeTheProvidersPathIsNobodys) {
+  store.owned.insert({"alloc_1", ".."});
+  store.owned.insert({"alloc_1", "resp_mine%2F..%2Fresp_theirs"});
+  for (const std::string t : {"/v1/responses/..", "/v1/responses/resp_mine%2F..%2Fresp_theirs"}) {
+    target = t;
+    EXPECT_EQ(run("").status, 404u) << t;
+  }
+  EXPECT_TRUE(store.ownership_asked.empty()) << "refused before the store is asked";
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(ResponseObjectFlow, AStoreOutageIs503NotA404) {
+  store.owns_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\" failed");
+  target = "/v1/responses/resp_mine";
+  const auto r = run("");
+  EXPECT_EQ(r.status, 503u);
+  EXPECT_EQ(r.body.find("127.0.0.1"), std::string::npos);
+  EXPECT_TRUE(up.sent.empty());
+}
+
+TEST_F(ResponseObjectFlow, ASuspendedAllocationIsRefusedBeforeOwnershipIsAsked) {
+  store.status.snapshot.state = core::AllocationState::suspended;
+  target = "/v1/responses/resp_mine";
+  const auto r = run("");
+  EXPECT_EQ(r.status, 403u);
+  EXPECT_EQ(error_code_of(r.body), "allocation_not_active");
+  EXPECT_TRUE(store.ownership_asked.empty());
+}
+
+TEST_F(ResponseObjectFlow, TheProvidersNotFoundForAnOwnedIdPassesOn) {
+  Script s = ok_plain(R"({"error":{"message":"Response with id 'resp_mine' not found.","type":"invalid_request_error"}})");
+  s.status = 404;
+  up.scripts.push_back(s);
+  target = "/v1/responses/resp_mine";
+  const auto r = run("");
+  EXPECT_EQ(r.status, 404u);
+  EXPECT_NE(r.body.find("Response with id 'resp_mine' not found."), std::string::npos);
 }
 
 }  // namespace

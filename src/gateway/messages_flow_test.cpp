@@ -78,6 +78,11 @@ class LedgerStore final : public store::Store {
     done(store::AllocationStatus{"alloc_1", "agr_1", snap});
   }
 
+  void owns_provider_request(const std::string&, const std::string&,
+                             store::Callback<bool> done) override {
+    done(false);  // the Messages flow never asks
+  }
+
   Result<store::CreatedAgreement> create_agreement(const store::NewAgreement&) override {
     return no();
   }

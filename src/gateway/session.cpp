@@ -12,10 +12,13 @@
 
 #include "base/ids.h"
 #include "gateway/chat.h"
+#include "gateway/embeddings.h"
 #include "gateway/exchange.h"
 #include "gateway/flow.h"
 #include "gateway/gateway.h"
 #include "gateway/messages.h"
+#include "gateway/passthrough.h"
+#include "gateway/responses.h"
 #include "gateway/store_await.h"
 #include "http/buffered_parse.h"
 #include "http/connections.h"
@@ -352,6 +355,14 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   switch (route) {
     case Route::chat:
       co_return co_await chat_completion(gw, pool, ex, *grant, std::move(hp.body()));
+    case Route::responses:
+      co_return co_await responses_create(gw, pool, ex, *grant, std::move(hp.body()));
+    case Route::embeddings:
+      co_return co_await embeddings_create(gw, pool, ex, *grant, std::move(hp.body()));
+    case Route::models:
+      co_return co_await list_models(gw, pool, ex, *grant, hp.target());
+    case Route::response_object:
+      co_return co_await response_object(gw, pool, ex, *grant, hp.method_text(), hp.target());
     case Route::messages:
       co_return co_await messages_create(gw, pool, ex, *grant, std::move(hp.body()), anthropic_fields(hp));
     case Route::count_tokens:

@@ -28,6 +28,7 @@
 #include "http/listener.h"
 #include "mock_provider/anthropic.h"
 #include "mock_provider/mock_common.h"
+#include "mock_provider/openai_apis.h"
 
 namespace cairva::mock_provider {
 namespace {
@@ -205,6 +206,8 @@ net::awaitable<void> session(tcp::socket socket) {
     bool keep = true;
     if (req.method() == http::verb::post && target.ends_with("/chat/completions")) {
       keep = co_await chat(stream, req);
+    } else if (is_openai_api(req)) {
+      keep = co_await serve_openai_api(stream, req);
     } else if (is_anthropic_api(req)) {
       keep = co_await serve_anthropic_api(stream, req);
     } else if (target == "/mock/stats") {

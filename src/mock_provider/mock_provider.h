@@ -1,5 +1,9 @@
-// The built-in OpenAI-compatible fake provider (`cairva mock-provider`): deterministic
-// replies with usage, streaming, and switches for the cases tests need.
+// The built-in fake provider (`cairva mock-provider`): deterministic replies with usage,
+// streaming, and switches for the cases tests need. It serves Chat Completions and, in
+// openai_apis.cpp, Responses (POST /v1/responses, streamed with the real event sequence;
+// each response stored for GET/DELETE /v1/responses/{id} and GET …/input_items),
+// Embeddings (deterministic unit vectors, float or base64, usage.prompt_tokens, an
+// x-request-id header) and GET /v1/models.
 //
 // Switches ride in the request's `model`, after a '?', '&'-separated, so that they pass
 // through any gateway unchanged: "mock?no-usage&status=500&delay-ms=50".
@@ -31,11 +35,17 @@
 //   header-id=TEXT      send TEXT as the x-request-id response header
 //   stamp               streaming: each content chunk is "stamp:<steady_clock µs when
 //                       written>", for per-chunk latency (bench/stream_load)
+//   failed              responses: the response fails (status "failed", response.failed)
 // Usage by default: prompt_tokens 10, completion_tokens min(limit, 7) where limit is
 // max_completion_tokens, else max_tokens, else 7 (or N with output=N); times n.
+// Responses: input_tokens 10, output_tokens min(max_output_tokens, 7) (or N with
+// output=N), status "incomplete" when the limit cut the output. Embeddings: prompt_tokens
+// is a token array's length, else a token per 4 bytes of each string (or P with usage=P).
 //
-// Also: GET /mock/stats → {"requests","in_flight","peak_in_flight"}; POST /mock/reset
-// zeroes them; GET /mock/last → the last chat request's body and authorization header.
+// Also: GET /mock/stats → {"requests","in_flight","peak_in_flight"} over every API request;
+// POST /mock/reset zeroes them; GET /mock/last → the last API request's body (null when it
+// had none), its authorization header (x-mock-authorization) and its method and target
+// (x-mock-target).
 #pragma once
 
 #include <string>

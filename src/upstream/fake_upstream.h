@@ -41,6 +41,7 @@ struct Script {
 
 // What the flow did with one exchange.
 struct Sent {
+  std::string method;
   std::string path;
   std::string request_id;
   std::string body;
@@ -58,7 +59,8 @@ class FakeUpstream final : public Upstream {
   std::vector<Sent> sent;
 
   http::Task<Result<std::unique_ptr<Response>>> send(const ProviderEndpoint&, const Request& req) override {
-    sent.push_back(Sent{std::string(req.path), std::string(req.request_id), std::string(req.body), req.head_timeout});
+    sent.push_back(Sent{std::string(req.method), std::string(req.path), std::string(req.request_id), std::string(req.body),
+                        req.head_timeout});
     if (scripts.empty()) co_return make_error(ErrorCode::provider_unavailable, "fake: no script");
     for (const Header& h : req.headers) sent.back().headers.emplace_back(h.name, h.value);
     Script s = std::move(scripts.front());

@@ -4,6 +4,7 @@
 
 #include "base/assert.h"
 #include "wire/estimate_walk.h"
+#include "wire/inspect.h"
 #include "wire/json.h"
 #include "wire/limits.h"
 #include "wire/splice.h"
@@ -13,14 +14,12 @@ namespace {
 
 namespace od = json::od;
 static_assert(in_place_slack_bytes == simdjson::SIMDJSON_PADDING);
-using simdjson::error_code;
-
-Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
-
-Error malformed(error_code e) {
-  if (e == simdjson::DEPTH_ERROR) return invalid("request body is nested too deeply");
-  return invalid("request body is not valid JSON: " + std::string(json::reason(e)));
-}
+using inspect::checked;
+using inspect::each_element;
+using inspect::each_member;
+using inspect::invalid;
+using inspect::malformed;
+using inspect::member_depth;
 
 // Members read by name; a second occurrence is refused because providers keep the last
 // one and admission must hold for exactly what the provider will read.
@@ -49,38 +48,8 @@ Member member_of(std::string_view key) {
   return Member{0};
 }
 
-// Depths of the values read, for the nesting bound (the top-level object is depth 1).
-constexpr int member_depth = 2;  // messages[i] is depth 3
+// Depth of messages' entries, for the nesting bound (the top-level object is depth 1).
 constexpr int message_depth = 3;
-
-// Runs fn(key, value) on each member of `obj` in order, up to the first failure. Each
-// field is used where the iterator yields it, not copied out.
-template <class Fn>
-Status each_member(od::object& obj, Fn&& fn) {
-  for (auto entry : obj) {
-    if (auto e = entry.error()) return malformed(e);
-    od::field& field = entry.value_unsafe();
-    std::string_view key;
-    if (auto e = json::read_key(field, key)) return malformed(e);
-    if (auto s = fn(key, field.value()); !s) return s;
-  }
-  return {};
-}
-
-// Runs fn(value) on each element of `arr` in order, up to the first failure.
-template <class Fn>
-Status each_element(od::array& arr, Fn&& fn) {
-  for (auto element : arr) {
-    if (auto e = element.error()) return malformed(e);
-    if (auto s = fn(element.value_unsafe()); !s) return s;
-  }
-  return {};
-}
-
-Status checked(error_code e) {
-  if (e) return malformed(e);
-  return {};
-}
 
 // Reads one request: walks the whole document once, reading the members it knows,
 // validating the rest and counting the input estimate's facts (estimate_walk.h) as it goes.
@@ -89,21 +58,16 @@ class Inspector {
   Inspector(od::document& doc, const char* base, ChatRequest& out)
       : doc_(doc), base_(base), out_(out), walk_(out.prompt) {}
 
-  Status run();
+  Status run(std::string_view body);
 
  private:
   Status member(Member m, std::string_view key, od::value v);
   Status messages(od::value v);
-  Status service_tier(od::value v);
   Status stream_options(od::value v);
-  Status limit(od::value v, std::string_view name, int64_t max, std::optional<int64_t>& out);
 
   size_t offset_of(std::string_view token) const { return static_cast<size_t>(token.data() - base_); }
   // The span of a scalar value about to be read.
-  ByteSpan scalar_span(od::value& v) const {
-    const std::string_view token = json::trim_right(v.raw_json_token());
-    return ByteSpan{offset_of(token), token.size()};
-  }
+  ByteSpan scalar_span(od::value& v) const { return inspect::scalar_span(v, base_); }
 
   od::document& doc_;
   const char* base_;
@@ -111,14 +75,9 @@ class Inspector {
   EstimateWalk walk_;
 };
 
-Status Inspector::run() {
-  od::json_type type;
-  if (auto e = doc_.type().get(type)) return malformed(e);
-  if (type != od::json_type::object) return invalid("request body must be a JSON object");
-  od::object obj;
-  if (auto e = doc_.get_object().get(obj)) return malformed(e);
+Status Inspector::run(std::string_view body) {
   unsigned seen = 0;
-  auto read = each_member(obj, [&](std::string_view key, od::value& v) -> Status {
+  auto read = inspect::top_level_object(doc_, body, out_.object_open, [&](std::string_view key, od::value v) -> Status {
     const Member m = member_of(key);
     if (m != 0) {
       if (seen & m) return invalid("member \"" + std::string(key) + "\" appears more than once");
@@ -127,11 +86,6 @@ Status Inspector::run() {
     return member(m, key, v);
   });
   if (!read) return read;
-  // Whatever follows the object (a second document, garbage) makes the body malformed.
-  const char* next = nullptr;
-  if (doc_.current_location().get(next) == simdjson::SUCCESS) {
-    return invalid("request body is not valid JSON: unexpected bytes after the object");
-  }
   if (!(seen & member_model)) return invalid("model is required");
   if (!(seen & member_messages)) return invalid("messages is required");
   return {};
@@ -139,73 +93,41 @@ Status Inspector::run() {
 
 Status Inspector::member(Member m, std::string_view key, od::value v) {
   switch (m) {
-    case member_model: {
+    case member_model:
       walk_.key(key);  // the model's name is the one string that does not count (SPEC §4)
-      std::string_view model;
-      if (v.get_string().get(model)) return invalid("model must be a string");
-      // Kept on the request's row: PostgreSQL's text cannot hold a NUL byte.
-      if (model.find('\0') != std::string_view::npos) return invalid("model must not contain a NUL character");
-      out_.model.assign(model);
-      return {};
-    }
+      return inspect::model(v, out_.model);
     case member_messages:
       walk_.key(key);
       return messages(v);
     case member_n: {
       walk_.key(key);
       std::optional<int64_t> n;
-      if (auto s = limit(v, "n", choices_max, n); !s) return s;
+      if (auto s = inspect::limit(v, "n", choices_max, n); !s) return s;
       out_.n = n.value_or(1);
       return {};
     }
-    case member_stream: {
+    case member_stream:
       walk_.key(key);
-      bool is_null = false;
-      if (v.is_null().get(is_null) == simdjson::SUCCESS && is_null) return {};
-      if (v.get_bool().get(out_.stream)) return invalid("stream must be a boolean");
-      return {};
-    }
+      return inspect::boolean(v, "stream", out_.stream);
     case member_stream_options:
       walk_.key(key);
       return stream_options(v);
     case member_max_tokens:
       walk_.key(key);
       out_.max_tokens_value = scalar_span(v);
-      return limit(v, "max_tokens", output_tokens_per_choice_max, out_.max_tokens);
+      return inspect::limit(v, "max_tokens", output_tokens_per_choice_max, out_.max_tokens);
     case member_max_completion_tokens:
       walk_.key(key);
       out_.max_completion_tokens_value = scalar_span(v);
-      return limit(v, "max_completion_tokens", output_tokens_per_choice_max, out_.max_completion_tokens);
+      return inspect::limit(v, "max_completion_tokens", output_tokens_per_choice_max, out_.max_completion_tokens);
     case member_service_tier:
+      // A string or null; the agreement decides which tiers it allows (SPEC §2).
       walk_.key(key);
-      return service_tier(v);
+      return inspect::optional_string(v, "service_tier", walk_, out_.service_tier);
     case member_tools:  // read by name only to refuse a repeated one; counted as any member
       break;
   }
   return checked(walk_.member(key, v, member_depth));
-}
-
-Status Inspector::limit(od::value v, std::string_view name, int64_t max, std::optional<int64_t>& out) {
-  const std::string must = std::string(name) + " must be an integer >= 1";
-  od::json_type type;
-  if (auto e = v.type().get(type)) return malformed(e);
-  if (type == od::json_type::null) {
-    if (auto e = json::validate(v, member_depth)) return malformed(e);
-    out.reset();
-    return {};
-  }
-  if (type != od::json_type::number) return invalid(must);
-  od::number_type number_type;
-  if (v.get_number_type().get(number_type)) return invalid(must);
-  if (number_type == od::number_type::unsigned_integer) {
-    return invalid(std::string(name) + " must be at most " + std::to_string(max));
-  }
-  int64_t x = 0;
-  if (number_type != od::number_type::signed_integer || v.get_int64().get(x)) return invalid(must);
-  if (x < 1) return invalid(must);
-  if (x > max) return invalid(std::string(name) + " must be at most " + std::to_string(max));
-  out = x;
-  return {};
 }
 
 // Each entry of `messages` is one item; everything in it counts (SPEC §4).
@@ -221,20 +143,6 @@ Status Inspector::messages(od::value v) {
   });
   if (!read) return read;
   if (out_.prompt.items == 0) return invalid(must);
-  return {};
-}
-
-// A string or null; the agreement decides which tiers it allows (SPEC §2).
-Status Inspector::service_tier(od::value v) {
-  const char* must = "service_tier must be a string";
-  od::json_type type;
-  if (auto e = v.type().get(type)) return malformed(e);
-  if (type == od::json_type::null) return checked(json::validate(v, member_depth));
-  if (type != od::json_type::string) return invalid(must);
-  std::string_view tier;
-  if (auto e = json::read_string(v, tier)) return malformed(e);
-  walk_.string(tier);
-  out_.service_tier.emplace(tier);
   return {};
 }
 
@@ -258,10 +166,7 @@ Status Inspector::stream_options(od::value v) {
     if (seen_include_usage) return invalid("member \"stream_options.include_usage\" appears more than once");
     seen_include_usage = true;
     out_.include_usage_value = scalar_span(value);
-    bool is_null = false;
-    if (value.is_null().get(is_null) == simdjson::SUCCESS && is_null) return {};
-    if (value.get_bool().get(out_.include_usage)) return invalid("stream_options.include_usage must be a boolean");
-    return {};
+    return inspect::boolean(value, "stream_options.include_usage", out_.include_usage);
   });
   if (!read) return read;
   size_t end = 0;
@@ -271,20 +176,13 @@ Status Inspector::stream_options(od::value v) {
 }
 
 // Reads the document `scratch` has started iterating: `body` itself, or its copy.
-Result<ChatRequest> inspect(std::string_view body, json::Scratch& scratch,
-                            simdjson::simdjson_result<od::document> iterated) {
+Result<ChatRequest> read_request(std::string_view body, json::Scratch& scratch,
+                             simdjson::simdjson_result<od::document> iterated) {
   od::document doc;
   if (auto e = std::move(iterated).get(doc)) return malformed(e);
   ChatRequest out;
-  size_t open = 0;
-  while (open < body.size() && json::is_space(body[open])) ++open;
-  out.object_open = open;
   Inspector inspector(doc, scratch.base(), out);
-  if (auto s = inspector.run(); !s) return s.error();
-  // simdjson accepts a leading byte-order mark; the splice needs the '{' itself.
-  if (out.object_open >= body.size() || body[out.object_open] != '{') {
-    return invalid("request body must be a JSON object");
-  }
+  if (auto s = inspector.run(body); !s) return s.error();
   return out;
 }
 
@@ -292,7 +190,7 @@ Result<ChatRequest> inspect(std::string_view body, json::Scratch& scratch,
 
 Result<ChatRequest> inspect_chat_request(std::string_view body) {
   return json::with_scratch(body.size(), [&](json::Scratch& scratch) -> Result<ChatRequest> {
-    return inspect(body, scratch, scratch.iterate(body));
+    return read_request(body, scratch, scratch.iterate(body));
   });
 }
 
@@ -310,7 +208,7 @@ Result<ChatRequest> inspect_chat_request(std::string& body) {
   } unpad{body, size};
   const std::string_view text(body.data(), size);
   return json::with_scratch(size, [&](json::Scratch& scratch) -> Result<ChatRequest> {
-    return inspect(text, scratch, scratch.iterate_in_place(text));
+    return read_request(text, scratch, scratch.iterate_in_place(text));
   });
 }
 

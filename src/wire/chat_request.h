@@ -13,15 +13,9 @@
 
 #include "base/result.h"
 #include "core/estimate.h"
+#include "wire/byte_span.h"
 
 namespace cairva::wire {
-
-// A run of bytes in the body the request was inspected from.
-struct ByteSpan {
-  size_t offset = 0;
-  size_t size = 0;
-  friend bool operator==(const ByteSpan&, const ByteSpan&) = default;
-};
 
 // What a valid chat request asks for, and where the members a rewrite touches are.
 struct ChatRequest {

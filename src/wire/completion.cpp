@@ -25,7 +25,7 @@ bool usable_provider_id(std::string_view id) {
   return !id.empty() && id.size() <= provider_id_bytes_max && id.find('\0') == std::string_view::npos;
 }
 
-Result<CompletionInfo> read_completion(std::string_view body) {
+Result<CompletionInfo> read_completion(std::string_view body, const UsageFields& fields) {
   return json::with_scratch(body.size(), [&](json::Scratch& scratch) -> Result<CompletionInfo> {
     od::document doc;
     if (auto e = scratch.iterate(body).get(doc)) return malformed(json::reason(e));
@@ -45,7 +45,7 @@ Result<CompletionInfo> read_completion(std::string_view body) {
       simdjson::error_code e = simdjson::SUCCESS;
       std::string_view id;
       if (key == "usage") {
-        out.usage = read_usage(value, member_depth, e);
+        out.usage = read_usage(value, member_depth, e, fields);
       } else if (key == "id" && value.get_string().get(id) == simdjson::SUCCESS) {
         out.id.assign(id);
       } else {

@@ -10,7 +10,8 @@
 
 #include "base/result.h"
 #include "core/types.h"
-#include "wire/chat_request.h"  // ByteSpan
+#include "wire/byte_span.h"
+#include "wire/usage_fields.h"
 
 namespace cairva::wire {
 
@@ -24,7 +25,7 @@ struct CompletionLayout {
 
 struct CompletionInfo {
   std::string id;                     // the body's "id" string; empty when absent or not a string
-  std::optional<core::Tokens> usage;  // prompt_tokens -> input, completion_tokens -> output
+  std::optional<core::Tokens> usage;  // chat: prompt_tokens -> input, completion_tokens -> output
   CompletionLayout layout;            // of the body it was read from
 };
 
@@ -35,10 +36,11 @@ struct CompletionInfo {
 bool usable_provider_id(std::string_view id);
 
 // Reads a provider's completion body. `usage` is set only when "usage" is an object whose
-// prompt_tokens and completion_tokens are integers in [0, usage_tokens_max]; anything else
-// counts as usage missing. A body that is not a valid JSON object is an
-// ErrorCode::provider_unavailable error.
-Result<CompletionInfo> read_completion(std::string_view body);
+// counts named by `fields` (prompt_tokens and completion_tokens for chat) are integers in
+// [0, usage_tokens_max]; anything else counts as usage missing. A body that is not a valid
+// JSON object is an ErrorCode::provider_unavailable error. Every API whose body keeps its
+// id and usage at the top level reads it so (Responses, Embeddings).
+Result<CompletionInfo> read_completion(std::string_view body, const UsageFields& fields = chat_usage_fields);
 
 // `body` with `"usage_source":"provider"` added before its closing brace or, when
 // `pending`, with `"usage":null` (replacing any usage value) and

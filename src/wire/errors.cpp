@@ -47,6 +47,8 @@ std::string quoted(std::string_view s) {
 
 }  // namespace
 
+std::string json_quoted(std::string_view text) { return quoted(text); }
+
 std::string error_body(ErrorCode code, std::string_view message, std::string_view limit) {
   const std::string name = quoted(wire_name(code));
   std::string out = "{\"error\":{\"type\":" + name + ",\"code\":" + name + ",\"message\":" + quoted(message);

@@ -35,4 +35,7 @@ std::string anthropic_error_body(int status, ErrorCode code, std::string_view me
 // always valid JSON.
 std::string error_body(ErrorCode code, std::string_view message, std::string_view limit = {});
 
+// `text` as a JSON string literal, quotes included, escaped as error_body escapes it.
+std::string json_quoted(std::string_view text);
+
 }  // namespace cairva::wire

@@ -41,6 +41,10 @@ inline constexpr size_t in_place_slack_bytes = 64;
 inline constexpr int64_t choices_max = core::choices_max;
 inline constexpr int64_t output_tokens_per_choice_max = core::output_tokens_per_choice_max;
 
+// The least `max_output_tokens` the Responses API accepts (SPEC-APIS §2): a hold lowered
+// under it is refused 402 rather than forwarded for the provider to reject.
+inline constexpr int64_t responses_max_output_tokens_min = 16;
+
 static_assert(usage_tokens_max <= (int64_t{1} << 62) / 2, "input + output usage must not overflow");
 static_assert(json_scratch_retained_bytes_max >= sse_event_bytes_max,
               "every SSE event fits the retained scratch");

@@ -30,7 +30,7 @@ std::optional<int64_t> read_count(od::value v, int depth, simdjson::error_code& 
 
 }  // namespace
 
-std::optional<core::Tokens> read_usage(od::value v, int depth, simdjson::error_code& e) {
+std::optional<core::Tokens> read_usage(od::value v, int depth, simdjson::error_code& e, const UsageFields& fields) {
   e = simdjson::SUCCESS;
   od::json_type type;
   if ((e = v.type().get(type))) return std::nullopt;
@@ -40,15 +40,16 @@ std::optional<core::Tokens> read_usage(od::value v, int depth, simdjson::error_c
   }
   od::object obj;
   if ((e = v.get_object().get(obj))) return std::nullopt;
-  std::optional<int64_t> prompt, completion;
+  std::optional<int64_t> input, output;
+  if (fields.output.empty()) output = 0;  // an API without output: nothing to read
   bool valid = true;
   for (auto entry : obj) {
     od::field field;
     if ((e = std::move(entry).get(field))) return std::nullopt;
     std::string_view key;
     if ((e = json::read_key(field, key))) return std::nullopt;
-    if (key == "prompt_tokens" || key == "completion_tokens") {
-      auto& slot = key == "prompt_tokens" ? prompt : completion;
+    if (key == fields.input || (!fields.output.empty() && key == fields.output)) {
+      auto& slot = key == fields.input ? input : output;
       if (slot) valid = false;  // repeated: which one counts is ambiguous
       slot = read_count(field.value(), depth + 1, e);
       if (e) return std::nullopt;
@@ -57,8 +58,8 @@ std::optional<core::Tokens> read_usage(od::value v, int depth, simdjson::error_c
       return std::nullopt;
     }
   }
-  if (!valid || !prompt || !completion) return std::nullopt;
-  return core::Tokens{*prompt, *completion};
+  if (!valid || !input || !output) return std::nullopt;
+  return core::Tokens{*input, *output};
 }
 
 }  // namespace cairva::wire

@@ -347,6 +347,120 @@ TEST_P(StoreContract, TokensPerMinuteCountsBookedTokensNotHolds) {
   ASSERT_TRUE(store->sweep_stale().ok());
 }
 
+// ---------------------------------------------------------------- rate resets
+
+namespace {
+
+core::RateResets resets_of(const core::AllocationSnapshot& s) { return core::rate_resets(s, s.as_of); }
+
+}  // namespace
+
+TEST_P(StoreContract, AFullRequestsWindowReportsTheTimeUntilItsOldestStartLeaves) {
+  auto a = create({3, 100000, 10}, {100000, 100000});
+  const auto r1 = admit_ok(a, 1, 1);
+  clock->advance_seconds(5);
+  const auto r2 = admit_ok(a, 1, 1);
+  ASSERT_TRUE(settle({r1, a.allocation.id, SettleKind::failed, "", {}}).ok());  // still counts
+  clock->advance_seconds(2);
+  auto third = admit(admit_cmd(a, 1, 1));
+  ASSERT_TRUE(third.ok()) << third.error().message;
+  ASSERT_TRUE(third->decision.admitted());
+  // The admission that filled the window: room again when the first start leaves.
+  EXPECT_EQ(third->after.requests_last_minute, 3);
+  EXPECT_EQ(third->after.as_of, t0_us + 7 * micros_per_second);
+  EXPECT_EQ(resets_of(third->after).requests_us, 53 * micros_per_second);
+  EXPECT_EQ(resets_of(third->after).tokens_us, 0);
+  clock->advance_seconds(10);
+  auto r = admit(admit_cmd(a, 1, 1));
+  ASSERT_TRUE(r.ok());
+  ASSERT_NE(refused(*r), nullptr);
+  EXPECT_EQ(refused(*r)->reason, Refusal::requests_per_minute);
+  EXPECT_EQ(refused(*r)->retry_after_s, 60);
+  EXPECT_EQ(refused(*r)->retry_after_ms, 43'000);
+  EXPECT_EQ(resets_of(r->after).requests_us, 43 * micros_per_second);
+  auto s = status(a.allocation.id);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->snapshot.as_of, t0_us + 17 * micros_per_second);
+  EXPECT_EQ(resets_of(s->snapshot).requests_us, 43 * micros_per_second);
+  // The starts survive a restart, and so does the answer.
+  reopen();
+  s = status(a.allocation.id);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(resets_of(s->snapshot).requests_us, 43 * micros_per_second);
+  clock->set(t0_us + 60 * micros_per_second - 1);
+  r = admit(admit_cmd(a, 1, 1));
+  ASSERT_TRUE(r.ok());
+  ASSERT_NE(refused(*r), nullptr);
+  EXPECT_EQ(refused(*r)->retry_after_ms, 1);  // 1 µs, rounded up
+  clock->advance_micros(1);  // the instant named: the first start has left
+  auto fourth = admit(admit_cmd(a, 1, 1));
+  ASSERT_TRUE(fourth.ok());
+  ASSERT_TRUE(fourth->decision.admitted());
+  EXPECT_EQ(resets_of(fourth->after).requests_us, 5 * micros_per_second);  // r2's start next
+  ASSERT_TRUE(settle({r2, a.allocation.id, SettleKind::failed, "", {}}).ok());
+  clock->advance_seconds(600);
+  ASSERT_TRUE(store->sweep_stale().ok());
+}
+
+TEST_P(StoreContract, TheAdmissionIntoTheLastSlotOfAnEmptyWindowResetsAMinuteLater) {
+  auto a = create({1, 100000, 10}, {100000, 100000});
+  auto r = admit(admit_cmd(a, 1, 1));
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_TRUE(r->decision.admitted());
+  EXPECT_EQ(r->after.oldest_start_at, t0_us);
+  EXPECT_EQ(resets_of(r->after).requests_us, 60 * micros_per_second);
+  clock->advance_seconds(600);
+  ASSERT_TRUE(store->sweep_stale().ok());
+}
+
+TEST_P(StoreContract, AFullTokensWindowReportsTheTimeUntilEnoughBookedTokensLeave) {
+  auto a = create({100, 100, 10}, {100000, 100000});
+  const auto ra = admit_ok(a, 1, 1);
+  const auto rb = admit_ok(a, 1, 1);
+  const auto rc = admit_ok(a, 1, 1);
+  const auto rd = admit_ok(a, 1, 1);
+  clock->advance_seconds(1);
+  ASSERT_TRUE(book(a, ra, "pa", {20, 10}).ok());  // 30
+  clock->advance_seconds(1);
+  ASSERT_TRUE(book(a, rb, "pb", {10, 10}).ok());  // 50
+  ASSERT_TRUE(book(a, rc, "pc", {20, 20}).ok());  // 90, at the same instant as pb
+  auto s = status(a.allocation.id);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(resets_of(s->snapshot).tokens_us, 0);  // room: 90 < 100
+  clock->advance_seconds(1);
+  ASSERT_TRUE(book(a, rd, "pd", {20, 20}).ok());  // 130
+  // More than 30 must leave: pa's 30 is not enough, pa and pb's 50 is.
+  clock->set(t0_us + 10 * micros_per_second);
+  auto r = admit(admit_cmd(a, 1, 1));
+  ASSERT_TRUE(r.ok());
+  ASSERT_NE(refused(*r), nullptr);
+  EXPECT_EQ(refused(*r)->reason, Refusal::tokens_per_minute);
+  EXPECT_EQ(refused(*r)->retry_after_s, 60);
+  EXPECT_EQ(refused(*r)->retry_after_ms, 52'000);
+  EXPECT_EQ(resets_of(r->after).tokens_us, 52 * micros_per_second);
+  EXPECT_EQ(resets_of(r->after).requests_us, 0);
+  reopen();
+  s = status(a.allocation.id);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->snapshot.tokens_last_minute, 130);
+  EXPECT_EQ(resets_of(s->snapshot).tokens_us, 52 * micros_per_second);
+  // pa has left: 100 remain, still the limit; pb's leaving (with pc) frees the window.
+  clock->set(t0_us + 61 * micros_per_second);
+  s = status(a.allocation.id);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->snapshot.tokens_last_minute, 100);
+  EXPECT_EQ(resets_of(s->snapshot).tokens_us, micros_per_second);
+  clock->advance_micros(micros_per_second - 1);
+  expect_refused(a, Refusal::tokens_per_minute);
+  clock->advance_micros(1);
+  s = status(a.allocation.id);
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->snapshot.tokens_last_minute, 40);
+  EXPECT_EQ(resets_of(s->snapshot).tokens_us, 0);
+  const auto last = admit_ok(a, 1, 1);
+  ASSERT_TRUE(settle({last, a.allocation.id, SettleKind::failed, "", {}}).ok());
+}
+
 TEST_P(StoreContract, HoldsCountAgainstRemainingAndLowerTheOutputLimit) {
   auto a = create({100, 100000, 10}, {1000, 100});
   const auto r1 = admit_ok(a, 10, 60);
@@ -524,6 +638,41 @@ TEST_P(StoreContract, ARequestsOwnEventReportedWithOtherCountsIsAConflictRecorde
   EXPECT_EQ(cf.provider_request_id, "same");
   EXPECT_EQ(cf.reported, (Tokens{8, 9}));
   EXPECT_EQ(cf.booked, (Tokens{5, 5}));
+}
+
+// SPEC-APIS §3: a stored response is reached only through the allocation it belongs to.
+TEST_P(StoreContract, AProviderRequestIdIsOwnedOnlyByTheAllocationThatBookedOrKeptIt) {
+  const auto a = create({10, 1000, 5}, {500, 500});
+  const auto b = create({10, 1000, 5}, {500, 500});
+  auto owns = [&](const std::string& allocation_id, const std::string& id) {
+    Await<bool> w;
+    store->owns_provider_request(allocation_id, id, w.callback());
+    auto r = w.get();
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() && *r;
+  };
+  const std::string booked = admit_ok(a, 10, 10);
+  EXPECT_FALSE(owns(a.allocation.id, "resp_booked")) << "in flight: no provider id recorded yet";
+  ASSERT_TRUE(book(a, booked, "resp_booked", {5, 5}).ok());
+  const std::string pending = admit_ok(a, 10, 10);
+  ASSERT_TRUE(settle({pending, a.allocation.id, SettleKind::usage_missing, "resp_pending", {}}).ok());
+  const std::string failed = admit_ok(a, 10, 10);
+  ASSERT_TRUE(settle({failed, a.allocation.id, SettleKind::failed, "resp_failed", {}}).ok());
+  auto check = [&] {
+    EXPECT_TRUE(owns(a.allocation.id, "resp_booked"));
+    EXPECT_TRUE(owns(a.allocation.id, "resp_pending"));
+    EXPECT_FALSE(owns(b.allocation.id, "resp_booked")) << "another allocation's";
+    EXPECT_FALSE(owns(b.allocation.id, "resp_pending"));
+    EXPECT_FALSE(owns(a.allocation.id, "resp_failed")) << "a provider error keeps nothing to reach";
+    EXPECT_FALSE(owns(a.allocation.id, "resp_unknown"));
+    EXPECT_FALSE(owns("alloc_nope", "resp_booked"));
+  };
+  check();
+  reopen();
+  check();
+  ASSERT_TRUE(store->reconcile({pending, {3, 3}, "usage export"}).ok());
+  EXPECT_TRUE(owns(a.allocation.id, "resp_pending")) << "booked under it once reconciled";
+  EXPECT_FALSE(owns(b.allocation.id, "resp_pending"));
 }
 
 TEST_P(StoreContract, CountsTheStoreCouldNotBookAreKeptOnThePendingRequest) {

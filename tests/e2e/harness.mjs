@@ -148,9 +148,15 @@ export async function mockStats(mock) {
   return (await fetch(mock.url + '/mock/stats')).json();
 }
 
+// The last API request the mock served: its body (null when none), authorization header
+// and "METHOD target".
 export async function mockLast(mock) {
   const res = await fetch(mock.url + '/mock/last');
-  return { body: await res.json(), authorization: res.headers.get('x-mock-authorization') };
+  return {
+    body: await res.json(),
+    authorization: res.headers.get('x-mock-authorization'),
+    target: res.headers.get('x-mock-target'),
+  };
 }
 
 // Sends raw bytes on a fresh TCP connection; resolves with everything read until close

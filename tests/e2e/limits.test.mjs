@@ -35,6 +35,7 @@ test('max_concurrency: 40 parallel requests never put more than the cap in fligh
   for (const r of limited) {
     assert.equal(r.body.error.limit, 'max_concurrency');
     assert.equal(r.headers.get('retry-after'), '2');
+    assert.equal(r.headers.get('retry-after-ms'), null, 'when a request in flight ends is not known');
   }
   const stats = await mockStats(mock);
   assert.ok(stats.peak_in_flight <= 5, `provider saw ${stats.peak_in_flight} in flight`);

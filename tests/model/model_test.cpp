@@ -158,6 +158,14 @@ class ModelRun {
         return testing::AssertionFailure() << "refusal " << core::refusal_name(r)
                                            << " != reference " << core::refusal_name(*b.refusal);
       }
+      // The wait a refusal names is the reference's, in milliseconds rounded up.
+      const int64_t room_us = r == core::Refusal::requests_per_minute ? ref_.requests_room_in(now_)
+                              : r == core::Refusal::tokens_per_minute ? ref_.tokens_room_in(now_)
+                                                                      : 0;
+      if (std::get<core::Refused>(a.outcome).retry_after_ms != (room_us + 999) / 1000) {
+        return testing::AssertionFailure() << "retry_after_ms of a " << core::refusal_name(r)
+                                           << " refusal differs from the reference";
+      }
       return check();
     }
     const core::Admitted& adm = std::get<core::Admitted>(a.outcome);
@@ -233,6 +241,9 @@ class ModelRun {
     if (s.held != held) return fail("held differs from the reference");
     if (s.requests_last_minute != starts) return fail("requests_last_minute differs");
     if (s.tokens_last_minute != ref_.tokens_in_window(now_)) return fail("tokens_last_minute differs");
+    const core::RateResets resets = core::rate_resets(s, now_);
+    if (resets.requests_us != ref_.requests_room_in(now_)) return fail("requests reset differs");
+    if (resets.tokens_us != ref_.tokens_room_in(now_)) return fail("tokens reset differs");
     if (s.in_flight != in_flight) return fail("in_flight differs");
     if (s.usage_pending != ref_.count(RequestState::usage_pending)) return fail("usage_pending differs");
     if (s.state != ref_.state()) return fail("allocation state differs");

@@ -78,6 +78,32 @@ int64_t ReferenceLedger::tokens_in_window(UnixMicros now) const {
   return n;
 }
 
+int64_t ReferenceLedger::requests_room_in(UnixMicros now) const {
+  if (starts_in_window(now) < terms_.limits.requests_per_minute) return 0;
+  std::vector<UnixMicros> leaving;
+  for (const RefRequest& r : requests_) {
+    if (r.started_at > now - kWindowUs) leaving.push_back(r.started_at + kWindowUs);
+  }
+  std::sort(leaving.begin(), leaving.end());
+  for (UnixMicros t : leaving) {
+    if (starts_in_window(t) < terms_.limits.requests_per_minute) return t - now;
+  }
+  return -1;  // cannot be: every start leaves
+}
+
+int64_t ReferenceLedger::tokens_room_in(UnixMicros now) const {
+  if (tokens_in_window(now) < terms_.limits.tokens_per_minute) return 0;
+  std::vector<UnixMicros> leaving;
+  for (const RefEvent& e : events_) {
+    if (e.booked_at > now - kWindowUs) leaving.push_back(e.booked_at + kWindowUs);
+  }
+  std::sort(leaving.begin(), leaving.end());
+  for (UnixMicros t : leaving) {
+    if (tokens_in_window(t) < terms_.limits.tokens_per_minute) return t - now;
+  }
+  return -1;
+}
+
 int64_t ReferenceLedger::count(RequestState s) const {
   int64_t n = 0;
   for (const RefRequest& r : requests_) n += r.state == s;

@@ -58,6 +58,11 @@ class ReferenceLedger {
   int64_t starts_in_window(UnixMicros now) const;
   int64_t tokens_in_window(UnixMicros now) const;
   int64_t count(core::RequestState s) const;
+  // Microseconds from `now` until each window has room again, by brute force: the first
+  // instant an entry leaves (its time + 60 s) at which the recount is under the limit.
+  // 0 while it has room.
+  int64_t requests_room_in(UnixMicros now) const;
+  int64_t tokens_room_in(UnixMicros now) const;
 
   const core::Terms& terms() const { return terms_; }
   core::AgreementState agreement_state() const { return agreement_; }

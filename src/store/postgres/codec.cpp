@@ -41,7 +41,10 @@ UnixMicros parse_counts(const PGresult* r, int row, int offset, core::Allocation
   snap.tokens_last_minute = get_i64(r, row, offset + 2);
   snap.in_flight = get_i64(r, row, offset + 3);
   snap.usage_pending = get_i64(r, row, offset + 4);
-  return get_i64(r, row, offset);
+  snap.oldest_start_at = get_i64(r, row, offset + 5);
+  snap.freeing_booking_at = get_i64(r, row, offset + 6);
+  snap.as_of = get_i64(r, row, offset);
+  return snap.as_of;
 }
 
 Result<RequestRow> parse_request(const PGresult* r, int row) {

@@ -19,8 +19,8 @@ struct AllocationRow {
   std::string agreement_id;
 };
 Result<AllocationRow> parse_allocation(const PGresult* r, int row, int offset);
-// The five window_counts columns from `offset` (now, rpm, tpm, in_flight, usage_pending)
-// into `snap`; returns now.
+// The seven window_counts columns from `offset` (now, rpm, tpm, in_flight, usage_pending,
+// oldest_start_at, freeing_booking_at) into `snap`, whose as_of becomes now; returns now.
 UnixMicros parse_counts(const PGresult* r, int row, int offset, core::AllocationSnapshot& snap);
 
 Result<RequestRow> parse_request(const PGresult* r, int row);

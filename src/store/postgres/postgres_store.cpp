@@ -211,12 +211,13 @@ void PostgresStore::answer_admissions(const Admissions& batch, std::vector<Resul
   }
 }
 
-Params PostgresStore::window_count_params(const std::string& allocation_id) const {
+Params PostgresStore::window_count_params(const std::string& allocation_id, size_t admissions) const {
   return Params()
       .text(allocation_id)
       .opt_i64(injected_now())
       .i64(options_.in_flight_timeout_s * micros_per_second)
-      .i64(core::rate_window_us);
+      .i64(core::rate_window_us)
+      .i64(static_cast<int64_t>(admissions));
 }
 
 Result<std::vector<Result<AdmitResult>>> PostgresStore::admit_on(Connection& c, const Admissions& batch) {
@@ -242,7 +243,7 @@ Result<std::vector<Result<AdmitResult>>> PostgresStore::admit_on(Connection& c, 
 std::vector<std::string> PostgresStore::admission_reads(const Admissions& batch, Writes& w) const {
   const std::string& allocation_id = batch.front().cmd.allocation_id;
   w.add(sql::lock_allocation, Params().text(allocation_id));
-  w.add(sql::window_counts, window_count_params(allocation_id));
+  w.add(sql::window_counts, window_count_params(allocation_id, batch.size()));
   std::vector<std::string> keys;
   for (const auto& p : batch) {
     if (std::find(keys.begin(), keys.end(), p.cmd.key_id) != keys.end()) continue;
@@ -463,6 +464,15 @@ void PostgresStore::allocation_status(const std::string& allocation_id,
                                       Callback<AllocationStatus> done) {
   run_async<AllocationStatus>(std::move(done), [this, allocation_id](Connection& c) {
     return one_status_on(c, allocation_id);
+  });
+}
+
+void PostgresStore::owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+                                          Callback<bool> done) {
+  run_async<bool>(std::move(done), [allocation_id, provider_request_id](Connection& c) -> Result<bool> {
+    auto r = c.run(sql::owns_provider_request, Params().text(allocation_id).text(provider_request_id));
+    if (!r.ok()) return r.error();
+    return rows(*r) == 1 && get_bool(r->get(), 0, 0);
   });
 }
 

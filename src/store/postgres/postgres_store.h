@@ -65,6 +65,9 @@ class PostgresStore final : public Store {
   void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;
   void settle(SettleCommand cmd, Callback<SettleResult> done) override;
   void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) override;
+  // Without the row lock: a booking or settlement is either committed or not yet seen.
+  void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+                             Callback<bool> done) override;
 
   Result<CreatedAgreement> create_agreement(const NewAgreement& a) override;
   Result<AgreementRow> get_agreement(const std::string& agreement_id) override;
@@ -160,7 +163,8 @@ class PostgresStore final : public Store {
                                                                 const Admissions& admissions);
   // The steps those transactions share (statements appended to one pipeline's Writes).
   struct Writes;
-  Params window_count_params(const std::string& allocation_id) const;
+  // sql::window_counts' parameters for `admissions` decided on its counts.
+  Params window_count_params(const std::string& allocation_id, size_t admissions) const;
   // The allocation's row lock, each request's row, locked, and each usage report's event.
   void settlement_reads(std::span<const PendingSettlement> batch, Writes& w) const;
   // Plans each settlement (core::plan_settlement) on what the reads found, as the ones

@@ -300,6 +300,54 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
   expect_audit_clean(store);
 }
 
+// The batch reads the window's oldest start only when its admissions could fill the
+// window: here they do, and each answer tells when the window has room again.
+TEST_F(PostgresStoreTest, ABatchThatFillsTheRequestsWindowSaysWhenItsOldestStartLeaves) {
+  auto opened = PostgresStore::open(options(), clock_);
+  ASSERT_TRUE(opened.ok()) << opened.error().message;
+  PostgresStore& store = **opened;
+  const auto created = agreement(store, {4, 100000000, 10}, {100000000, 100000000});
+  const std::string alloc = created.allocation.id;
+  std::promise<Result<AdmitResult>> first;
+  store.admit(command(alloc), [&first](Result<AdmitResult> r) { first.set_value(std::move(r)); });
+  ASSERT_TRUE(first.get_future().get().ok());
+  clock_->advance_seconds(10);
+
+  RowLockHolder holder(schema_.url(), alloc);
+  ASSERT_TRUE(holder.held());
+  constexpr int n = 5;
+  std::vector<std::promise<Result<AdmitResult>>> answers(n);
+  std::vector<std::future<Result<AdmitResult>>> results;
+  for (auto& a : answers) results.push_back(a.get_future());
+  for (int i = 0; i < n; ++i) {
+    store.admit(command(alloc), [&answers, i](Result<AdmitResult> r) { answers[i].set_value(std::move(r)); });
+  }
+  const bool committed = holder.release();
+  std::vector<Result<AdmitResult>> got;
+  for (auto& f : results) got.push_back(f.get());
+  ASSERT_TRUE(committed);
+  for (int i = 0; i < n; ++i) {
+    const auto& r = got[static_cast<size_t>(i)];
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    const core::RateResets resets = core::rate_resets(r->after, r->after.as_of);
+    EXPECT_EQ(r->after.as_of, t0 + 10 * micros_per_second) << i;
+    if (i < 3) {
+      ASSERT_TRUE(r->decision.admitted()) << i;
+      // Room until the third fills the window; then the first start, at t0, frees it.
+      EXPECT_EQ(resets.requests_us, i < 2 ? 0 : 50 * micros_per_second) << i;
+    } else {
+      ASSERT_FALSE(r->decision.admitted()) << i;
+      const auto& refused = std::get<core::Refused>(r->decision.outcome);
+      EXPECT_EQ(refused.reason, core::Refusal::requests_per_minute) << i;
+      EXPECT_EQ(refused.retry_after_ms, 50'000) << i;
+      EXPECT_EQ(resets.requests_us, 50 * micros_per_second) << i;
+    }
+  }
+  clock_->advance_seconds(600);
+  ASSERT_TRUE(store.sweep_stale().ok());
+  expect_audit_clean(store);
+}
+
 TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrder) {
   auto store = open();
   ASSERT_TRUE(store);

@@ -40,19 +40,43 @@ std::string last_booking(const std::string& what, const std::string& alloc, cons
   return last_of(bookings, what, alloc, at_or_before);
 }
 
-// The four window counts for allocation `alloc` (an SQL expression) at c.now. The first two
-// are differences of running figures (schema.cpp, migration 2): two index probes each,
-// whatever the window holds.
-std::string counts(const std::string& alloc) {
-  return last_start("start_ordinal", alloc) + " - " +
-         last_start("start_ordinal", alloc, " AND r.started_at <= c.now - $4::bigint") + ", " +
-         last_booking("cum_tokens", alloc) + " - " +
-         last_booking("cum_tokens", alloc, " AND e.booked_at <= c.now - $4::bigint") + ", "
+// The running figures of allocation `alloc` at c.now (schema.cpp, migration 2), as a lateral
+// row `w`: the last start's start_ordinal and the last one's at or before the window's start
+// (w.ord_last, w.ord_cut), and likewise the bookings' cum_tokens (w.cum_last, w.cum_cut).
+// OFFSET 0 keeps the planner from pulling the row up, which would copy a probe into every
+// expression that reads its figure.
+std::string running_figures(const std::string& alloc) {
+  return " CROSS JOIN LATERAL (SELECT " + last_start("start_ordinal", alloc) + " AS ord_last, " +
+         last_start("start_ordinal", alloc, " AND r.started_at <= c.now - $4::bigint") + " AS ord_cut, " +
+         last_booking("cum_tokens", alloc) + " AS cum_last, " +
+         last_booking("cum_tokens", alloc, " AND e.booked_at <= c.now - $4::bigint") + " AS cum_cut OFFSET 0) w";
+}
+
+// The window columns for allocation `alloc` (an SQL expression) at c.now, with
+// running_figures(alloc) joined and `ag` its agreement. The two counts are differences of
+// running figures: two index probes each, whatever the window holds. Then the two times that
+// say when each window has room again (core::AllocationSnapshot), each read only when it can
+// matter, so that a window with room costs nothing more:
+// - the oldest start in the window (one probe), when `admissions` more starts would fill it
+//   (the window never holds more than requests_per_minute starts: each admission, under the
+//   row lock, counted fewer in the window of a `now` no earlier than every start);
+// - when the window's tokens reach tokens_per_minute, the first booking whose running total
+//   passes cum_last - tokens_per_minute, so that the bookings after it hold fewer: a scan
+//   from the window's start reading one row per booking that must leave before it.
+std::string counts(const std::string& alloc, const std::string& admissions) {
+  return "w.ord_last - w.ord_cut, w.cum_last - w.cum_cut, "
          "(SELECT count(*) FROM requests r WHERE r.allocation_id = " + alloc +
          " AND r.state = 'in_flight' AND r.started_at > c.now - $3::bigint), "
          "(SELECT count(*) FROM requests r WHERE r.allocation_id = " + alloc +
          " AND r.state IN ('in_flight', 'usage_pending')"
-         " AND NOT (r.state = 'in_flight' AND r.started_at > c.now - $3::bigint))";
+         " AND NOT (r.state = 'in_flight' AND r.started_at > c.now - $3::bigint)), "
+         "CASE WHEN w.ord_last - w.ord_cut + " + admissions + " >= ag.requests_per_minute"
+         " THEN COALESCE((SELECT r.started_at FROM requests r WHERE r.allocation_id = " + alloc +
+         " AND r.started_at > c.now - $4::bigint ORDER BY r.started_at, r.start_ordinal LIMIT 1), 0) ELSE 0 END, "
+         "CASE WHEN w.cum_last - w.cum_cut >= ag.tokens_per_minute"
+         " THEN COALESCE((SELECT e.booked_at FROM usage_events e WHERE e.allocation_id = " + alloc +
+         " AND e.booked_at > c.now - $4::bigint AND e.cum_tokens > w.cum_last - ag.tokens_per_minute"
+         " ORDER BY e.booked_at, e.seq LIMIT 1), 0) ELSE 0 END";
 }
 
 constexpr const char* request_columns =
@@ -95,14 +119,18 @@ const Statement lock_allocation{
 const Statement window_counts{
     "cv_window_counts",
     "WITH c AS MATERIALIZED (SELECT GREATEST(" + now_param(2) + ", " + last_start("started_at", "$1::text") +
-        ") AS now) SELECT c.now, " + counts("$1::text") + " FROM c"};
+        ") AS now) SELECT c.now, " + counts("$1::text", "$5::bigint") + " FROM c" + running_figures("$1::text") +
+        " JOIN allocations al ON al.id = $1::text JOIN agreements ag ON ag.id = al.agreement_id"};
 
+// The page of allocations is picked first, so that only its rows' windows are read.
 const Statement allocation_status{
     "cv_allocation_status",
     "WITH c AS MATERIALIZED (SELECT " + now_param(1) + " AS now) SELECT al.id, " + lock_columns +
-        ", c.now, " + counts("al.id") +
-        " FROM allocations al JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c"
-        " WHERE ($2::text IS NULL OR al.id = $2::text) ORDER BY al.created_at, al.seq LIMIT $5"};
+        ", c.now, " + counts("al.id", "0") +
+        " FROM (SELECT p.id FROM allocations p WHERE ($2::text IS NULL OR p.id = $2::text)"
+        " ORDER BY p.created_at, p.seq LIMIT $5) page"
+        " JOIN allocations al ON al.id = page.id JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c" +
+        running_figures("al.id") + " ORDER BY al.created_at, al.seq"};
 
 const Statement insert_request{
     "cv_insert_request",
@@ -185,6 +213,13 @@ const Statement read_now{"cv_read_now", "SELECT " + now_param(1)};
 
 // $1 secret hash. Columns: key id, allocation id, revoked, provider, models, rpm, tpm, maxc,
 // service_tiers.
+// The booking key's unique index answers for events; requests_open for the open requests.
+const Statement owns_provider_request{
+    "cv_owns_provider_request",
+    "SELECT EXISTS (SELECT 1 FROM usage_events WHERE allocation_id = $1 AND provider_request_id = $2)"
+    " OR EXISTS (SELECT 1 FROM requests WHERE allocation_id = $1 AND provider_request_id = $2"
+    " AND state IN ('in_flight', 'usage_pending'))"};
+
 const Statement authenticate{
     "cv_authenticate",
     "SELECT k.id, k.allocation_id, k.revoked, ag.provider, ag.models, ag.requests_per_minute,"

@@ -23,13 +23,16 @@ enum LockCol {
 };
 
 // The trailing-window counts at "now". $1 allocation, $2 now|NULL, $3 in-flight timeout
-// µs, $4 rate window µs. Columns: now, requests_last_minute, tokens_last_minute,
-// in_flight (not stale), usage_pending (including stale in-flight ones not yet swept).
+// µs, $4 rate window µs, $5 admissions to be decided on them. Columns: now,
+// requests_last_minute, tokens_last_minute, in_flight (not stale), usage_pending (including
+// stale in-flight ones not yet swept), oldest_start_at (read when $5 more starts would fill
+// the window, else 0), freeing_booking_at (read when the window's tokens are at the limit,
+// else 0): core::AllocationSnapshot's.
 extern const Statement window_counts;
 
 // Status of one ($2) or every ($2 NULL) allocation without locking. $1 now|NULL, $3
 // timeout µs, $4 window µs, $5 row limit. Columns: id, then LockCol at offset 1, then the
-// five window_counts columns.
+// seven window_counts columns.
 extern const Statement allocation_status;
 inline constexpr int status_lock_offset = 1;
 inline constexpr int status_counts_offset = status_lock_offset + lock_col_count;
@@ -47,6 +50,9 @@ extern const Statement insert_conflict;
 extern const Statement keep_reported;  // $1 request, $2/$3 counts, $4 provider request id
 extern const Statement sweep_stale;
 extern const Statement read_now;
+// Whether $2 is allocation $1's provider request id: an event's booking key, or an open
+// request's recorded id. One column: owned (boolean).
+extern const Statement owns_provider_request;
 extern const Statement authenticate;
 
 extern const Statement insert_agreement;

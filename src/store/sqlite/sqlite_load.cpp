@@ -67,7 +67,7 @@ Status SqliteStore::load() {
   // Starts in the trailing window (any state), and open requests with their holds.
   auto rq = db.prepare(
       "SELECT allocation_id, id, state, started_at, hold_input, hold_output, reported_input,"
-      " reported_output, reported_provider_request_id FROM requests"
+      " reported_output, reported_provider_request_id, provider_request_id FROM requests"
       " WHERE started_at > ? OR state IN ('in_flight','usage_pending') ORDER BY started_at");
   if (!rq.ok()) return rq.error();
   rq->i64(window_start);
@@ -81,7 +81,7 @@ Status SqliteStore::load() {
     if (!state) return corrupt("state of request " + rq->col_text(1));
     const UnixMicros started = rq->col_i64(3);
     if (started > window_start) it->second->ledger.restore_start(started);
-    core::OpenRequest open{*state, {rq->col_i64(4), rq->col_i64(5)}, started, std::nullopt};
+    core::OpenRequest open{*state, {rq->col_i64(4), rq->col_i64(5)}, started, std::nullopt, rq->col_text(9)};
     if (!rq->col_null(6)) open.reported = core::ReportedUsage{{rq->col_i64(6), rq->col_i64(7)}, rq->col_text(8)};
     it->second->ledger.restore_open_request(rq->col_text(1), open);
   }

@@ -290,6 +290,16 @@ void SqliteStore::allocation_status(const std::string& allocation_id, Callback<A
   done(std::move(r));
 }
 
+void SqliteStore::owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+                                        Callback<bool> done) {
+  bool owned = false;
+  if (const auto alloc = find(allocation_id)) {
+    std::lock_guard lock(alloc->mu);
+    owned = alloc->ledger.owns_provider_request(provider_request_id);
+  }
+  done(owned);  // never under the allocation's lock
+}
+
 Result<int64_t> SqliteStore::sweep_stale() {
   std::vector<std::shared_ptr<Allocation>> all;
   {

@@ -49,6 +49,9 @@ class SqliteStore final : public Store {
   void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;
   void settle(SettleCommand cmd, Callback<SettleResult> done) override;
   void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) override;
+  // From the allocation's ledger, which holds every booked id and its open requests' ids.
+  void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+                             Callback<bool> done) override;
 
   Result<CreatedAgreement> create_agreement(const NewAgreement& a) override;
   Result<AgreementRow> get_agreement(const std::string& agreement_id) override;

@@ -1,0 +1,103 @@
+// What every API's request inspector (chat_request.cpp, responses_request.cpp,
+// embeddings_request.cpp) shares: the errors a bad body gets, iteration that stops at the
+// first failure, and the readers of the members several APIs have (model, a token limit,
+// a boolean, a string). Each inspector walks its body once with EstimateWalk
+// (estimate_walk.h) and calls these for the members it reads by name.
+//
+// Internal to cairva_wire (it exposes simdjson), like json.h.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "base/result.h"
+#include "wire/byte_span.h"
+#include "wire/estimate_walk.h"
+#include "wire/json.h"
+
+namespace cairva::wire::inspect {
+
+namespace od = json::od;
+
+// Depth of a top-level member's value (the top-level object is depth 1).
+inline constexpr int member_depth = 2;
+
+// ErrorCode::invalid_request with `message`.
+Error invalid(std::string message);
+// A syntax error as the client reads it: "request body is not valid JSON: <why>", or
+// "nested too deeply".
+Error malformed(simdjson::error_code e);
+inline Status checked(simdjson::error_code e) {
+  if (e) return malformed(e);
+  return {};
+}
+
+// Runs fn(key, value) on each member of `obj` in order, up to the first failure. Each
+// field is used where the iterator yields it, not copied out.
+template <class Fn>
+Status each_member(od::object& obj, Fn&& fn) {
+  for (auto entry : obj) {
+    if (auto e = entry.error()) return malformed(e);
+    od::field& field = entry.value_unsafe();
+    std::string_view key;
+    if (auto e = json::read_key(field, key)) return malformed(e);
+    if (auto s = fn(key, field.value()); !s) return s;
+  }
+  return {};
+}
+
+// Runs fn(value) on each element of `arr` in order, up to the first failure.
+template <class Fn>
+Status each_element(od::array& arr, Fn&& fn) {
+  for (auto element : arr) {
+    if (auto e = element.error()) return malformed(e);
+    if (auto s = fn(element.value_unsafe()); !s) return s;
+  }
+  return {};
+}
+
+// Reads the top-level object of `doc` (iterated over `body`, whose first byte is at
+// `base`): fn(key, value) for each member, then refuses bytes after the object. Returns
+// the offset of the object's '{' in `body` through `object_open`.
+template <class Fn>
+Status top_level_object(od::document& doc, std::string_view body, size_t& object_open, Fn&& fn) {
+  od::json_type type;
+  if (auto e = doc.type().get(type)) return malformed(e);
+  if (type != od::json_type::object) return invalid("request body must be a JSON object");
+  od::object obj;
+  if (auto e = doc.get_object().get(obj)) return malformed(e);
+  if (auto s = each_member(obj, fn); !s) return s;
+  // Whatever follows the object (a second document, garbage) makes the body malformed.
+  const char* next = nullptr;
+  if (doc.current_location().get(next) == simdjson::SUCCESS) {
+    return invalid("request body is not valid JSON: unexpected bytes after the object");
+  }
+  size_t open = 0;
+  while (open < body.size() && json::is_space(body[open])) ++open;
+  // simdjson accepts a leading byte-order mark; a splice needs the '{' itself.
+  if (open >= body.size() || body[open] != '{')
+    return invalid("request body must be a JSON object");
+  object_open = open;
+  return {};
+}
+
+// A value's span, read before the value (a scalar's whole token).
+inline ByteSpan scalar_span(od::value& v, const char* base) {
+  const std::string_view token = json::trim_right(v.raw_json_token());
+  return ByteSpan{static_cast<size_t>(token.data() - base), token.size()};
+}
+
+// `model`: a string without a NUL byte (PostgreSQL's text cannot hold one). Its value is
+// the one string the estimate leaves out: the caller counts the key only.
+Status model(od::value v, std::string& out);
+// A token limit: null (nullopt) or an integer in [1, max], the messages naming `name`.
+Status limit(od::value v, std::string_view name, int64_t max, std::optional<int64_t>& out);
+// A boolean or null (false).
+Status boolean(od::value v, std::string_view name, bool& out);
+// A string or null (nullopt), counted by `walk`.
+Status optional_string(od::value v, std::string_view name, EstimateWalk& walk,
+                       std::optional<std::string>& out);
+
+}  // namespace cairva::wire::inspect
