@@ -14,7 +14,7 @@
 
 #include "base/result.h"
 #include "core/estimate.h"
-#include "wire/chat_request.h"  // ByteSpan
+#include "wire/byte_span.h"
 
 namespace cairva::wire {
 
@@ -36,8 +36,8 @@ struct MessagesRequest {
   core::PromptFacts prompt;                 // SPEC §4's one rule; items = entries of messages
 
   // Byte offsets into the inspected body, for rewrite_messages_request.
-  std::optional<ByteSpan> max_tokens_value;     // set when max_tokens is an integer
-  std::optional<ByteSpan> budget_tokens_value;  // set when thinking.budget_tokens is an integer
+  std::optional<ByteSpan> max_tokens_value;     // set when max_tokens is present
+  std::optional<ByteSpan> budget_tokens_value;  // set when thinking.budget_tokens is present
   friend bool operator==(const MessagesRequest&, const MessagesRequest&) = default;
 };
 
