@@ -355,11 +355,13 @@ struct Flow {
     co_return !lec && ex.keep_alive;
   }
 
-  // A call that books nothing (SPEC-APIS §3: GET /v1/models, the stored response objects):
-  // `method` `path` without a body, the provider's answer relayed as it is (its errors as
-  // relay_error gives them), no settlement. C is not used.
-  Task<bool> unbilled(std::string_view method, std::string_view path) {
-    auto sent = co_await send(path, {}, method);
+  // A call that books nothing (SPEC-APIS §3: GET /v1/models, the stored response objects,
+  // POST /v1/messages/count_tokens): `method` `path` with `request_body` (none for a GET or
+  // DELETE), the provider's answer relayed as it is (its errors as relay_error gives them),
+  // no settlement. C is not used.
+  Task<bool> unbilled(std::string_view method, std::string_view path,
+                      std::string_view request_body = {}) {
+    auto sent = co_await send(path, request_body, method);
     if (!sent) co_return co_await ex.send_error(sent.error().code, sent.error().message);
     res->expires_after(until_deadline());
     auto read = res->body_buffered(http::provider_body_bytes_max);
@@ -374,9 +376,9 @@ struct Flow {
                                        unread_body_message(*read, "provider response was cut off"));
     }
     auto head = client_head();
-    std::string body = std::move(res->body());
+    std::string answer = std::move(res->body());
     release(res->keep_alive());
-    co_return co_await ex.send_json(std::move(head), std::move(body));
+    co_return co_await ex.send_json(std::move(head), std::move(answer));
   }
 
   // Forwards the admitted request's `body` to `path` and answers the client.

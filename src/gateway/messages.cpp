@@ -1,12 +1,10 @@
 #include "gateway/messages.h"
 
 #include <algorithm>
-#include <array>
-#include <span>
 
 #include "core/estimate.h"
 #include "gateway/flow.h"
-#include "gateway/store_await.h"
+#include "gateway/passthrough.h"
 #include "wire/messages_codec.h"
 #include "wire/messages_request.h"
 
@@ -17,26 +15,12 @@ using http::Task;
 using upstream::ProviderEndpoint;
 using MessagesFlow = Flow<wire::MessagesCodec>;
 
-// The client's fields the provider gets (SPEC-APIS §1): anthropic-version always,
-// anthropic-beta when sent. The buyer's key never: the supplier's goes in x-api-key.
-struct ForwardedFields {
-  std::array<upstream::Header, 2> headers;
-  size_t count = 0;
-
-  explicit ForwardedFields(AnthropicFields f) {
-    headers[count++] = {"anthropic-version",
-                        f.version.empty() ? anthropic_version_default : f.version};
-    if (!f.beta.empty()) headers[count++] = {"anthropic-beta", f.beta};
-  }
-  std::span<const upstream::Header> span() const { return {headers.data(), count}; }
-};
-
 MessagesFlow make_flow(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
-                       const store::KeyGrant& grant, const ForwardedFields& fields) {
+                       const store::KeyGrant& grant, const AnthropicHeaders& headers) {
   MessagesFlow flow{gw, upstream, ex, grant, gw.find_provider(grant.provider)};
   flow.deadline_mono =
       gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
-  flow.forward_headers = fields.span();
+  flow.forward_headers = headers.span();
   return flow;
 }
 
@@ -44,33 +28,13 @@ std::string unconfigured(const store::KeyGrant& grant) {
   return "provider \"" + grant.provider + "\" is not configured";
 }
 
-// Forwards a call that books nothing and passes its answer on: the provider's status and
-// body, its errors as relay_error gives them (supplier-account errors replaced).
-Task<bool> forward_unbilled(MessagesFlow& flow, std::string_view path, std::string_view body) {
-  ClientExchange& ex = flow.ex;
-  auto sent = co_await flow.send(path, body);
-  if (!sent) co_return co_await ex.send_error(sent.error().code, sent.error().message);
-  upstream::Response& res = *flow.res;
-  res.expires_after(flow.until_deadline());
-  auto read = res.body_buffered(http::provider_body_bytes_max);
-  if (!read) {
-    const auto outcome = co_await res.read_body();
-    read = res.status_of(outcome);
-  }
-  if (!flow_detail::is_2xx(res.status())) co_return co_await flow.relay_error(*read);
-  if (*read != upstream::ReadStatus::ok) {
-    flow.release(false);
-    co_return co_await ex.send_error(
-        ErrorCode::provider_unavailable,
-        flow_detail::unread_body_message(*read, "provider response was cut off"));
-  }
-  auto head = flow.client_head();
-  std::string answer = std::move(res.body());
-  flow.release(res.keep_alive());
-  co_return co_await ex.send_json(std::move(head), std::move(answer));
-}
-
 }  // namespace
+
+AnthropicHeaders::AnthropicHeaders(AnthropicFields fields) {
+  headers_[count_++] = {"anthropic-version",
+                        fields.version.empty() ? anthropic_version_default : fields.version};
+  if (!fields.beta.empty()) headers_[count_++] = {"anthropic-beta", fields.beta};
+}
 
 Task<bool> messages_create(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
                            const store::KeyGrant& grant, std::string body, AnthropicFields fields) {
@@ -91,7 +55,7 @@ Task<bool> messages_create(const Gateway& gw, upstream::Upstream& upstream, Clie
   if (!admission.admitted) co_return admission.keep;
   const auto& adm = *admission.admitted;
 
-  const ForwardedFields forwarded(fields);
+  const AnthropicHeaders forwarded(fields);
   MessagesFlow flow = make_flow(gw, upstream, ex, grant, forwarded);
   flow.lowered_to = adm.lowered_to;
   if (!flow.provider) {
@@ -123,23 +87,16 @@ Task<bool> messages_count_tokens(const Gateway& gw, upstream::Upstream& upstream
   }
   // The allocation's state as admission's first check sees it (SPEC-APIS §3): nothing else
   // of admission applies, and nothing is recorded.
-  auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
-    gw.store.allocation_status(grant.allocation_id, std::move(cb));
-  };
-  auto status = co_await await_store<store::AllocationStatus>(start);
-  if (!status) co_return co_await ex.send_store_error(status.error());
-  ex.rate = status->snapshot;
-  if (const auto refused = core::refuse_by_state(status->snapshot, gw.clock.now())) {
-    co_return co_await ex.send_error(refused->code, refused->message);
-  }
+  auto in_service = co_await allocation_in_service(gw, ex, grant);
+  if (!in_service.status) co_return in_service.keep;
 
-  const ForwardedFields forwarded(fields);
+  const AnthropicHeaders forwarded(fields);
   MessagesFlow flow = make_flow(gw, upstream, ex, grant, forwarded);
   if (!flow.provider)
     co_return co_await ex.send_error(ErrorCode::provider_unavailable, unconfigured(grant));
   const std::string path =
       flow.provider->base_path + "/messages/count_tokens" + std::string(fields.query);
-  co_return co_await forward_unbilled(flow, path, body);
+  co_return co_await flow.unbilled("POST", path, body);
 }
 
 }  // namespace cairva::gateway

@@ -3,6 +3,9 @@
 // /v1/messages/count_tokens`, forwarded without a hold or a booking.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -27,6 +30,20 @@ struct AnthropicFields {
 // The version the Anthropic SDKs long sent, and the API's first: a client without the
 // field gets answers in the shape it was written against.
 inline constexpr std::string_view anthropic_version_default = "2023-06-01";
+
+// The client's fields an Anthropic provider gets, as upstream::Request::headers (SPEC-APIS
+// §1): anthropic-version always (anthropic_version_default when the client sent none),
+// anthropic-beta when sent. Never the buyer's key: the supplier's goes in x-api-key. Views
+// of `fields`' text, which must outlive it.
+class AnthropicHeaders {
+ public:
+  explicit AnthropicHeaders(AnthropicFields fields);
+  std::span<const upstream::Header> span() const { return {headers_.data(), count_}; }
+
+ private:
+  std::array<upstream::Header, 2> headers_;
+  size_t count_ = 0;
+};
 
 // Serves one authenticated POST /v1/messages whose body has been read, through `upstream`
 // (the event loop's UpstreamPool; a scripted fake in tests). Returns false when the client

@@ -14,27 +14,6 @@ namespace {
 using http::Task;
 using upstream::ProviderEndpoint;
 
-// The allocation as of now when it serves; else the call is answered (refused as admission
-// would refuse it, or the store's error) and `keep` says whether the connection stays.
-struct InService {
-  std::optional<store::AllocationStatus> status;
-  bool keep = false;
-};
-
-Task<InService> allocation_in_service(const Gateway& gw, ClientExchange& ex,
-                                      const store::KeyGrant& grant) {
-  auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
-    gw.store.allocation_status(grant.allocation_id, std::move(cb));
-  };
-  auto status = co_await await_store<store::AllocationStatus>(start);
-  if (!status) co_return InService{std::nullopt, co_await ex.send_store_error(status.error())};
-  ex.rate = status->snapshot;
-  if (const auto refused = core::refuse_by_state(status->snapshot, gw.clock.now())) {
-    co_return InService{std::nullopt, co_await ex.send_error(refused->code, refused->message)};
-  }
-  co_return InService{std::move(*status), false};
-}
-
 // The query of a request target, with its '?'; empty when none.
 std::string_view query_of(std::string_view target) {
   const auto q = target.find('?');
@@ -71,6 +50,20 @@ bool plain_id(std::string_view id) {
 }
 
 }  // namespace
+
+Task<InService> allocation_in_service(const Gateway& gw, ClientExchange& ex,
+                                      const store::KeyGrant& grant) {
+  auto start = [&gw, &grant](store::Callback<store::AllocationStatus> cb) {
+    gw.store.allocation_status(grant.allocation_id, std::move(cb));
+  };
+  auto status = co_await await_store<store::AllocationStatus>(start);
+  if (!status) co_return InService{std::nullopt, co_await ex.send_store_error(status.error())};
+  ex.rate = status->snapshot;
+  if (const auto refused = core::refuse_by_state(status->snapshot, gw.clock.now())) {
+    co_return InService{std::nullopt, co_await ex.send_error(refused->code, refused->message)};
+  }
+  co_return InService{std::move(*status), false};
+}
 
 Task<bool> list_models(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
                        const store::KeyGrant& grant, std::string_view target,

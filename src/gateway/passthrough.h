@@ -1,9 +1,10 @@
-// Calls that book nothing (SPEC-APIS §3): GET /v1/models and the stored response objects.
-// The key was checked by the session; these check the allocation's state (a suspended,
-// depleted or expired allocation is refused as admission refuses it) but count toward no
-// limit and hold nothing.
+// Calls that book nothing (SPEC-APIS §3): GET /v1/models and the stored response objects
+// (and, in messages.h, POST /v1/messages/count_tokens). The key was checked by the session;
+// these check the allocation's state (a suspended, depleted or expired allocation is
+// refused as admission refuses it) but count toward no limit and hold nothing.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -14,6 +15,16 @@
 #include "upstream/upstream.h"
 
 namespace cairva::gateway {
+
+// The allocation as of now when it serves; else the call is answered (refused as admission
+// would refuse it, with its first check alone: core::refuse_by_state; or the store's error)
+// and `keep` says whether the connection stays. Records nothing.
+struct InService {
+  std::optional<store::AllocationStatus> status;
+  bool keep = false;
+};
+http::Task<InService> allocation_in_service(const Gateway& gw, ClientExchange& ex,
+                                            const store::KeyGrant& grant);
 
 // GET /v1/models (`target` with its query): the agreement's `models` in the list shape of
 // the provider's dialect when the list is not empty, else the provider's own list passed
