@@ -359,8 +359,16 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
       co_return co_await responses_create(gw, pool, ex, *grant, std::move(hp.body()));
     case Route::embeddings:
       co_return co_await embeddings_create(gw, pool, ex, *grant, std::move(hp.body()));
-    case Route::models:
-      co_return co_await list_models(gw, pool, ex, *grant, hp.target());
+    case Route::models: {
+      // An Anthropic provider answers only a call that names its API version (SPEC-APIS §1).
+      const AnthropicHeaders anthropic(anthropic_fields(hp));
+      const upstream::ProviderEndpoint* provider = gw.find_provider(grant->provider);
+      std::span<const upstream::Header> forwarded;
+      if (provider != nullptr && provider->kind == config::ProviderKind::anthropic) {
+        forwarded = anthropic.span();
+      }
+      co_return co_await list_models(gw, pool, ex, *grant, hp.target(), forwarded);
+    }
     case Route::response_object:
       co_return co_await response_object(gw, pool, ex, *grant, hp.method_text(), hp.target());
     case Route::messages:

@@ -46,7 +46,7 @@ std::string json_string(std::string_view s) {
   return out + "\"";
 }
 
-// The fields of the last Anthropic request, for tests of what the gateway passed on.
+// The fields of the last API request, for tests of what the gateway passed on.
 struct LastFields {
   std::mutex mutex;
   std::string x_api_key, authorization, version, beta, target;  // GUARDED_BY(mutex)
@@ -54,16 +54,6 @@ struct LastFields {
 LastFields& last_fields() {
   static LastFields f;
   return f;
-}
-
-void remember(const Request& req) {
-  LastFields& l = last_fields();
-  std::lock_guard lock(l.mutex);
-  l.x_api_key = std::string(req["x-api-key"]);
-  l.authorization = std::string(req[bhttp::field::authorization]);
-  l.version = std::string(req["anthropic-version"]);
-  l.beta = std::string(req["anthropic-beta"]);
-  l.target = std::string(req.method_string()) + " " + std::string(req.target());
 }
 
 std::string_view path_of(const Request& req) {
@@ -265,7 +255,6 @@ net::awaitable<bool> bad_body(beast::tcp_stream& stream, const Request& req,
 
 net::awaitable<bool> messages(beast::tcp_stream& stream, const Request& req) {
   Served served(req);
-  remember(req);
   MessagesFacts f;
   if (!read_facts(req.body(), f))
     co_return co_await bad_body(stream, req, "mock: body is not a JSON object");
@@ -301,7 +290,6 @@ net::awaitable<bool> messages(beast::tcp_stream& stream, const Request& req) {
 
 net::awaitable<bool> count_tokens(beast::tcp_stream& stream, const Request& req) {
   Served served(req);
-  remember(req);
   MessagesFacts f;
   if (!read_facts(req.body(), f))
     co_return co_await bad_body(stream, req, "mock: body is not a JSON object");
@@ -327,6 +315,16 @@ net::awaitable<bool> last(beast::tcp_stream& stream, const Request& req) {
 }
 
 }  // namespace
+
+void remember_fields(const Request& req) {
+  LastFields& l = last_fields();
+  std::lock_guard lock(l.mutex);
+  l.x_api_key = std::string(req["x-api-key"]);
+  l.authorization = std::string(req[bhttp::field::authorization]);
+  l.version = std::string(req["anthropic-version"]);
+  l.beta = std::string(req["anthropic-beta"]);
+  l.target = std::string(req.method_string()) + " " + std::string(req.target());
+}
 
 bool is_anthropic_api(const Request& req) {
   const std::string_view path = path_of(req);

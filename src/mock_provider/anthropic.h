@@ -15,9 +15,9 @@
 // usage=P,C), stop_reason "max_tokens" when the limit cut the output. count_tokens answers
 // {"input_tokens":10} (P with usage=P,C).
 //
-// Also GET /mock/anthropic/last → the last Anthropic request's x-api-key, authorization,
-// anthropic-version and anthropic-beta fields and its target, as a JSON object of strings
-// (the body is GET /mock/last's).
+// Also GET /mock/anthropic/last → the last API request's (any API's: remember_fields)
+// x-api-key, authorization, anthropic-version and anthropic-beta fields and its target, as
+// a JSON object of strings (the body is GET /mock/last's).
 #pragma once
 
 #include <boost/asio/awaitable.hpp>
@@ -27,6 +27,9 @@
 
 namespace cairva::mock_provider {
 
+// Keeps `req`'s key and Anthropic fields for GET /mock/anthropic/last. Called for every API
+// request, whichever API serves it.
+void remember_fields(const Request& req);
 // Whether `req` is one of these requests (by method and path, the query aside).
 bool is_anthropic_api(const Request& req);
 // Serves it. Returns false when the connection must close.

@@ -204,6 +204,7 @@ net::awaitable<void> session(tcp::socket socket) {
     auto& req = parser.get();
     const std::string_view target = req.target();
     bool keep = true;
+    if (!target.starts_with("/mock/")) remember_fields(req);
     if (req.method() == http::verb::post && target.ends_with("/chat/completions")) {
       keep = co_await chat(stream, req);
     } else if (is_openai_api(req)) {

@@ -166,6 +166,19 @@ test('anthropic-version (default 2023-06-01) and anthropic-beta are passed on', 
   assert.equal((await lastAtProvider()).fields.target, 'POST /v1/messages?beta=true');
 });
 
+test('models.list on an Anthropic allocation: the agreement\'s list in Anthropic\'s shape, else the provider\'s, asked with its version', async () => {
+  const listed = await claudeAgreement({ models: ['claude-a', 'claude-b'] });
+  const page = await client(listed.secret).models.list();
+  assert.deepEqual(page.data.map((m) => [m.type, m.id]), [['model', 'claude-a'], ['model', 'claude-b']]);
+  const open = await claudeAgreement();
+  const passed = await fetch(gw.url + '/v1/models', { headers: { 'x-api-key': open.secret } });
+  assert.equal(passed.status, 200);
+  const { fields } = await lastAtProvider();
+  assert.equal(fields.target, 'GET /v1/models');
+  assert.equal(fields['anthropic-version'], '2023-06-01');
+  assert.equal(fields['x-api-key'], PROVIDER_KEY);
+});
+
 test('a lowered max_tokens is what the provider gets, and the thinking budget goes under it', async () => {
   const { secret } = await claudeAgreement({ output_tokens: 2000 });
   const { data, response } = await client(secret).messages.create({
