@@ -24,13 +24,14 @@ constexpr std::string_view store_down_message =
 constexpr int busy_status = 503;
 
 // The same numbers as x-ratelimit-*, named as Anthropic names them, which the Anthropic
-// SDKs and Claude-based tools read (SPEC-APIS §4).
+// SDKs and Claude-based tools read (SPEC-APIS §4); the resets as instants.
 void add_anthropic_rate_headers(http::MessageHead& h, const core::AllocationSnapshot& rate) {
   const auto& l = rate.terms.limits;
   h.add("anthropic-ratelimit-requests-limit", l.requests_per_minute);
   h.add("anthropic-ratelimit-requests-remaining", std::max<int64_t>(0, l.requests_per_minute - rate.requests_last_minute));
   h.add("anthropic-ratelimit-tokens-limit", l.tokens_per_minute);
   h.add("anthropic-ratelimit-tokens-remaining", std::max<int64_t>(0, l.tokens_per_minute - rate.tokens_last_minute));
+  add_anthropic_rate_reset_headers(h, rate);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/time.h"
 #include "config/config.h"
 #include "core/admission.h"
 #include "gateway/messages.h"
@@ -57,6 +58,7 @@ class LedgerStore final : public store::Store {
   void admit(store::AdmitCommand cmd, store::Callback<store::AdmitResult> done) override {
     if (admit_error) return done(*admit_error);
     store::AdmitResult r;
+    snap.as_of = clock_.now();
     r.decision = core::decide_admission(snap, cmd.facts, clock_.now());
     core::apply_admission(snap, r.decision);
     r.after = snap;
@@ -317,6 +319,9 @@ TEST_F(MessagesFlow, APlainMessageIsBookedWithItsCacheCountsAndTagged) {
   EXPECT_EQ(r.header("anthropic-ratelimit-requests-remaining"), "9");
   EXPECT_EQ(r.header("anthropic-ratelimit-tokens-limit"), "1000000");
   EXPECT_EQ(r.header("x-ratelimit-remaining-requests"), "9");
+  // Both windows have room: each resets at once, an instant as Anthropic writes them.
+  EXPECT_EQ(r.header("anthropic-ratelimit-requests-reset"), format_rfc3339(kNow));
+  EXPECT_EQ(r.header("anthropic-ratelimit-tokens-reset"), format_rfc3339(kNow));
   EXPECT_TRUE(r.keep);
 }
 

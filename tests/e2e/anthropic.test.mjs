@@ -245,6 +245,8 @@ test('each gateway error reaches the SDK as its own error class, in Anthropic\'s
   assert.equal(limited.headers.get('x-ratelimit-remaining-requests'), '0');
   assert.ok(limited.headers.get('anthropic-ratelimit-tokens-limit'));
   assert.ok(limited.headers.get('anthropic-ratelimit-tokens-remaining'));
+  const reset = Date.parse(limited.headers.get('anthropic-ratelimit-requests-reset'));
+  assert.ok(reset > Date.now() && reset <= Date.now() + 60_000, limited.headers.get('anthropic-ratelimit-requests-reset'));
 });
 
 test('every answer on the Anthropic paths is in Anthropic\'s shape: 405, 401 before the key, 413', async () => {
