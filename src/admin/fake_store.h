@@ -37,6 +37,9 @@ class FakeStore final : public store::Store {
                          store::Callback<store::AllocationStatus> done) override {
     done(get_allocation(id));
   }
+  void note_provider_id(store::ProviderIdNote, store::Callback<void> done) override {
+    if (done) done(make_error(ErrorCode::store_unavailable, "fake"));
+  }
 
   Result<store::CreatedAgreement> create_agreement(const store::NewAgreement& a) override {
     if (fail_everything) return down();

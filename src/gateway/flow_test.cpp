@@ -39,6 +39,8 @@ class FlowStore final : public store::Store {
   std::optional<Error> admit_error;
   std::optional<Error> settle_error;
   std::vector<store::SettleCommand> settles;
+  std::vector<store::ProviderIdNote> notes;
+  size_t settles_when_noted = 0;  // settlements made before the first note
   int authentications = 0;
 
   void authenticate(const std::string&, store::Callback<store::KeyGrant> done) override {
@@ -65,6 +67,11 @@ class FlowStore final : public store::Store {
   }
   void allocation_status(const std::string&, store::Callback<store::AllocationStatus> done) override {
     done(store::AllocationStatus{});
+  }
+  void note_provider_id(store::ProviderIdNote note, store::Callback<void> done) override {
+    if (notes.empty()) settles_when_noted = settles.size();
+    notes.push_back(std::move(note));
+    if (done) done(Status{});
   }
 
   Result<store::CreatedAgreement> create_agreement(const store::NewAgreement&) override { return no(); }

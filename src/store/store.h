@@ -58,6 +58,14 @@ struct SettleCommand {
   core::Tokens usage;               // usage and usage_unbooked
 };
 
+// The provider's id for a request still in flight, seen before its settlement (a stream's
+// first chunk carries it).
+struct ProviderIdNote {
+  std::string request_id;
+  std::string allocation_id;
+  std::string provider_request_id;  // wire::usable_provider_id
+};
+
 struct SettleResult {
   core::BookResult book = core::BookResult::unknown_request;  // the outcome
   core::RequestState request_state = core::RequestState::failed;
@@ -144,6 +152,13 @@ class Store {
   // does). The caller keeps the report and settles again: a repeat writes nothing twice.
   virtual void settle(SettleCommand cmd, Callback<SettleResult> done) = 0;
   virtual void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) = 0;
+  // Records the provider's id on a request still in_flight, so that a request the process
+  // never settles (killed, or cut at the end of a drain) becomes usage_pending carrying it:
+  // a reconciliation books under it. Changes nothing for a request no longer in_flight.
+  // Best effort, off the request's critical path: the settlement records the id anyway; a
+  // store that is failing or full may drop the note (`done` then gets the error). `done`
+  // may be empty; when given it runs once the note is durable (or dropped).
+  virtual void note_provider_id(ProviderIdNote note, Callback<void> done) = 0;
 
   // Admin (blocking). Unknown ids: ErrorCode::not_found.
   virtual Result<CreatedAgreement> create_agreement(const NewAgreement& a) = 0;

@@ -65,6 +65,8 @@ class PostgresStore final : public Store {
   void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;
   void settle(SettleCommand cmd, Callback<SettleResult> done) override;
   void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) override;
+  // One autocommitted UPDATE on a worker thread, outside the allocation's queue.
+  void note_provider_id(ProviderIdNote note, Callback<void> done) override;
 
   Result<CreatedAgreement> create_agreement(const NewAgreement& a) override;
   Result<AgreementRow> get_agreement(const std::string& agreement_id) override;

@@ -49,6 +49,9 @@ class SqliteStore final : public Store {
   void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;
   void settle(SettleCommand cmd, Callback<SettleResult> done) override;
   void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) override;
+  // Journaled like an admission (dropped at once when the writer is failing or full),
+  // riding the commit of the calling loop's round.
+  void note_provider_id(ProviderIdNote note, Callback<void> done) override;
 
   Result<CreatedAgreement> create_agreement(const NewAgreement& a) override;
   Result<AgreementRow> get_agreement(const std::string& agreement_id) override;
