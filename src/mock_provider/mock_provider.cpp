@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -47,6 +48,11 @@ constexpr uint64_t oversize_announced_bytes = uint64_t{1} << 40;
 constexpr std::string_view mock_supplier_org = "org-MockSupplier7Q2";
 constexpr std::string_view mock_supplier_key_fragment = "sk-proj-****k3Yz";
 
+// A held stream (hold=NAME) looks for its release this often.
+constexpr int64_t hold_poll_ms = 10;
+// Names released at most; a test releases a few.
+constexpr size_t released_names_max = 4096;
+
 struct Stats {
   std::atomic<int64_t> requests{0};
   std::atomic<int64_t> in_flight{0};
@@ -54,6 +60,8 @@ struct Stats {
   std::mutex last_mutex;
   std::string last_body;           // GUARDED_BY(last_mutex)
   std::string last_authorization;  // GUARDED_BY(last_mutex)
+  std::mutex released_mutex;
+  std::set<std::string, std::less<>> released;  // GUARDED_BY(released_mutex): hold names
 };
 Stats& stats() {
   static Stats s;
@@ -78,7 +86,7 @@ struct Switches {
   int64_t reset_after = -1, truncate_after = -1, split_bytes = 0;
   int64_t retry_after_s = 3;  // a 429's Retry-After
   int64_t output = completion_tokens_default;  // per choice, before the request's limit
-  std::string id, header_id;
+  std::string id, header_id, hold;
   // usage=P,C as sent (any JSON number text: negative, fractional, huge); empty = default.
   std::string prompt, completion;
 };
@@ -117,6 +125,7 @@ Switches parse_switches(std::string_view model) {
     else if (key == "split") sw.split_bytes = std::min(to_int(val), split_bytes_max);
     else if (key == "id") sw.id = std::string(val);
     else if (key == "header-id") sw.header_id = std::string(val);
+    else if (key == "hold") sw.hold = std::string(val);
     else if (key == "output") sw.output = std::max<int64_t>(to_int(val), 0);
     else if (key == "usage") {
       const auto comma = val.find(',');
@@ -224,6 +233,16 @@ net::awaitable<void> sleep_ms(int64_t ms) {
   co_await t.async_wait(nothrow);
 }
 
+bool released(std::string_view name) {
+  std::lock_guard lock(stats().released_mutex);
+  return stats().released.find(name) != stats().released.end();
+}
+
+// hold=NAME: waits until POST /mock/release/NAME.
+net::awaitable<void> wait_for_release(std::string_view name) {
+  while (!released(name)) co_await sleep_ms(hold_poll_ms);
+}
+
 // Closes with a TCP RST (linger 0) instead of a FIN: a connection reset by the peer.
 void reset(beast::tcp_stream& stream) {
   boost::system::error_code ignored;
@@ -292,6 +311,7 @@ net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw,
       if (sw.split_bytes > 0 && sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
     }
     ++sent;
+    if (sent == 1 && !sw.hold.empty()) co_await wait_for_release(sw.hold);
     if (sw.split_bytes == 0 && sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
   }
   auto [lec, ln] = co_await net::async_write(stream, http::make_chunk_last(), nothrow);
@@ -405,6 +425,14 @@ net::awaitable<void> session(tcp::socket socket) {
       stats().requests = 0;
       stats().peak_in_flight = stats().in_flight.load();
       keep = co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"reset\":true}");
+    } else if (target.starts_with("/mock/release/") && req.method() == http::verb::post) {
+      {
+        std::lock_guard lock(stats().released_mutex);
+        if (stats().released.size() < released_names_max) {
+          stats().released.emplace(target.substr(std::string_view("/mock/release/").size()));
+        }
+      }
+      keep = co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"released\":true}");
     } else if (target == "/mock/last") {
       http::response<http::string_body> res{http::status::ok, req.version()};
       res.set(http::field::content_type, "application/json");

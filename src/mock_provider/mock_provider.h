@@ -29,13 +29,16 @@
 //   oversize            non-streaming: a header announcing a 1 TiB body (with status=N if
 //                       given), a few bytes of it, then the connection closes
 //   header-id=TEXT      send TEXT as the x-request-id response header
+//   hold=NAME           streaming: after its first event (which carries the id) the stream
+//                       waits until POST /mock/release/NAME (a test's "mid-stream" moment)
 //   stamp               streaming: each content chunk is "stamp:<steady_clock µs when
 //                       written>", for per-chunk latency (bench/stream_load)
 // Usage by default: prompt_tokens 10, completion_tokens min(limit, 7) where limit is
 // max_completion_tokens, else max_tokens, else 7 (or N with output=N); times n.
 //
 // Also: GET /mock/stats → {"requests","in_flight","peak_in_flight"}; POST /mock/reset
-// zeroes them; GET /mock/last → the last chat request's body and authorization header.
+// zeroes them; GET /mock/last → the last chat request's body and authorization header;
+// POST /mock/release/NAME lets every stream held with hold=NAME go on (and later ones pass).
 #pragma once
 
 #include <string>
