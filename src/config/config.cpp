@@ -169,7 +169,7 @@ void load_server(Checker& c, const toml::table& root, Config& cfg) {
   if (!t) return;
   reject_unknown(c, *t, "server",
                  {"listen", "admin_listen", "threads", "access_log", "connections_max", "connections_per_client_max",
-                  "first_byte_timeout_s", "body_bytes_in_flight_max"});
+                  "first_byte_timeout_s", "body_bytes_in_flight_max", "drain_timeout_s"});
   check_listen(c, get_string(c, *t, "listen", "server.listen"), "server.listen", cfg.listen);
   check_listen(c, get_string(c, *t, "admin_listen", "server.admin_listen"), "server.admin_listen",
                cfg.admin_listen);
@@ -190,6 +190,9 @@ void load_server(Checker& c, const toml::table& root, Config& cfg) {
   if (auto v = get_int(c, *t, "body_bytes_in_flight_max", "server.body_bytes_in_flight_max",
                        body_bytes_in_flight_min, body_bytes_in_flight_max_max)) {
     cfg.body_bytes_in_flight_max = *v;
+  }
+  if (auto v = get_int(c, *t, "drain_timeout_s", "server.drain_timeout_s", 0, timeout_s_max)) {
+    cfg.drain_timeout_s = *v;
   }
 }
 

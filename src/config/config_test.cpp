@@ -353,5 +353,22 @@ TEST(ConfigServerLimits, ReadsTheListenerBudgetsAndChecksTheirRanges) {
   EXPECT_EQ(error_of("[server]\nfirst_byte_timeout = 2\n"), "c.toml: server.first_byte_timeout: unknown key");
 }
 
+TEST(ConfigServerDrain, ReadsTheDrainTimeoutAndChecksItsRange) {
+  auto d = parse_config("", "c.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->drain_timeout_s, drain_timeout_s_default);
+  for (const int64_t v : {int64_t{0}, int64_t{5}, int64_t{86'400}}) {
+    auto r = parse_config("[server]\ndrain_timeout_s = " + std::to_string(v) + "\n", "c.toml");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->drain_timeout_s, v);
+  }
+  auto negative = parse_config("[server]\ndrain_timeout_s = -1\n", "c.toml");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.error().message, "c.toml: server.drain_timeout_s: must be between 0 and 86400, got -1");
+  auto text = parse_config("[server]\ndrain_timeout_s = \"30s\"\n", "c.toml");
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.error().message, "c.toml: server.drain_timeout_s: expected an integer, got a string");
+}
+
 }  // namespace
 }  // namespace cairva::config

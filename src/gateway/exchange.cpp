@@ -38,7 +38,7 @@ http::MessageHead ClientExchange::head(int status) const {
 
 http::Task<bool> ClientExchange::send_json(http::MessageHead head, std::string body) {
   head.add("Content-Type", "application/json");
-  const std::string& text = head.finish(body.size(), keep_alive);
+  const std::string& text = head.finish(body.size(), keep_open());
   status_sent = static_cast<int>(head.status());
   std::array<boost::asio::const_buffer, 2> bytes{boost::asio::buffer(text), boost::asio::buffer(body)};
   if (head_only) bytes[1] = {};

@@ -4,13 +4,14 @@
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/ssl/context.hpp>
 
 #include "admin/admin_api.h"
@@ -18,6 +19,7 @@
 #include "base/run_soon.h"
 #include "base/thread_name.h"
 #include "gateway/admin_server.h"
+#include "gateway/drain.h"
 #include "gateway/gateway.h"
 #include "http/body_budget.h"
 #include "http/limits.h"
@@ -36,8 +38,11 @@ constexpr auto sweep_interval = std::chrono::seconds(1);
 
 struct Loop {
   explicit Loop(net::ssl::context& tls) : ctx(1), pool(ctx.get_executor(), tls) {}
+  // Before ctx: the requests' coroutine frames, destroyed with ctx, unlink from it.
+  OpenRequests open;
   net::io_context ctx;
   upstream::UpstreamPool pool;
+  std::function<void()> stop_listening;  // the public listener's, on this loop
 };
 
 // Runs store.sweep_stale() every sweep_interval on its own thread, so a slow store never
@@ -112,7 +117,8 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   SettlementRetry retry([&store](store::SettleCommand cmd, store::Callback<store::SettleResult> done) {
     store->settle(std::move(cmd), std::move(done));
   });
-  Gateway gw{cfg, *store, *clock, {}, &bodies, &retry};
+  std::atomic<bool> draining{false};
+  Gateway gw{cfg, *store, *clock, {}, &bodies, &retry, &draining};
   for (const auto& p : cfg.providers) {
     auto ep = upstream::make_endpoint(p);
     if (!ep) {
@@ -140,13 +146,14 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
     Loop& loop = *loops.back();
     auto r = http::start_listener(loop.ctx, bound, true, public_budget,
                                   [&gw, &loop](http::tcp::socket s, std::shared_ptr<http::Connection> c) {
-                                    return public_session(gw, loop.pool, std::move(s), std::move(c));
+                                    return public_session(gw, loop.pool, loop.open, std::move(s), std::move(c));
                                   });
     if (!r) {
       std::fprintf(stderr, "cairva: %s\n", r.error().message.c_str());
       return 1;
     }
-    bound = *r;
+    bound = r->endpoint;
+    loop.stop_listening = std::move(r->stop);
   }
 
   net::io_context admin_ctx(1);
@@ -162,19 +169,20 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
     return 1;
   }
   std::printf("cairva listening on %s:%u (admin %s:%u), store %s, %zu event loops\n",
-              bound.address().to_string().c_str(), bound.port(), admin_bound->address().to_string().c_str(),
-              admin_bound->port(), store::redacted_store_url(cfg.store_url).c_str(), loops.size());
+              bound.address().to_string().c_str(), bound.port(), admin_bound->endpoint.address().to_string().c_str(),
+              admin_bound->endpoint.port(), store::redacted_store_url(cfg.store_url).c_str(), loops.size());
   if (cfg.admin_token.empty()) {
     std::printf("cairva: no admin token in $%s: the admin API refuses every call\n", cfg.admin_token_env.c_str());
   }
   std::fflush(stdout);
 
-  Sweeper sweeper(*store, retry);
-  net::signal_set signals(admin_ctx, SIGINT, SIGTERM);
-  signals.async_wait([&](auto, int) {
-    admin_ctx.stop();
-    for (auto& l : loops) l->ctx.stop();
-  });
+  std::optional<Sweeper> sweeper(std::in_place, *store, retry);
+  Drain drain(admin_ctx, std::chrono::seconds(cfg.drain_timeout_s), draining,
+              {[&loops] {
+                 for (auto& l : loops) net::post(l->ctx, l->stop_listening);
+               },
+               [&public_budget] { return public_budget->open(); }});
+  drain.start();
   std::vector<std::thread> threads;
   for (size_t i = 0; i < loops.size(); ++i) {
     threads.emplace_back([&l = loops[i], i] {
@@ -185,8 +193,19 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
       set_run_soon_for_this_thread(nullptr);
     });
   }
-  admin_ctx.run();
+  admin_ctx.run();  // until the drain ends
+  for (auto& l : loops) l->ctx.stop();
   for (auto& t : threads) t.join();
+  sweeper.reset();
+  if (drain.forced()) {
+    std::vector<const OpenRequests*> open;
+    for (const auto& l : loops) open.push_back(&l->open);
+    settle_cut_requests(*store, retry, open);
+  }
+  retry.retry_all();  // settlements the store could not record yet: a last chance
+  // The store goes first: it runs every callback it still owes (each resumes nothing: the
+  // loops are stopped) while the loops' contexts exist; the loops' coroutines go after.
+  store.reset();
   return 0;
 }
 

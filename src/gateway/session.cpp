@@ -128,6 +128,7 @@ bool has_body(const http::RequestReader& p) {
 // What the session loop keeps of its connection between requests.
 struct ConnectionState {
   http::Connection& connection;
+  OpenRequests* open_requests;  // the event loop's
   bool first_request = true;
   // The connection closes with request bytes unread (a refused body, or bytes after a
   // malformed header): discard them before closing.
@@ -227,6 +228,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   state.first_request = false;
   co_await read_header(stream, deadline, buffer, hp, state.connection, wait_s, got_bytes, ec);
   ClientExchange ex{stream, deadline};
+  ex.closing = gw.draining;
+  ex.open_requests = state.open_requests;
   AccessLogLine log_line{ex, gw, gw.clock.monotonic_micros()};
   ex.keep_alive = false;
   if (ec) {
@@ -262,6 +265,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
     co_return co_await ex.send_error(ErrorCode::method_not_allowed,
                                      std::string(hp.method_text()) + " is not allowed on " + std::string(hp.target()));
   }
+  // A draining process tells load balancers to move away (its listener is closed already).
+  if (route == Route::healthz && gw.is_draining()) co_return co_await ex.send_json(503, R"({"status":"draining"})");
   if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
 
   auto grant = co_await authenticate(gw, keys, ex, hp.authorization(), is_billable(route));
@@ -335,7 +340,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   }
 }
 
-Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, http::Socket socket,
+Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, OpenRequests& open, http::Socket socket,
                             std::shared_ptr<http::Connection> connection) {
   http::Deadline deadline(socket);
   connection->on_shed([&socket] {
@@ -345,7 +350,7 @@ Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, htt
   beast::flat_buffer buffer;
   std::string head_text;  // a request's target and Authorization, reused
   KeyHashCache keys;
-  ConnectionState state{*connection};
+  ConnectionState state{*connection, &open};
   while (co_await serve_one(gw, pool, socket, deadline, buffer, head_text, keys, state)) {
   }
   if (connection->shed()) co_return;  // closed already
@@ -361,10 +366,10 @@ Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, htt
 
 // The listener's coroutine runs on the default executor type; the connection's own loop
 // runs on the data path's, started once per connection.
-net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket socket,
-                                    std::shared_ptr<http::Connection> connection) {
+net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, OpenRequests& open,
+                                    net::ip::tcp::socket socket, std::shared_ptr<http::Connection> connection) {
   auto on_loop = http::rebind(std::move(socket), pool.executor());
-  co_await net::co_spawn(pool.executor(), serve_connection(gw, pool, std::move(on_loop), std::move(connection)),
+  co_await net::co_spawn(pool.executor(), serve_connection(gw, pool, open, std::move(on_loop), std::move(connection)),
                          net::use_awaitable);
 }
 

@@ -479,7 +479,7 @@ int run(const Options& options) {
       std::fprintf(stderr, "mock-provider: %s\n", r.error().message.c_str());
       return 1;
     }
-    bound = *r;
+    bound = r->endpoint;
   }
   std::printf("mock-provider listening on %s:%u\n", bound.address().to_string().c_str(), bound.port());
   std::fflush(stdout);
