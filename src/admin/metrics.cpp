@@ -132,6 +132,9 @@ std::string Metrics::render(const std::vector<store::AllocationStatus>& allocati
   header(out, "cairva_store_commit_batch_writes", "histogram",
          "Writes per store commit batch (SQLite: records per oplog commit; PostgreSQL: admissions per transaction).");
   histogram(out, "cairva_store_commit_batch_writes", commit_batch_, false);
+  header(out, "cairva_access_log_dropped_lines_total", "counter",
+         "Access log lines dropped because the log's buffer was full.");
+  sample(out, "cairva_access_log_dropped_lines_total", "", access_log_dropped_.load(std::memory_order_relaxed));
   allocation_gauges(out, allocations);
   return out;
 }

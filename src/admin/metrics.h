@@ -111,6 +111,9 @@ class Metrics {
   void observe_stream_relay_us(int64_t us) { stream_relay_.observe(us); }
   // cairva_store_commit_batch_writes: writes per store commit (the store's hook).
   void observe_commit_batch(int64_t writes) { commit_batch_.observe(writes); }
+  // cairva_access_log_dropped_lines_total: access log lines dropped because the log's
+  // buffer was full (its disk or pipe stalled).
+  void count_access_log_dropped() { access_log_dropped_.fetch_add(1, std::memory_order_relaxed); }
   // Scraped from the store, not counted: per-allocation in_flight, held and usage_pending
   // gauges and the total usage_pending count (see render_metrics).
 
@@ -126,6 +129,7 @@ class Metrics {
   std::atomic<int64_t> booked_input_{0};
   std::atomic<int64_t> booked_output_{0};
   std::atomic<int64_t> usage_missing_{0};
+  std::atomic<int64_t> access_log_dropped_{0};
   Histogram<commit_batch_bucket_writes.size()> commit_batch_{commit_batch_bucket_writes};
   Histogram<stream_relay_bucket_us.size()> stream_relay_{stream_relay_bucket_us};
   std::array<Histogram<store_wait_bucket_us.size()>, store_wait_count> store_wait_{

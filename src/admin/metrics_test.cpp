@@ -25,6 +25,12 @@ TEST(Metrics, CountsRequestsByOutcome) {
   EXPECT_TRUE(has_line(text, "cairva_admission_refusals_total{reason=\"max_concurrency\"} 1"));
 }
 
+TEST(Metrics, CountsAccessLogLinesDropped) {
+  Metrics m;
+  m.count_access_log_dropped();
+  EXPECT_TRUE(has_line(m.render({}), "cairva_access_log_dropped_lines_total 1"));
+}
+
 TEST(Metrics, ProviderLatencyHistogramIsCumulativeInSeconds) {
   Metrics m;
   m.observe_provider_latency_us(3'000);        // <= 5 ms

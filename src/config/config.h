@@ -82,7 +82,9 @@ struct Config {
   int64_t in_flight_timeout_s = in_flight_timeout_s_default;
   std::vector<Provider> providers;
   int threads = 0;  // [server] threads: event loops; 0 = one per core
-  bool access_log = true;  // [server] access_log: one line per request on stdout
+  bool access_log = true;  // [server] access_log: one line per public request
+  bool access_log_json = false;  // [server] access_log_format = "json" (else "text")
+  std::string access_log_path;   // [server] access_log_path; empty: standard output
   int64_t connections_max = connections_max_default;
   int64_t connections_per_client_max = connections_per_client_max_default;  // 0: no cap
   int64_t first_byte_timeout_s = first_byte_timeout_s_default;

@@ -370,5 +370,27 @@ TEST(ConfigServerDrain, ReadsTheDrainTimeoutAndChecksItsRange) {
   EXPECT_EQ(text.error().message, "c.toml: server.drain_timeout_s: expected an integer, got a string");
 }
 
+TEST(ConfigServerAccessLog, ReadsTheFormatAndPathAndChecksThem) {
+  auto d = parse_config("", "c.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->access_log);
+  EXPECT_FALSE(d->access_log_json);
+  EXPECT_EQ(d->access_log_path, "");
+  auto r = parse_config("[server]\naccess_log_format = \"json\"\naccess_log_path = \"/var/log/cairva/access.log\"\n",
+                        "c.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->access_log_json);
+  EXPECT_EQ(r->access_log_path, "/var/log/cairva/access.log");
+  auto text = parse_config("[server]\naccess_log_format = \"text\"\n", "c.toml");
+  ASSERT_TRUE(text.ok());
+  EXPECT_FALSE(text->access_log_json);
+  auto bad = parse_config("[server]\naccess_log_format = \"xml\"\n", "c.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "c.toml: server.access_log_format: expected \"text\" or \"json\", got \"xml\"");
+  auto empty = parse_config("[server]\naccess_log_path = \"\"\n", "c.toml");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error().message.rfind("c.toml: server.access_log_path: expected a file path", 0), 0u);
+}
+
 }  // namespace
 }  // namespace cairva::config

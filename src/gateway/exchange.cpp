@@ -87,11 +87,4 @@ http::Task<bool> ClientExchange::send_continue() {
   co_return !ec;
 }
 
-void ClientExchange::log_access(int64_t latency_us) const {
-  std::printf("request id=%s allocation=%s status=%d outcome=%.*s input_tokens=%lld output_tokens=%lld latency_us=%lld\n",
-              request_id.c_str(), allocation_id.empty() ? "-" : allocation_id.c_str(), status_sent,
-              static_cast<int>(outcome.size()), outcome.data(), static_cast<long long>(booked.input),
-              static_cast<long long>(booked.output), static_cast<long long>(latency_us));
-}
-
 }  // namespace cairva::gateway

@@ -38,13 +38,12 @@ struct ClientExchange {
   const std::atomic<bool>* closing = nullptr;
   // The event loop's requests being forwarded, for the end of a drain (null: none kept).
   OpenRequests* open_requests = nullptr;
-  // For the access log line.
+  // For the access log line (gateway/access_log.h).
   std::string allocation_id;
   std::string_view outcome = "-";  // "booked", "usage_pending", "failed", or an error code
   core::Tokens booked;
-
-  // One line per request: id, allocation, status, outcome, tokens, latency. Never a secret.
-  void log_access(int64_t latency_us) const;
+  std::string model;                // the request's, once read (only while the log is on)
+  std::string provider_request_id;  // the one its settlement recorded (likewise)
 
   // Whether the connection stays open after the response being sent: keep_alive, which
   // turns false once the process drains, so that the response says Connection: close.

@@ -123,6 +123,8 @@ struct Flow {
       co_return settled;
     }
     ex.outcome = core::to_string(settled->request_state);
+    // The gateway's own id stands in for none: the line shows none.
+    if (gw.access_log != nullptr && provider_request_id != ex.request_id) ex.provider_request_id = provider_request_id;
     if (kind == store::SettleKind::usage) {
       admin::metrics().count_booking(settled->book, usage);
       if (settled->book == core::BookResult::booked) ex.booked = usage;

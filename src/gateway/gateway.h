@@ -14,6 +14,7 @@
 #include "config/config.h"
 #include "http/body_budget.h"
 #include "http/connections.h"
+#include "gateway/access_log.h"
 #include "gateway/open_requests.h"
 #include "gateway/settle_retry.h"
 #include "store/store.h"
@@ -37,6 +38,7 @@ struct Gateway {
   // True once the process drains (serve.cpp): /healthz answers 503 and every response
   // closes its connection. Null: never.
   const std::atomic<bool>* draining = nullptr;
+  AccessLog* access_log = nullptr;  // null: server.access_log = false
 
   bool is_draining() const { return draining != nullptr && draining->load(std::memory_order_relaxed); }
 

@@ -1,6 +1,7 @@
 #include "gateway/serve.h"
 
 #include <atomic>
+#include <csignal>
 #include <condition_variable>
 #include <cstdio>
 #include <mutex>
@@ -12,6 +13,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/context.hpp>
 
 #include "admin/admin_api.h"
@@ -103,6 +105,9 @@ int64_t public_connections_max(const config::Config& cfg) {
 }  // namespace
 
 int run_serve(const config::Config& cfg, store::StoreOptions options) {
+  // A closed pipe on stdout (the access log's default, a journald restarting) is a write
+  // error to report, not a reason for the process to die.
+  std::signal(SIGPIPE, SIG_IGN);
   auto clock = std::make_shared<SystemClock>();
   options.on_commit_batch = [](int64_t writes) { admin::metrics().observe_commit_batch(writes); };
   auto opened = store::open_store(options, clock);
@@ -118,7 +123,17 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
     store->settle(std::move(cmd), std::move(done));
   });
   std::atomic<bool> draining{false};
-  Gateway gw{cfg, *store, *clock, {}, &bodies, &retry, &draining};
+  std::unique_ptr<AccessLog> access_log;  // outlives the loops: their coroutines log as they end
+  if (cfg.access_log) {
+    auto opened_log =
+        AccessLog::open(cfg.access_log_path, cfg.access_log_json ? AccessLogFormat::json : AccessLogFormat::text);
+    if (!opened_log) {
+      std::fprintf(stderr, "cairva: %s: %s\n", cfg.source.c_str(), opened_log.error().message.c_str());
+      return 2;
+    }
+    access_log = std::move(*opened_log);
+  }
+  Gateway gw{cfg, *store, *clock, {}, &bodies, &retry, &draining, access_log.get()};
   for (const auto& p : cfg.providers) {
     auto ep = upstream::make_endpoint(p);
     if (!ep) {
@@ -183,6 +198,16 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
                },
                [&public_budget] { return public_budget->open(); }});
   drain.start();
+  // SIGHUP reopens the access log file (rotation); without a handler it would end the process.
+  net::signal_set hangups(admin_ctx, SIGHUP);
+  std::function<void()> on_hangup = [&] {
+    hangups.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      if (access_log) access_log->reopen();
+      on_hangup();
+    });
+  };
+  on_hangup();
   std::vector<std::thread> threads;
   for (size_t i = 0; i < loops.size(); ++i) {
     threads.emplace_back([&l = loops[i], i] {

@@ -209,9 +209,27 @@ Task<bool> allocation_current(const Gateway& gw, ClientExchange& ex, const store
 struct AccessLogLine {
   const ClientExchange& ex;
   const Gateway& gw;
+  const http::Connection& connection;
   int64_t started_us;
+  std::string_view method;  // the parser's, which outlives this line
+  std::string_view path;    // the target without its query string, which may hold secrets
   ~AccessLogLine() {
-    if (gw.config.access_log && !ex.request_id.empty()) ex.log_access(gw.clock.monotonic_micros() - started_us);
+    if (gw.access_log == nullptr || ex.request_id.empty()) return;
+    const std::string client = connection.client().to_string();
+    AccessRecord r;
+    r.time = gw.clock.now();
+    r.client = client;
+    r.method = method;
+    r.path = path;
+    r.status = ex.status_sent;
+    r.allocation_id = ex.allocation_id;
+    r.request_id = ex.request_id;
+    r.provider_request_id = ex.provider_request_id;
+    r.model = ex.model;
+    r.booked = ex.booked;
+    r.outcome = ex.outcome;
+    r.latency_us = gw.clock.monotonic_micros() - started_us;
+    gw.access_log->write(r);
   }
 };
 
@@ -230,7 +248,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   ClientExchange ex{stream, deadline};
   ex.closing = gw.draining;
   ex.open_requests = state.open_requests;
-  AccessLogLine log_line{ex, gw, gw.clock.monotonic_micros()};
+  AccessLogLine log_line{ex, gw, state.connection, gw.clock.monotonic_micros(), {}, {}};
   ex.keep_alive = false;
   if (ec) {
     if (!got_bytes || ec == bhttp::error::end_of_stream || ec == net::error::eof ||
@@ -258,6 +276,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   ex.keep_alive = hp.keep_alive() && !has_body(hp);  // reset below once the body is read
   state.unread = has_body(hp);                        // until the body is read
   ex.request_id = new_time_ordered_id("req");
+  log_line.method = hp.method_text();
+  log_line.path = hp.target().substr(0, hp.target().find('?'));
   bool method_ok = false;
   const Route route = route_of(hp.target(), hp.method(), method_ok);
   if (route == Route::unknown) co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
