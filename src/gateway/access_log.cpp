@@ -1,6 +1,8 @@
 #include "gateway/access_log.h"
 
+#include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 
@@ -16,7 +18,15 @@ namespace {
 // Owner read and write only: a line names clients' addresses and allocations.
 constexpr mode_t access_log_file_mode = 0600;
 
-bool plain(unsigned char c) { return c > 0x20 && c < 0x7f && c != '"' && c != '\\' && c != '='; }
+// Bytes a text value may hold bare: printable ASCII but the space, the quote, the backslash
+// and '='. A table: the line is formatted on the event loop, per request.
+constexpr std::array<bool, 256> plain_bytes = [] {
+  std::array<bool, 256> t{};
+  for (int c = 0x21; c < 0x7f; ++c) t[static_cast<size_t>(c)] = c != '"' && c != '\\' && c != '=';
+  return t;
+}();
+
+bool plain(unsigned char c) { return plain_bytes[c]; }
 
 void hex(std::string& out, std::string_view prefix, unsigned char c) {
   static constexpr char digits[] = "0123456789abcdef";
@@ -65,6 +75,12 @@ void json_field(std::string& out, std::string_view key, std::string_view v, bool
   }
   if (bounded && v.size() > access_log_field_bytes_max) v = v.substr(0, access_log_field_bytes_max);
   out.push_back('"');
+  bool bare = true;
+  for (const char c : v) bare = bare && (plain(static_cast<unsigned char>(c)) || c == ' ' || c == '=');
+  if (bare) {
+    out.append(v).push_back('"');
+    return;
+  }
   for (const char ch : v) {
     const auto c = static_cast<unsigned char>(ch);
     if (c == '"' || c == '\\') {
@@ -79,6 +95,12 @@ void json_field(std::string& out, std::string_view key, std::string_view v, bool
   out.push_back('"');
 }
 
+void append_int(std::string& out, int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
 void number(std::string& out, std::string_view key, int64_t v, bool json) {
   if (json) {
     out.append(",\"").append(key).append("\":");
@@ -86,25 +108,45 @@ void number(std::string& out, std::string_view key, int64_t v, bool json) {
     out.push_back(' ');
     out.append(key).push_back('=');
   }
-  out.append(std::to_string(v));
+  append_int(out, v);
 }
 
+// "12.345": milliseconds with three decimals.
 void latency(std::string& out, int64_t us, bool json) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld.%03lld", static_cast<long long>(us / 1000), static_cast<long long>(us % 1000));
-  out.append(json ? ",\"latency_ms\":" : " latency_ms=").append(buf);
+  out.append(json ? ",\"latency_ms\":" : " latency_ms=");
+  append_int(out, us / 1000);
+  const auto frac = static_cast<int>(us % 1000);
+  const char digits[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10)};
+  out.append(digits, sizeof digits);
+}
+
+// RFC 3339 UTC with milliseconds (base/time.h format_rfc3339_millis), the whole second's
+// text kept per thread: it changes once a second, the line is written per request.
+void append_time(std::string& out, UnixMicros t) {
+  thread_local int64_t cached_second = -1;
+  thread_local std::string cached;  // "2026-11-30T19:12:08"
+  const int64_t ms = t >= 0 ? t / 1000 : (t - 999) / 1000;
+  const int64_t second = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+  if (second != cached_second || cached.empty()) {
+    cached = format_rfc3339(second * micros_per_second);
+    cached.pop_back();  // its 'Z'
+    cached_second = second;
+  }
+  out.append(cached);
+  const auto frac = static_cast<int>(ms - second * 1000);
+  const char digits[5] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+                          static_cast<char>('0' + frac % 10), 'Z'};
+  out.append(digits, sizeof digits);
 }
 
 }  // namespace
 
 void format_access_line(const AccessRecord& r, AccessLogFormat format, std::string& out) {
   const bool json = format == AccessLogFormat::json;
-  const std::string time = format_rfc3339_millis(r.time);
-  if (json) {
-    out.append("{\"time\":\"").append(time).push_back('"');
-  } else {
-    out.append(time);
-  }
+  if (json) out.append("{\"time\":\"");
+  append_time(out, r.time);
+  if (json) out.push_back('"');
   auto field = [&](std::string_view key, std::string_view v, bool bounded) {
     json ? json_field(out, key, v, bounded) : text_field(out, key, v, bounded);
   };

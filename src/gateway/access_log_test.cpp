@@ -45,6 +45,18 @@ TEST(AccessLine, TextIsOneLineOfKeysAndValues) {
             "output_tokens=7 outcome=booked latency_ms=12.345\n");
 }
 
+TEST(AccessLine, TimeIsRfc3339UtcWithMillisecondsAcrossSeconds) {
+  AccessRecord r = booked();
+  for (const UnixMicros t : {t_us, t_us + 1, t_us + 876'543, t_us + 876'544 + 1'000'000, t_us + 3'000'000'000,
+                             UnixMicros{0}, UnixMicros{-1}, t_us}) {
+    r.time = t;
+    const std::string line = line_of(r, AccessLogFormat::text);
+    EXPECT_EQ(line.substr(0, line.find(' ')), format_rfc3339_millis(t)) << t;
+    const std::string json_line = line_of(r, AccessLogFormat::json);
+    EXPECT_EQ(json_line.substr(9, 24), format_rfc3339_millis(t)) << t;
+  }
+}
+
 TEST(AccessLine, TextShowsAbsentFieldsAsADash) {
   AccessRecord r;
   r.time = t_us;

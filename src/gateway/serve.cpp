@@ -1,9 +1,10 @@
 #include "gateway/serve.h"
 
 #include <atomic>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>

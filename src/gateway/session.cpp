@@ -130,6 +130,7 @@ struct ConnectionState {
   http::Connection& connection;
   OpenRequests* open_requests;  // the event loop's
   bool first_request = true;
+  std::string client_text;  // the peer's address as the access log writes it, once
   // The connection closes with request bytes unread (a refused body, or bytes after a
   // malformed header): discard them before closing.
   bool unread = false;
@@ -209,16 +210,16 @@ Task<bool> allocation_current(const Gateway& gw, ClientExchange& ex, const store
 struct AccessLogLine {
   const ClientExchange& ex;
   const Gateway& gw;
-  const http::Connection& connection;
+  ConnectionState& state;  // its connection's
   int64_t started_us;
   std::string_view method;  // the parser's, which outlives this line
   std::string_view path;    // the target without its query string, which may hold secrets
   ~AccessLogLine() {
     if (gw.access_log == nullptr || ex.request_id.empty()) return;
-    const std::string client = connection.client().to_string();
+    if (state.client_text.empty()) state.client_text = state.connection.client().to_string();
     AccessRecord r;
     r.time = gw.clock.now();
-    r.client = client;
+    r.client = state.client_text;
     r.method = method;
     r.path = path;
     r.status = ex.status_sent;
@@ -248,7 +249,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   ClientExchange ex{stream, deadline};
   ex.closing = gw.draining;
   ex.open_requests = state.open_requests;
-  AccessLogLine log_line{ex, gw, state.connection, gw.clock.monotonic_micros(), {}, {}};
+  AccessLogLine log_line{ex, gw, state, gw.clock.monotonic_micros(), {}, {}};
   ex.keep_alive = false;
   if (ec) {
     if (!got_bytes || ec == bhttp::error::end_of_stream || ec == net::error::eof ||
