@@ -7,9 +7,10 @@
 // it: every "mid-stream" moment here is one the test observed, never a sleep.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import http from 'node:http';
 import net from 'node:net';
-import { startMock, startGateway, createAgreement, eventually } from './harness.mjs';
+import { startMock, startGateway, createAgreement, chat, eventually } from './harness.mjs';
 
 // Opens a streaming chat completion; `firstChunk` resolves with the first body bytes,
 // `done` once the response ends (or is cut) with everything read.
@@ -72,7 +73,8 @@ async function requestRow(gw, allocationId, requestId) {
 
 test('SIGTERM drains: the stream in flight completes and is booked; /healthz 503; no new connections; exit 0', async () => {
   const mock = await startMock();
-  let gw = await startGateway(mock, { serverToml: 'drain_timeout_s = 60' });
+  // One event loop: the ordering argument below needs every connection on the same loop.
+  let gw = await startGateway(mock, { threads: 1, serverToml: 'drain_timeout_s = 60' });
   try {
     const { allocation, secret } = await createAgreement(gw);
     const stream = openStream(gw, secret, 'mock?hold=drain-1&id=chatcmpl-drain-1');
@@ -85,7 +87,12 @@ test('SIGTERM drains: the stream in flight completes and is booked; /healthz 503
     assert.match(idle.data, /^HTTP\/1\.1 200/);
     const health = rawConnection(gw.port);
     await health.connected;
-    health.sock.write('GET /healthz HTTP/1.1\r\n');
+    await new Promise((res) => health.sock.write('GET /healthz HTTP/1.1\r\n', res));
+    // The loop has read that first line once it has answered a request whose bytes arrived
+    // after it (a chat completion takes several rounds of the one loop): the connection is
+    // then mid-request, not idle.
+    const marker = await chat(gw, secret, { model: 'mock', messages: [{ role: 'user', content: 'after' }] });
+    assert.equal(marker.status, 200);
     const end = exited(gw.child);
     gw.child.kill('SIGTERM');
     await eventually(() => /draining/.test(gw.child.output()));
@@ -196,5 +203,41 @@ test('kill -9 mid-stream: after the restart the request is usage_pending with th
     await gw.stop();
     mock.child.kill();
     gw.cleanup();
+  }
+});
+
+test('on PostgreSQL: the provider id is noted in flight, and a stream cut by the drain is left usage_pending with it', async () => {
+  const PG_URL = process.env.CAIRVA_TEST_PG_URL;
+  assert.ok(PG_URL, 'CAIRVA_TEST_PG_URL is not set: this test needs a PostgreSQL server (scripts/test.sh sets it)');
+  const name = `cairva_drain_${process.pid}_${Math.random().toString(36).slice(2, 8)}`;
+  execFileSync('psql', [PG_URL, '-qAt', '-v', 'ON_ERROR_STOP=1', '-c', `CREATE DATABASE ${name}`]);
+  const u = new URL(PG_URL);
+  u.pathname = '/' + name;
+  const store = u.toString();
+  const mock = await startMock();
+  let gw = await startGateway(mock, { store, serverToml: 'drain_timeout_s = 1' });
+  try {
+    const { allocation, secret } = await createAgreement(gw);
+    const stream = openStream(gw, secret, 'mock?hold=drain-5&id=chatcmpl-drain-5');
+    await stream.first;
+    const noted = await eventually(async () => {
+      const r = await gw.admin('GET', `/admin/v1/requests?allocation_id=${allocation.id}&state=in_flight`);
+      return r.body.data.find((q) => q.provider_request_id === 'chatcmpl-drain-5');
+    });
+    assert.ok(noted, 'the provider id is on the in-flight request');
+    const end = exited(gw.child);
+    gw.child.kill('SIGTERM');
+    assert.deepEqual(await end, { code: 0, signal: null });
+    await stream.done;
+    gw = await startGateway(mock, { store, dir: gw.dir, port: gw.port, adminPort: gw.adminPort });
+    const row = await requestRow(gw, allocation.id, noted.id);
+    assert.equal(row.state, 'usage_pending');
+    assert.equal(row.provider_request_id, 'chatcmpl-drain-5');
+  } finally {
+    await release(mock, 'drain-5');
+    await gw.stop();
+    mock.child.kill();
+    gw.cleanup();
+    execFileSync('psql', [PG_URL, '-qAt', '-c', `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`]);
   }
 });
