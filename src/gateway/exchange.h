@@ -4,6 +4,7 @@
 // and the chat completion flow.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "base/error_code.h"
 #include "base/result.h"
 #include "core/admission.h"
+#include "gateway/open_requests.h"
 #include "http/deadline.h"
 #include "http/executor.h"
 #include "http/message_head.h"
@@ -32,13 +34,24 @@ struct ClientExchange {
   std::string_view key_hash;                     // the request's key's, while it is served
   std::optional<core::AllocationSnapshot> rate;  // for x-ratelimit-* headers
   int status_sent = 0;                           // for logs and metrics
-  // For the access log line.
+  // Set while the process drains (serve.cpp): every response then closes its connection.
+  // Null: never.
+  const std::atomic<bool>* closing = nullptr;
+  // The event loop's requests being forwarded, for the end of a drain (null: none kept).
+  OpenRequests* open_requests = nullptr;
+  // For the access log line (gateway/access_log.h).
   std::string allocation_id;
   std::string_view outcome = "-";  // "booked", "usage_pending", "failed", or an error code
   core::Tokens booked;
+  std::string model;                // the request's, once read (only while the log is on)
+  std::string provider_request_id;  // the one its settlement recorded (likewise)
 
-  // One line per request: id, allocation, status, outcome, tokens, latency. Never a secret.
-  void log_access(int64_t latency_us) const;
+  // Whether the connection stays open after the response being sent: keep_alive, which
+  // turns false once the process drains, so that the response says Connection: close.
+  bool keep_open() {
+    if (keep_alive && closing != nullptr && closing->load(std::memory_order_relaxed)) keep_alive = false;
+    return keep_alive;
+  }
 
   // A response head with x-cairva-request-id and, when known, the x-ratelimit-* headers.
   http::MessageHead head(int status) const;

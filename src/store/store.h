@@ -60,6 +60,14 @@ struct SettleCommand {
   core::Tokens usage;               // usage and usage_unbooked
 };
 
+// The provider's id for a request still in flight, seen before its settlement (a stream's
+// first chunk carries it).
+struct ProviderIdNote {
+  std::string request_id;
+  std::string allocation_id;
+  std::string provider_request_id;  // wire::usable_provider_id
+};
+
 struct SettleResult {
   core::BookResult book = core::BookResult::unknown_request;  // the outcome
   core::RequestState request_state = core::RequestState::failed;
@@ -153,6 +161,13 @@ class Store {
   // provider id yet, so it owns none until it settles. An unknown allocation owns nothing.
   virtual void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
                                      Callback<bool> done) = 0;
+  // Records the provider's id on a request still in_flight, so that a request the process
+  // never settles (killed, or cut at the end of a drain) becomes usage_pending carrying it:
+  // a reconciliation books under it. Changes nothing for a request no longer in_flight.
+  // Best effort, off the request's critical path: the settlement records the id anyway; a
+  // store that is failing or full may drop the note (`done` then gets the error). `done`
+  // may be empty; when given it runs once the note is durable (or dropped).
+  virtual void note_provider_id(ProviderIdNote note, Callback<void> done) = 0;
 
   // Admin (blocking). Unknown ids: ErrorCode::not_found.
   virtual Result<CreatedAgreement> create_agreement(const NewAgreement& a) = 0;
