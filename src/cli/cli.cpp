@@ -18,9 +18,11 @@ namespace {
 
 namespace json = boost::json;
 
+// The process's exit codes (docs/operations.md, "Deploy with systemd"): the unit restarts
+// on 1 and never on 2, which no restart can mend.
 constexpr int exit_ok = 0;
-constexpr int exit_refused = 1;     // the admin API said no, or could not be reached
-constexpr int exit_bad_config = 2;  // as `cairva serve` exits on a bad config file
+constexpr int exit_refused = 1;     // a runtime error, or the admin API said no / was not reached
+constexpr int exit_bad_config = 2;  // a bad config file or command line
 
 constexpr const char* description =
     "Cairva: an OpenAI-compatible gateway that sells LLM capacity exactly.\n"
@@ -496,7 +498,8 @@ int run(int argc, char** argv, const Hooks& hooks) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version end here too, with 0; every other code of CLI11's is bad usage.
+    return app.exit(e) == exit_ok ? exit_ok : exit_bad_config;
   }
   CAIRVA_ASSERT(action != nullptr);
   try {

@@ -212,6 +212,16 @@ TEST_F(CliTest, BackupPostsAnAbsolutePathWithItsOwnTimeoutAndPrintsTheCopy) {
   EXPECT_EQ(calls_.size(), 2u);
 }
 
+TEST_F(CliTest, BadUsageExitsTwoLikeABadConfigAndHelpExitsZero) {
+  EXPECT_EQ(run_cli({"serve", "--no-such-flag"}).code, 2);
+  EXPECT_EQ(run_cli({"no-such-command"}).code, 2);
+  EXPECT_EQ(run_cli({}).code, 2);
+  EXPECT_EQ(run_cli({"serve", "--config", "/nonexistent/cairva.toml"}).code, 2);
+  EXPECT_EQ(run_cli({"--help"}).code, 0);
+  EXPECT_EQ(run_cli({"backup", "--help"}).code, 0);
+  EXPECT_TRUE(calls_.empty());
+}
+
 TEST_F(CliTest, MissingAdminTokenIsRefusedBeforeAnyCall) {
   unsetenv(admin_token_env);
   Outcome o = run_cli({"allocation", "list"});
