@@ -129,6 +129,18 @@ struct AuditReport {
   int64_t unapplied_writes = 0;
 };
 
+// `cairva backup`'s result: where the copy is and what it holds.
+struct BackupReport {
+  std::string path;        // the copy, absolute
+  int64_t bytes = 0;       // its size
+  int64_t allocations = 0;
+  int64_t requests = 0;
+  int64_t events = 0;
+  // The copy holds every write acknowledged before started_at (and some after it).
+  UnixMicros started_at = 0;
+  UnixMicros finished_at = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -191,6 +203,15 @@ class Store {
   // In-flight requests older than the in-flight timeout become usage_pending. Returns how many.
   virtual Result<int64_t> sweep_stale() = 0;
   virtual Result<AuditReport> audit() = 0;
+  // An online, consistent copy of the store in a new file at `path` (absolute, not
+  // existing), mode 0600; blocking. Only the embedded store copies itself: by default
+  // ErrorCode::invalid_request (PostgreSQL is backed up with pg_dump).
+  virtual Result<BackupReport> backup(const std::string& path) {
+    (void)path;
+    return make_error(ErrorCode::invalid_request,
+                      "backup: this gateway's store is not the embedded one; back PostgreSQL up "
+                      "with pg_dump (docs/operations.md, \"Back up and restore\")");
+  }
 };
 
 // Options every backend shares.

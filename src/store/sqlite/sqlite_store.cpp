@@ -43,15 +43,16 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   }
   auto writer = std::make_unique<Writer>(std::move(wdb).value(), std::move(*log),
                                          replayed->next_seq, clock, options.on_commit_batch);
-  std::unique_ptr<SqliteStore> store(new SqliteStore(options, std::move(clock), std::move(lock).value(),
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, options, std::move(clock), std::move(lock).value(),
                                                      std::move(rdb).value(), std::move(writer)));
   if (Status s = store->load(); !s.ok()) return s.error();
   return store;
 }
 
-SqliteStore::SqliteStore(StoreOptions options, std::shared_ptr<const Clock> clock,
+SqliteStore::SqliteStore(std::string path, StoreOptions options, std::shared_ptr<const Clock> clock,
                          std::unique_ptr<FileLock> lock, Db reader, std::unique_ptr<Writer> writer)
-    : options_(std::move(options)),
+    : path_(std::move(path)),
+      options_(std::move(options)),
       clock_(std::move(clock)),
       lock_(std::move(lock)),
       reader_(std::move(reader)),
