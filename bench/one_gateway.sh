@@ -1,7 +1,8 @@
 # Sourced by bench/profile.sh and bench/instructions.sh: one mock provider and one gateway
 # (SQLite store in a scratch directory, $work) under load-test settings, and a buyer key with
 # limits too high to refuse anything (store: CAIRVA_ONE_STORE_URL, e.g. a PostgreSQL URL, else a
-# fresh SQLite file). Everything started is stopped, and $work removed, when
+# fresh SQLite file; CAIRVA_ONE_ACCESS_LOG=text or json: the access log on, to a file in $work,
+# else off). Everything started is stopped, and $work removed, when
 # the script exits.
 work=$(mktemp -d /tmp/cairva-bench.XXXXXX)
 pids=()
@@ -13,6 +14,14 @@ wait_http() {
   for _ in $(seq "${2:-100}"); do curl -s -o /dev/null "$1" && return 0; sleep 0.05; done
   echo "not up: $1" >&2
   return 1
+}
+
+access_log_toml() {
+  if [ -n "${CAIRVA_ONE_ACCESS_LOG:-}" ]; then
+    printf 'access_log_format = "%s"\naccess_log_path = "%s"\n' "$CAIRVA_ONE_ACCESS_LOG" "$work/access.log"
+  else
+    echo "access_log = false"
+  fi
 }
 
 # start_one_gateway MOCK_BIN SYNC THREADS WAIT_TRIES COMMAND...: COMMAND is the gateway's
@@ -31,7 +40,7 @@ start_one_gateway() {
 listen = "127.0.0.1:$GW_PORT"
 admin_listen = "127.0.0.1:$GW_ADMIN"
 threads = $threads
-access_log = false
+$(access_log_toml)
 connections_per_client_max = 0   # every benchmark client connects from one address
 [store]
 url = "${CAIRVA_ONE_STORE_URL:-sqlite://$work/cairva.db}"

@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-./scripts/setup.sh
+# What building and running need, not the test tools (scripts/test.sh installs those).
+./scripts/setup.sh --build
 # The executable alone: the tests and benchmarks are scripts/test.sh's to build.
 CAIRVA_TARGETS=cairva ./scripts/build.sh build
 

@@ -1,28 +1,47 @@
 #!/usr/bin/env bash
-# Installs every Debian package and npm module that Cairva's build, tests and
-# benchmarks need. Idempotent: safe to run again; it only installs what is missing.
+# Installs the Debian packages and npm modules Cairva needs. Idempotent: safe to run again;
+# it only installs what is missing.
+#   scripts/setup.sh           # everything: build, tests, benchmarks, fuzzing, lint (scripts/test.sh)
+#   scripts/setup.sh --build   # only what building and running the gateway need (scripts/run.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+case "${1:-}" in
+  --build) only_build=1 ;;
+  "") only_build=0 ;;
+  *) echo "usage: $0 [--build]" >&2; exit 2 ;;
+esac
+
 # Boost 1.81 is installed as individual packages: libboost-dev/libboost-all-dev
-# pull in 1.74, which conflicts (see STACK.md). Each package below has a user: the build
-# (CMakeLists.txt), the tests (scripts/test.sh), bench/ (sqlite3, wrk, nginx, gnuplot, perf,
-# valgrind), fuzz/ (clang, its sanitizer runtimes) or scripts/lint.sh (clang-format, clang-tidy).
-PACKAGES=(
+# pull in 1.74, which conflicts (see STACK.md).
+# Building and running: CMakeLists.txt's find_package list (GoogleTest and Google Benchmark
+# too: the build configures the tests with the executable), git for the version info,
+# curl and ca-certificates for scripts/run.sh and the providers' TLS.
+BUILD_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates curl
   libboost-system1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libssl-dev openssl
-  libsimdjson-dev libmimalloc-dev zlib1g-dev libsqlite3-dev sqlite3 libpq-dev libpq5
+  libsimdjson-dev libmimalloc-dev zlib1g-dev libsqlite3-dev libpq-dev libpq5
   libtomlplusplus-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+)
+# The rest has a user each: the tests (scripts/test.sh: a PostgreSQL server, pg_dump, Node
+# below), bench/ (sqlite3, wrk, nginx, gnuplot, perf, valgrind), fuzz/ (clang, its
+# sanitizer runtimes) or scripts/lint.sh (clang-format, clang-tidy).
+TEST_PACKAGES=(
+  sqlite3
   postgresql-15 postgresql-client-15
   wrk nginx-light gnuplot-nox linux-perf valgrind
   clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
 )
+PACKAGES=("${BUILD_PACKAGES[@]}")
+if [ "$only_build" = 0 ]; then
+  PACKAGES+=("${TEST_PACKAGES[@]}")
+  # Node may come from NodeSource (npm bundled, conflicting with Debian's npm package).
+  if ! command -v node >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
+fi
 
 missing=()
-# Node may come from NodeSource (npm bundled, conflicting with Debian's npm package).
-if ! command -v node >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
     missing+=("$p")
@@ -48,6 +67,11 @@ if [ ${#missing[@]} -gt 0 ] || [ "${CAIRVA_SETUP_UPGRADE:-1}" = 1 ]; then
     apt_get install -y -qq --no-install-recommends "${missing[@]}"
   fi
   apt_get install -y -qq --only-upgrade libssl-dev openssl libpq5 libpq-dev >/dev/null || true
+fi
+
+if [ "$only_build" = 1 ]; then
+  echo "setup: done (build and run only)"
+  exit 0
 fi
 
 # nginx-light starts a service on install on some machines: the benchmark starts its own.

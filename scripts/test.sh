@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: set-up, build, a throw-away PostgreSQL, unit + contract + model
-# tests (CTest), end-to-end tests (Node's test runner with the official openai client);
-# scripts/lint.sh when asked (see below).
+# tests (CTest), end-to-end tests (Node's test runner with the official openai client), the
+# deployment (scripts/package-test.sh: the systemd unit verified; as root, the Debian package
+# installed, checked and removed); scripts/lint.sh when asked (see below).
 # CAIRVA_TEST_SANITIZE=1 also runs the CTest suite under ASan+UBSan, the end-to-end suites
 # against the ASan+UBSan binary, and the concurrent parts (the stores and their contract
 # suite: writer thread, per-allocation mutexes, connection pools, PostgreSQL workers)
@@ -27,6 +28,7 @@ if [ "${CAIRVA_LINT_FORMAT:-0}" != 0 ] || [ "${CAIRVA_LINT_TIDY:-0}" != 0 ]; the
 fi
 ctest --test-dir build --output-on-failure -j2 || status=1
 (cd tests/e2e && node --test --test-concurrency=2 ./*.test.mjs) || status=1
+./scripts/package-test.sh build || status=1
 
 if [ "${CAIRVA_TEST_SANITIZE:-0}" = 1 ]; then
   # RelWithDebInfo: sanitizers instrument optimised code; CAIRVA_ASSERT stays on. (Debug

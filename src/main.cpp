@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "admin/metrics.h"
 #include "base/version.h"
 
 #include "cli/cli.h"
@@ -16,7 +17,11 @@ int main(int argc, char** argv) {
   hooks.version = std::string("cairva ") + cairva::version_number() + " (commit " + cairva::version_commit() +
                   ")\nschema: sqlite " + std::to_string(schema.sqlite) + ", postgresql " +
                   std::to_string(schema.postgres);
-  hooks.serve = [](const cairva::config::Config& config) {
+  hooks.serve = [schema](const cairva::config::Config& config) {
+    const bool embedded = config.store_url.starts_with("sqlite://");
+    cairva::admin::metrics().set_build_info(
+        {cairva::version_number(), cairva::version_commit(),
+         embedded ? "sqlite " + std::to_string(schema.sqlite) : "postgresql " + std::to_string(schema.postgres)});
     return cairva::gateway::run_serve(config, cairva::cli::store_options(config));
   };
   hooks.mock_provider = [](const std::string& listen, int threads) {

@@ -33,6 +33,7 @@ enum class Kind {
   reconcile,
   list_events,
   list_conflicts,
+  backup,
 };
 
 struct Route {
@@ -44,7 +45,7 @@ struct Route {
 using Segments = std::vector<std::string>;
 using Query = std::map<std::string, std::string, std::less<>>;
 
-// The route table of SPEC §7 (plus GET of single agreements and requests).
+// The route table of SPEC §7 (plus GET of single agreements and requests, and backup).
 std::optional<Route> match(const Segments& s) {
   if (s.size() == 1 && s[0] == "metrics") return Route{Kind::metrics, "GET", ""};
   if (s.size() < 3 || s[0] != "admin" || s[1] != "v1") return std::nullopt;
@@ -74,6 +75,8 @@ std::optional<Route> match(const Segments& s) {
     if (n == 3) return Route{Kind::list_events, "GET", ""};
   } else if (coll == "conflicts") {
     if (n == 3) return Route{Kind::list_conflicts, "GET", ""};
+  } else if (coll == "backup") {
+    if (n == 3) return Route{Kind::backup, "POST", ""};
   }
   return std::nullopt;
 }
@@ -255,6 +258,16 @@ class Handler {
     return json_response(200, list_of(*rows, conflict_object));
   }
 
+  // An online copy of the store into a new file on the gateway's machine (`cairva backup`).
+  AdminResponse backup(const std::string& body) {
+    BodyReader r(body, {"path"});
+    auto path = r.string("path", backup_path_bytes_max, true);
+    if (!r.ok()) return error_response(r.error());
+    auto report = store_.backup(*path);
+    if (!report) return error_response(report.error());
+    return json_response(200, json::object{{"backup", backup_object(*report)}});
+  }
+
   // An allocation-valued answer: the allocation object itself (SPEC §7).
   AdminResponse allocation(Result<store::AllocationStatus> a) {
     if (!a) return error_response(a.error());
@@ -317,6 +330,8 @@ class Handler {
         return list_events(q);
       case Kind::list_conflicts:
         return list_conflicts(q);
+      case Kind::backup:
+        return backup(body);
     }
     return error_response(ErrorCode::internal_error, "unrouted admin call");
   }

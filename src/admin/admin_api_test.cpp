@@ -498,5 +498,23 @@ TEST_F(AdminApiTest, StoreDownIs503StoreUnavailable) {
   EXPECT_EQ(call("POST", "/admin/v1/agreements", json::serialize(agreement_body())).status, 503);
 }
 
+TEST_F(AdminApiTest, BackupOfAStoreThatCannotCopyItselfNamesPgDump) {
+  auto r = call("POST", "/admin/v1/backup", R"({"path":"/tmp/x.db"})");
+  EXPECT_EQ(r.status, 400);
+  EXPECT_EQ(r.code(), "invalid_request");
+  EXPECT_NE(r.message().find("pg_dump"), std::string::npos) << r.text;
+  EXPECT_EQ(call("GET", "/admin/v1/backup").status, 405);
+  EXPECT_EQ(call("POST", "/admin/v1/backup", R"({"path":"/tmp/x.db"})", "Bearer nope").status, 401);
+}
+
+TEST_F(AdminApiTest, BackupBodyIsCheckedFirst) {
+  for (const char* body : {"", "{}", R"({"path":7})", R"({"path":"/x","mode":"fast"})", "[]"}) {
+    auto r = call("POST", "/admin/v1/backup", body);
+    EXPECT_EQ(r.status, 400) << body;
+    EXPECT_EQ(r.code(), "invalid_request") << body;
+    EXPECT_EQ(r.message().find("pg_dump"), std::string::npos) << body << ": " << r.text;
+  }
+}
+
 }  // namespace
 }  // namespace cairva::admin

@@ -195,5 +195,26 @@ TEST_F(AdminSqliteTest, AgreementWhoseWindowEndedUnusedShowsExpired) {
   EXPECT_EQ(after.as_object().at("state").as_string(), "expired");
 }
 
+TEST_F(AdminSqliteTest, BackupWritesACopyAndRefusesToReplaceIt) {
+  create();
+  const std::string target = (dir_ / "copy.db").string();
+  const std::string body = json::serialize(json::object{{"path", target}});
+  auto [status, v] = call("POST", "/admin/v1/backup", body);
+  ASSERT_EQ(status, 200) << json::serialize(v);
+  const auto& b = v.at("backup");
+  EXPECT_EQ(b.at("object"), "backup");
+  EXPECT_EQ(b.at("path").as_string(), target);
+  EXPECT_EQ(b.at("allocations"), 1);
+  EXPECT_EQ(b.at("usage_events"), 0);
+  EXPECT_EQ(b.at("bytes").as_int64(), static_cast<int64_t>(std::filesystem::file_size(target)));
+  EXPECT_EQ(b.at("started_at"), "2026-12-01T00:00:00Z");
+  auto [again, err] = call("POST", "/admin/v1/backup", body);
+  EXPECT_EQ(again, 409);
+  EXPECT_EQ(err.at("error").at("code"), "conflict");
+  auto [relative, rel_err] = call("POST", "/admin/v1/backup", R"({"path":"copy2.db"})");
+  EXPECT_EQ(relative, 400);
+  EXPECT_EQ(rel_err.at("error").at("code"), "invalid_request");
+}
+
 }  // namespace
 }  // namespace cairva::admin

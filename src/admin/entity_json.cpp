@@ -146,6 +146,19 @@ json::object conflict_object(const store::ConflictRow& c) {
   return o;
 }
 
+json::object backup_object(const store::BackupReport& b) {
+  json::object o;
+  o["object"] = "backup";
+  o["path"] = b.path;
+  o["bytes"] = b.bytes;
+  o["allocations"] = b.allocations;
+  o["requests"] = b.requests;
+  o["usage_events"] = b.events;
+  o["started_at"] = format_rfc3339(b.started_at);
+  o["finished_at"] = format_rfc3339(b.finished_at);
+  return o;
+}
+
 std::string conflict_json(const store::ConflictRow& c) {
   return json::serialize(conflict_object(c));
 }

@@ -44,6 +44,8 @@ std::string event_json(const store::UsageEventRow& e);
 // {"object":"conflict","id","allocation_id","request_id","provider_request_id",
 //  "reported":{…},"booked":{…},"recorded_at"}.
 boost::json::object conflict_object(const store::ConflictRow& c);
+// {"object":"backup","path","bytes","allocations","requests","usage_events","started_at","finished_at"}.
+boost::json::object backup_object(const store::BackupReport& b);
 std::string conflict_json(const store::ConflictRow& c);
 
 // The OpenAI-shaped error body {"error":{"type","code","message"}}.

@@ -34,6 +34,24 @@ std::string label(std::string_view key, std::string_view value) {
   return std::string(key) + "=\"" + std::string(value) + "\"";
 }
 
+// A label value from outside the code (a version string): the text format's escapes.
+std::string escaped_label(std::string_view key, std::string_view value) {
+  std::string out(key);
+  out.append("=\"");
+  for (const char c : value) {
+    if (c == '\\' || c == '"') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (c == '\n') {
+      out.append("\\n");
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
 std::string seconds(int64_t us) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", static_cast<double>(us) / 1e6);
@@ -91,6 +109,16 @@ void allocation_gauges(std::string& out, const std::vector<store::AllocationStat
 
 std::string Metrics::render(const std::vector<store::AllocationStatus>& allocations) const {
   std::string out;
+  {
+    std::lock_guard lock(build_mu_);
+    if (build_) {
+      header(out, "cairva_build_info", "gauge", "The build and the store schema this process serves (always 1).");
+      sample(out, "cairva_build_info",
+             escaped_label("version", build_->version) + "," + escaped_label("commit", build_->commit) + "," +
+                 escaped_label("schema", build_->schema),
+             1);
+    }
+  }
   header(out, "cairva_requests_total", "counter", "Public API requests by outcome.");
   sample(out, "cairva_requests_total", label("outcome", "admitted"),
          admitted_.load(std::memory_order_relaxed));
@@ -132,6 +160,9 @@ std::string Metrics::render(const std::vector<store::AllocationStatus>& allocati
   header(out, "cairva_store_commit_batch_writes", "histogram",
          "Writes per store commit batch (SQLite: records per oplog commit; PostgreSQL: admissions per transaction).");
   histogram(out, "cairva_store_commit_batch_writes", commit_batch_, false);
+  header(out, "cairva_access_log_dropped_lines_total", "counter",
+         "Access log lines dropped because the log's buffer was full.");
+  sample(out, "cairva_access_log_dropped_lines_total", "", access_log_dropped_.load(std::memory_order_relaxed));
   allocation_gauges(out, allocations);
   return out;
 }

@@ -11,6 +11,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -74,9 +76,23 @@ class Histogram {
   std::atomic<int64_t> sum_{0};
 };
 
+// What cairva_build_info says: the build (as `cairva --version` prints it) and the schema
+// version of the store it serves.
+struct BuildInfo {
+  std::string version;  // the project version, e.g. "0.1.0"
+  std::string commit;   // the git commit it was built from ("unknown" outside a checkout)
+  std::string schema;   // the store's backend and schema version, e.g. "sqlite 5"
+};
+
 class Metrics {
  public:
   // --- The one list of what Cairva counts. ---
+  // cairva_build_info{version,commit,schema} 1: set once at start-up (absent until then), so
+  // that a fleet's versions and schemas can be compared during a rolling upgrade.
+  void set_build_info(BuildInfo info) {
+    std::lock_guard lock(build_mu_);
+    build_ = std::move(info);
+  }
   // cairva_requests_total{outcome}: public API requests by final outcome: "admitted" or
   // the wire name of the error that answered them (before or at admission).
   void count_admitted() { admitted_.fetch_add(1, std::memory_order_relaxed); }
@@ -111,6 +127,9 @@ class Metrics {
   void observe_stream_relay_us(int64_t us) { stream_relay_.observe(us); }
   // cairva_store_commit_batch_writes: writes per store commit (the store's hook).
   void observe_commit_batch(int64_t writes) { commit_batch_.observe(writes); }
+  // cairva_access_log_dropped_lines_total: access log lines dropped because the log's
+  // buffer was full (its disk or pipe stalled).
+  void count_access_log_dropped() { access_log_dropped_.fetch_add(1, std::memory_order_relaxed); }
   // Scraped from the store, not counted: per-allocation in_flight, held and usage_pending
   // gauges and the total usage_pending count (see render_metrics).
 
@@ -126,6 +145,9 @@ class Metrics {
   std::atomic<int64_t> booked_input_{0};
   std::atomic<int64_t> booked_output_{0};
   std::atomic<int64_t> usage_missing_{0};
+  std::atomic<int64_t> access_log_dropped_{0};
+  mutable std::mutex build_mu_;
+  std::optional<BuildInfo> build_;  // GUARDED_BY(build_mu_)
   Histogram<commit_batch_bucket_writes.size()> commit_batch_{commit_batch_bucket_writes};
   Histogram<stream_relay_bucket_us.size()> stream_relay_{stream_relay_bucket_us};
   std::array<Histogram<store_wait_bucket_us.size()>, store_wait_count> store_wait_{

@@ -25,6 +25,23 @@ TEST(Metrics, CountsRequestsByOutcome) {
   EXPECT_TRUE(has_line(text, "cairva_admission_refusals_total{reason=\"max_concurrency\"} 1"));
 }
 
+TEST(Metrics, BuildInfoIsOneGaugeOnceSet) {
+  Metrics m;
+  EXPECT_EQ(m.render({}).find("cairva_build_info"), std::string::npos);
+  m.set_build_info({"0.1.0", "1e8b2339d4ad-dirty", "sqlite 5"});
+  const std::string text = m.render({});
+  EXPECT_TRUE(has_line(text, "# TYPE cairva_build_info gauge"));
+  EXPECT_TRUE(has_line(text, R"(cairva_build_info{version="0.1.0",commit="1e8b2339d4ad-dirty",schema="sqlite 5"} 1)"));
+  m.set_build_info({"1.0\"x", "c\nd", "postgresql 3"});
+  EXPECT_TRUE(has_line(m.render({}), R"(cairva_build_info{version="1.0\"x",commit="c\nd",schema="postgresql 3"} 1)"));
+}
+
+TEST(Metrics, CountsAccessLogLinesDropped) {
+  Metrics m;
+  m.count_access_log_dropped();
+  EXPECT_TRUE(has_line(m.render({}), "cairva_access_log_dropped_lines_total 1"));
+}
+
 TEST(Metrics, ProviderLatencyHistogramIsCumulativeInSeconds) {
   Metrics m;
   m.observe_provider_latency_us(3'000);        // <= 5 ms

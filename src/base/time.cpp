@@ -94,6 +94,18 @@ std::string format_rfc3339(UnixMicros t) {
   return buf;
 }
 
+std::string format_rfc3339_millis(UnixMicros t) {
+  // Floor divisions: a time before 1970 still shows its own second and millisecond.
+  const int64_t ms = t >= 0 ? t / 1000 : (t - 999) / 1000;
+  const int64_t secs = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+  std::string out = format_rfc3339(secs * micros_per_second);
+  char frac[24];  // 0..999, but the compiler cannot tell
+  std::snprintf(frac, sizeof frac, ".%03lldZ", static_cast<long long>(ms - secs * 1000));
+  out.pop_back();  // the whole second's 'Z'
+  out += frac;
+  return out;
+}
+
 std::optional<UnixMicros> parse_rfc3339(std::string_view s) {
   int Y, M, D, h, mi, se;
   if (!digits(s, 0, 4, Y) || s.size() < 20 || s[4] != '-' || !digits(s, 5, 2, M) || s[7] != '-' ||

@@ -68,6 +68,8 @@ class ManualClock final : public Clock {
 
 // "2026-11-30T19:12:08.123456Z" (microseconds shown only when non-zero).
 std::string format_rfc3339(UnixMicros t);
+// "2026-11-30T19:12:08.123Z": always milliseconds (truncated), for log lines of one width.
+std::string format_rfc3339_millis(UnixMicros t);
 // Accepts RFC 3339 with 'Z' or a numeric offset, optional fraction (up to µs).
 std::optional<UnixMicros> parse_rfc3339(std::string_view s);
 

@@ -12,6 +12,15 @@ TEST(Rfc3339, RoundTripsWholeSecondsAndMicros) {
   EXPECT_EQ(parse_rfc3339("1970-01-01T00:00:00Z"), 0);
 }
 
+TEST(Rfc3339, MillisAreAlwaysThreeDigitsTruncated) {
+  const auto t = *parse_rfc3339("2026-11-30T19:12:08Z");
+  EXPECT_EQ(format_rfc3339_millis(t), "2026-11-30T19:12:08.000Z");
+  EXPECT_EQ(format_rfc3339_millis(t + 5), "2026-11-30T19:12:08.000Z");
+  EXPECT_EQ(format_rfc3339_millis(t + 123'999), "2026-11-30T19:12:08.123Z");
+  EXPECT_EQ(format_rfc3339_millis(t + 999'999), "2026-11-30T19:12:08.999Z");
+  EXPECT_EQ(format_rfc3339_millis(-1), "1969-12-31T23:59:59.999Z");
+}
+
 TEST(Rfc3339, AppliesOffsets) {
   EXPECT_EQ(parse_rfc3339("2026-01-01T01:00:00+01:00"), parse_rfc3339("2026-01-01T00:00:00Z"));
   EXPECT_EQ(parse_rfc3339("2026-01-01T00:00:00.5Z"), *parse_rfc3339("2026-01-01T00:00:00Z") + 500000);

@@ -306,6 +306,18 @@ std::string render_conflict_list(const json::value& list) {
   return t.str();
 }
 
+std::string render_backup(const json::value& v) {
+  const json::value* b = v.is_object() ? v.get_object().if_contains("backup") : nullptr;
+  if (b == nullptr) return "backup: -\n";
+  return kv_lines({{"backup", field(*b, "path")},
+                   {"bytes", field(*b, "bytes")},
+                   {"allocations", field(*b, "allocations")},
+                   {"requests", field(*b, "requests")},
+                   {"usage events", field(*b, "usage_events")},
+                   {"started at", field(*b, "started_at") + " (holds every write acknowledged before)"},
+                   {"finished at", field(*b, "finished_at")}});
+}
+
 std::string render_error(int status, const std::string& body) {
   boost::system::error_code ec;
   json::value v = json::parse(body, ec);

@@ -45,6 +45,8 @@ std::string render_request_list(const boost::json::value& list);
 std::string render_event(const boost::json::value& v);
 std::string render_event_list(const boost::json::value& list);
 std::string render_conflict_list(const boost::json::value& list);
+// {"backup":{…}} as answered by POST /admin/v1/backup.
+std::string render_backup(const boost::json::value& v);
 
 // "cairva: 409 not_pending: request req_… is not usage_pending" from an error answer (or
 // the raw body when it is not the usual error shape).

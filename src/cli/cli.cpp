@@ -7,6 +7,7 @@
 #include <boost/url/url.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/admin_commands.h"
@@ -17,9 +18,11 @@ namespace {
 
 namespace json = boost::json;
 
+// The process's exit codes (docs/operations.md, "Deploy with systemd"): the unit restarts
+// on 1 and never on 2, which no restart can mend.
 constexpr int exit_ok = 0;
-constexpr int exit_refused = 1;     // the admin API said no, or could not be reached
-constexpr int exit_bad_config = 2;  // as `cairva serve` exits on a bad config file
+constexpr int exit_refused = 1;     // a runtime error, or the admin API said no / was not reached
+constexpr int exit_bad_config = 2;  // a bad config file or command line
 
 constexpr const char* description =
     "Cairva: an OpenAI-compatible gateway that sells LLM capacity exactly.\n"
@@ -38,6 +41,7 @@ constexpr const char* footer =
     "  cairva reconcile req_... --input 1200 --output 340 --evidence \"provider export "
     "2026-11-30\"\n"
     "  cairva reconcile req_... --reported --evidence \"the provider's report, kept by the gateway\"\n"
+    "  cairva backup --to /var/lib/cairva/backup/cairva-$(date +%F).db\n"
     "Run `cairva COMMAND --help` for a command's options.";
 
 struct AdminOptions {
@@ -53,7 +57,7 @@ void add_admin_options(CLI::App* cmd, AdminOptions& o) {
   cmd->add_flag("--json", o.json, "Print the API's JSON answer instead of a table");
   cmd->add_option("--admin-timeout", o.timeout_s,
                   "Seconds the whole call to the admin API may take (default " +
-                      std::to_string(admin_call_timeout_s) + ")")
+                      std::to_string(o.timeout_s) + ")")
       ->check(CLI::Range(1, admin_call_timeout_s_max));
 }
 
@@ -146,6 +150,15 @@ Result<config::Config> serve_config(const ServeArgs& a, const config::LoadOption
     cfg->store_url = a.store;
   }
   return cfg;
+}
+
+// The CLI usually runs beside the gateway: a relative path means the operator's working
+// directory, not the gateway's. An empty one stays empty (the API names the problem).
+std::string absolute_path(const std::string& path) {
+  if (path.empty() || path.front() == '/') return path;
+  std::error_code ec;
+  const auto abs = std::filesystem::absolute(path, ec);
+  return ec ? path : abs.string();
 }
 
 int not_built(const char* what) {
@@ -462,10 +475,31 @@ int run(int argc, char** argv, const Hooks& hooks) {
       },
       render_conflict_list));
 
+  // Its own options: a copy of a large store takes longer than other admin calls.
+  AdminOptions backup_admin{.timeout_s = backup_call_timeout_s};
+  std::string backup_to;
+  auto* backup = app.add_subcommand(
+      "backup",
+      "Copy the gateway's embedded store, online and consistent, into a new file on its machine");
+  backup->add_option("--to", backup_to,
+                     "The new file (mode 0600; never replaces one). A path on the gateway's machine: "
+                     "a relative one is made absolute here")
+      ->required();
+  add_admin_options(backup, backup_admin);
+  backup->callback([&] {
+    action = [&] {
+      const std::string path = absolute_path(backup_to);
+      return admin_call(hooks, backup_admin,
+                        HttpCall{"POST", admin_target({"backup"}), json::serialize(json::object{{"path", path}})},
+                        render_backup);
+    };
+  });
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version end here too, with 0; every other code of CLI11's is bad usage.
+    return app.exit(e) == exit_ok ? exit_ok : exit_bad_config;
   }
   CAIRVA_ASSERT(action != nullptr);
   try {

@@ -34,9 +34,9 @@ struct Hooks {
       admin_http;
 };
 
-// Parses argv and runs the command. Returns the process exit code: 0 on success, 1 when
-// the admin API refused or could not be reached, 2 on bad config, CLI11's codes on
-// bad usage.
+// Parses argv and runs the command. Returns the process exit code: 0 on success, 1 on a
+// runtime error (a hook's own 1, the admin API refused or could not be reached, an
+// exception), 2 on a bad config file or bad usage.
 int run(int argc, char** argv, const Hooks& hooks);
 
 // The store options `cairva serve` and `cairva audit` open the store with.

@@ -188,6 +188,40 @@ TEST_F(CliTest, ReconcileReportedBooksTheKeptCountsInOneCommand) {
   EXPECT_EQ(calls_.size(), 1u);
 }
 
+TEST_F(CliTest, BackupPostsAnAbsolutePathWithItsOwnTimeoutAndPrintsTheCopy) {
+  reply_ = {200, R"({"backup":{"object":"backup","path":"/srv/b/copy.db","bytes":4096,"allocations":2,
+                    "requests":7,"usage_events":5,"started_at":"2026-12-01T00:00:00Z",
+                    "finished_at":"2026-12-01T00:00:01Z"}})"};
+  Outcome o = run_cli({"backup", "--to", "/srv/b/copy.db"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  ASSERT_EQ(calls_.size(), 1u);
+  EXPECT_EQ(calls_[0].method, "POST");
+  EXPECT_EQ(calls_[0].target, "/admin/v1/backup");
+  EXPECT_EQ(json::parse(calls_[0].body), json::parse(R"({"path":"/srv/b/copy.db"})"));
+  EXPECT_EQ(calls_[0].timeout_s, backup_call_timeout_s);
+  EXPECT_NE(o.out.find("/srv/b/copy.db"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("usage events: 5"), std::string::npos) << o.out;
+
+  // A relative path is the operator's working directory's, not the gateway's.
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
+  ASSERT_EQ(run_cli({"backup", "--to", "rel.db", "--admin-timeout", "7"}).code, 0);
+  EXPECT_EQ(json::parse(calls_[1].body).at("path").as_string(), std::string(cwd) + "/rel.db");
+  EXPECT_EQ(calls_[1].timeout_s, 7);
+  EXPECT_NE(run_cli({"backup"}).code, 0);  // --to is required
+  EXPECT_EQ(calls_.size(), 2u);
+}
+
+TEST_F(CliTest, BadUsageExitsTwoLikeABadConfigAndHelpExitsZero) {
+  EXPECT_EQ(run_cli({"serve", "--no-such-flag"}).code, 2);
+  EXPECT_EQ(run_cli({"no-such-command"}).code, 2);
+  EXPECT_EQ(run_cli({}).code, 2);
+  EXPECT_EQ(run_cli({"serve", "--config", "/nonexistent/cairva.toml"}).code, 2);
+  EXPECT_EQ(run_cli({"--help"}).code, 0);
+  EXPECT_EQ(run_cli({"backup", "--help"}).code, 0);
+  EXPECT_TRUE(calls_.empty());
+}
+
 TEST_F(CliTest, MissingAdminTokenIsRefusedBeforeAnyCall) {
   unsetenv(admin_token_env);
   Outcome o = run_cli({"allocation", "list"});

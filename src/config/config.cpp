@@ -169,7 +169,8 @@ void load_server(Checker& c, const toml::table& root, Config& cfg) {
   if (!t) return;
   reject_unknown(c, *t, "server",
                  {"listen", "admin_listen", "threads", "access_log", "connections_max", "connections_per_client_max",
-                  "first_byte_timeout_s", "body_bytes_in_flight_max"});
+                  "first_byte_timeout_s", "body_bytes_in_flight_max", "drain_timeout_s", "access_log_format",
+                  "access_log_path"});
   check_listen(c, get_string(c, *t, "listen", "server.listen"), "server.listen", cfg.listen);
   check_listen(c, get_string(c, *t, "admin_listen", "server.admin_listen"), "server.admin_listen",
                cfg.admin_listen);
@@ -177,6 +178,20 @@ void load_server(Checker& c, const toml::table& root, Config& cfg) {
     cfg.threads = static_cast<int>(*v);
   }
   if (auto v = get_bool(c, *t, "access_log", "server.access_log")) cfg.access_log = *v;
+  if (auto v = get_string(c, *t, "access_log_format", "server.access_log_format")) {
+    if (*v != "text" && *v != "json") {
+      c.fail("server.access_log_format", "expected \"text\" or \"json\", got " + quoted(*v));
+    } else {
+      cfg.access_log_json = *v == "json";
+    }
+  }
+  if (auto v = get_string(c, *t, "access_log_path", "server.access_log_path")) {
+    if (v->empty() || v->find('\0') != std::string::npos) {
+      c.fail("server.access_log_path", "expected a file path (leave the key out for standard output), got " + quoted(*v));
+    } else {
+      cfg.access_log_path = *v;
+    }
+  }
   if (auto v = get_int(c, *t, "connections_max", "server.connections_max", 1, connections_max_max)) {
     cfg.connections_max = *v;
   }
@@ -190,6 +205,9 @@ void load_server(Checker& c, const toml::table& root, Config& cfg) {
   if (auto v = get_int(c, *t, "body_bytes_in_flight_max", "server.body_bytes_in_flight_max",
                        body_bytes_in_flight_min, body_bytes_in_flight_max_max)) {
     cfg.body_bytes_in_flight_max = *v;
+  }
+  if (auto v = get_int(c, *t, "drain_timeout_s", "server.drain_timeout_s", 0, timeout_s_max)) {
+    cfg.drain_timeout_s = *v;
   }
 }
 

@@ -45,6 +45,12 @@ inline constexpr int64_t body_bytes_in_flight_max_default = int64_t{256} << 20;
 // that a body the gateway admits by size can always be read.
 inline constexpr int64_t body_bytes_in_flight_min = int64_t{32} << 20;
 
+// [server] drain_timeout_s: after SIGTERM, how long requests in flight (streams too) may
+// run to their end before what is still open is settled as a cut request (SPEC §9). 0: at
+// once. Long enough for a typical stream; short enough for a deploy and for systemd's
+// TimeoutStopSec (90 s by default) to leave room for the settling.
+inline constexpr int64_t drain_timeout_s_default = 30;
+
 // The API dialect a provider speaks (SPEC-APIS §1): which buyer paths it serves, its
 // auth header and its error shape.
 enum class ProviderKind : uint8_t {
@@ -80,11 +86,14 @@ struct Config {
   int64_t in_flight_timeout_s = in_flight_timeout_s_default;
   std::vector<Provider> providers;
   int threads = 0;  // [server] threads: event loops; 0 = one per core
-  bool access_log = true;  // [server] access_log: one line per request on stdout
+  bool access_log = true;  // [server] access_log: one line per public request
+  bool access_log_json = false;  // [server] access_log_format = "json" (else "text")
+  std::string access_log_path;   // [server] access_log_path; empty: standard output
   int64_t connections_max = connections_max_default;
   int64_t connections_per_client_max = connections_per_client_max_default;  // 0: no cap
   int64_t first_byte_timeout_s = first_byte_timeout_s_default;
   int64_t body_bytes_in_flight_max = body_bytes_in_flight_max_default;
+  int64_t drain_timeout_s = drain_timeout_s_default;
 };
 
 // What loading checks beyond the file itself.

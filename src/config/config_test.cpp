@@ -353,5 +353,44 @@ TEST(ConfigServerLimits, ReadsTheListenerBudgetsAndChecksTheirRanges) {
   EXPECT_EQ(error_of("[server]\nfirst_byte_timeout = 2\n"), "c.toml: server.first_byte_timeout: unknown key");
 }
 
+TEST(ConfigServerDrain, ReadsTheDrainTimeoutAndChecksItsRange) {
+  auto d = parse_config("", "c.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->drain_timeout_s, drain_timeout_s_default);
+  for (const int64_t v : {int64_t{0}, int64_t{5}, int64_t{86'400}}) {
+    auto r = parse_config("[server]\ndrain_timeout_s = " + std::to_string(v) + "\n", "c.toml");
+    ASSERT_TRUE(r.ok()) << r.error().message;
+    EXPECT_EQ(r->drain_timeout_s, v);
+  }
+  auto negative = parse_config("[server]\ndrain_timeout_s = -1\n", "c.toml");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.error().message, "c.toml: server.drain_timeout_s: must be between 0 and 86400, got -1");
+  auto text = parse_config("[server]\ndrain_timeout_s = \"30s\"\n", "c.toml");
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.error().message, "c.toml: server.drain_timeout_s: expected an integer, got a string");
+}
+
+TEST(ConfigServerAccessLog, ReadsTheFormatAndPathAndChecksThem) {
+  auto d = parse_config("", "c.toml");
+  ASSERT_TRUE(d.ok());
+  EXPECT_TRUE(d->access_log);
+  EXPECT_FALSE(d->access_log_json);
+  EXPECT_EQ(d->access_log_path, "");
+  auto r = parse_config("[server]\naccess_log_format = \"json\"\naccess_log_path = \"/var/log/cairva/access.log\"\n",
+                        "c.toml");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_TRUE(r->access_log_json);
+  EXPECT_EQ(r->access_log_path, "/var/log/cairva/access.log");
+  auto text = parse_config("[server]\naccess_log_format = \"text\"\n", "c.toml");
+  ASSERT_TRUE(text.ok());
+  EXPECT_FALSE(text->access_log_json);
+  auto bad = parse_config("[server]\naccess_log_format = \"xml\"\n", "c.toml");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "c.toml: server.access_log_format: expected \"text\" or \"json\", got \"xml\"");
+  auto empty = parse_config("[server]\naccess_log_path = \"\"\n", "c.toml");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.error().message.rfind("c.toml: server.access_log_path: expected a file path", 0), 0u);
+}
+
 }  // namespace
 }  // namespace cairva::config

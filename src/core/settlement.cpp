@@ -23,6 +23,13 @@ SettlePlan keep_reported(SettlePlan p, const SettlementFacts& f, const Report& r
 
 }  // namespace
 
+std::string_view recorded_provider_id(const SettlePlan& plan, std::string_view reported_provider_id,
+                                      std::string_view request_id) {
+  if (plan.record_provider_id) return reported_provider_id;
+  if (plan.outcome == BookResult::reused_id && plan.change_state) return request_id;
+  return {};
+}
+
 bool depletes(AllocationState state, const Tokens& allowance, const Tokens& booked_total) {
   const bool can_deplete = state == AllocationState::ready || state == AllocationState::active ||
                            state == AllocationState::suspended;

@@ -80,6 +80,14 @@ struct SettlePlan {
 
 SettlePlan plan_settlement(const SettlementFacts& facts, const Report& report);
 
+// The provider id a settlement writes on the request ("" keeps the one it has): the
+// report's when `plan` records it; for a reused id that moves the request to usage_pending,
+// the gateway's own `request_id`, so that an id noted while the request ran
+// (Store::note_provider_id), which is another request's event, never stays the booking key a
+// reconciliation would use.
+std::string_view recorded_provider_id(const SettlePlan& plan, std::string_view reported_provider_id,
+                                      std::string_view request_id);
+
 // Whether an allocation in `state` becomes depleted once `booked_total` is booked.
 bool depletes(AllocationState state, const Tokens& allowance, const Tokens& booked_total);
 

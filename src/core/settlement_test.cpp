@@ -69,6 +69,16 @@ TEST(Settlement, EveryOutcomeAndItsEffects) {
     EXPECT_EQ(p.keep_reported, row.keep_reported) << row.name;
     // A reused id is never recorded as the request's (reconciliation books under it).
     EXPECT_EQ(p.record_provider_id, row.change_state && row.outcome != R::reused_id) << row.name;
+    // What is written: the report's id, the gateway's own in place of a reused one (a noted
+    // id must not stay), or nothing (the request keeps the id it has).
+    const std::string_view written = recorded_provider_id(p, "p-1", "req-1");
+    if (p.record_provider_id) {
+      EXPECT_EQ(written, "p-1") << row.name;
+    } else if (row.outcome == R::reused_id && row.change_state) {
+      EXPECT_EQ(written, "req-1") << row.name;
+    } else {
+      EXPECT_EQ(written, "") << row.name;
+    }
     if (row.booked) {
       EXPECT_EQ(p.booked_counts, row.booked->counts) << row.name;
     }

@@ -52,7 +52,7 @@ http::MessageHead ClientExchange::head(int status) const {
 
 http::Task<bool> ClientExchange::send_json(http::MessageHead head, std::string body) {
   head.add("Content-Type", "application/json");
-  const std::string& text = head.finish(body.size(), keep_alive);
+  const std::string& text = head.finish(body.size(), keep_open());
   status_sent = static_cast<int>(head.status());
   std::array<boost::asio::const_buffer, 2> bytes{boost::asio::buffer(text), boost::asio::buffer(body)};
   if (head_only) bytes[1] = {};
@@ -106,13 +106,6 @@ std::string ClientExchange::error_body(int status, ErrorCode code, std::string_v
                                        std::string_view limit) const {
   if (dialect == wire::Dialect::anthropic) return wire::anthropic_error_body(status, code, message, limit);
   return wire::error_body(code, message, limit);
-}
-
-void ClientExchange::log_access(int64_t latency_us) const {
-  std::printf("request id=%s allocation=%s status=%d outcome=%.*s input_tokens=%lld output_tokens=%lld latency_us=%lld\n",
-              request_id.c_str(), allocation_id.empty() ? "-" : allocation_id.c_str(), status_sent,
-              static_cast<int>(outcome.size()), outcome.data(), static_cast<long long>(booked.input),
-              static_cast<long long>(booked.output), static_cast<long long>(latency_us));
 }
 
 }  // namespace cairva::gateway

@@ -4,6 +4,7 @@
 // beside them on the Anthropic paths. Used by the session loop and every API's flow.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "base/error_code.h"
 #include "base/result.h"
 #include "core/admission.h"
+#include "gateway/open_requests.h"
 #include "http/deadline.h"
 #include "http/executor.h"
 #include "http/message_head.h"
@@ -36,13 +38,24 @@ struct ClientExchange {
   // The error shape (and, for anthropic, the anthropic-ratelimit-* headers) of the path's
   // dialect (SPEC-APIS §4), set from the route before any answer.
   wire::Dialect dialect = wire::Dialect::openai;
-  // For the access log line.
+  // Set while the process drains (serve.cpp): every response then closes its connection.
+  // Null: never.
+  const std::atomic<bool>* closing = nullptr;
+  // The event loop's requests being forwarded, for the end of a drain (null: none kept).
+  OpenRequests* open_requests = nullptr;
+  // For the access log line (gateway/access_log.h).
   std::string allocation_id;
   std::string_view outcome = "-";  // "booked", "usage_pending", "failed", or an error code
   core::Tokens booked;
+  std::string model;                // the request's, once read (only while the log is on)
+  std::string provider_request_id;  // the one its settlement recorded (likewise)
 
-  // One line per request: id, allocation, status, outcome, tokens, latency. Never a secret.
-  void log_access(int64_t latency_us) const;
+  // Whether the connection stays open after the response being sent: keep_alive, which
+  // turns false once the process drains, so that the response says Connection: close.
+  bool keep_open() {
+    if (keep_alive && closing != nullptr && closing->load(std::memory_order_relaxed)) keep_alive = false;
+    return keep_alive;
+  }
 
   // A response head with x-cairva-request-id and, when known, the x-ratelimit-* headers.
   http::MessageHead head(int status) const;

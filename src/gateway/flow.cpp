@@ -8,6 +8,7 @@ using http::Task;
 // under the allocation's lock. Answers a refusal itself.
 Task<Admission> admit(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant, const std::string& model,
                       const std::optional<std::string>& service_tier, bool stream, const core::RequestFacts& facts) {
+  if (gw.access_log != nullptr) ex.model = model;
   if (!grant.models.empty() && std::find(grant.models.begin(), grant.models.end(), model) == grant.models.end()) {
     co_return Admission{std::nullopt, co_await refuse_before_admission(gw, ex, grant, ErrorCode::model_not_allowed,
                                                                        "model \"" + model + "\" is not in this agreement's models")};

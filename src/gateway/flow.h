@@ -19,6 +19,7 @@
 #include "gateway/exchange.h"
 #include "gateway/gateway.h"
 #include "gateway/limits.h"
+#include "gateway/open_requests.h"
 #include "gateway/store_await.h"
 #include "http/executor.h"
 #include "http/limits.h"
@@ -103,6 +104,8 @@ struct Flow {
   UnixMicros deadline_mono = 0;  // in_flight_timeout_s after admission, monotonic
   std::unique_ptr<upstream::Response> res;  // the provider's response, head then body
   std::span<const upstream::Header> forward_headers;  // the client's, passed on (anthropic-version)
+  OpenRequests::Entry* open = nullptr;  // while run() forwards: what the end of a drain settles
+  bool provider_id_noted = false;
 
   Task<Result<store::SettleResult>> settle(store::SettleKind kind, std::string provider_request_id = {},
                                                      core::Tokens usage = {}) {
@@ -120,6 +123,8 @@ struct Flow {
       co_return settled;
     }
     ex.outcome = core::to_string(settled->request_state);
+    // The gateway's own id stands in for none: the line shows none.
+    if (gw.access_log != nullptr && provider_request_id != ex.request_id) ex.provider_request_id = provider_request_id;
     if (kind == store::SettleKind::usage) {
       admin::metrics().count_booking(settled->book, usage);
       if (settled->book == core::BookResult::booked) ex.booked = usage;
@@ -155,6 +160,16 @@ struct Flow {
 
   std::chrono::steady_clock::duration until_deadline() const {
     return std::chrono::microseconds(std::max<int64_t>(0, deadline_mono - gw.clock.monotonic_micros()));
+  }
+
+  // The provider's id, the first time a stream shows one: recorded on the in-flight request
+  // at once, not awaited (Store::note_provider_id), so that a request this process never
+  // settles (killed, or cut at the end of a drain) carries it. The settlement records it too.
+  void note_provider_id(std::string_view id) {
+    if (!wire::usable_provider_id(id)) return;
+    provider_id_noted = true;
+    if (open != nullptr) open->set_provider_request_id(id);
+    gw.store.note_provider_id({ex.request_id, grant.allocation_id, std::string(id)}, {});
   }
 
   // Sends the request and receives the response's head into `res`.
@@ -297,7 +312,7 @@ struct Flow {
     h.add("Cache-Control", "no-cache");
     ex.status_sent = static_cast<int>(h.status());
     ex.deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
-    auto [hec, hn] = co_await net::async_write(ex.stream, net::buffer(h.finish_chunked(ex.keep_alive)), task_nothrow);
+    auto [hec, hn] = co_await net::async_write(ex.stream, net::buffer(h.finish_chunked(ex.keep_open())), task_nothrow);
     bool client_ok = !hec;
 
     res->hold_at_most(http::stream_read_buffer_bytes);
@@ -321,6 +336,7 @@ struct Flow {
         if (client_ok) admin::metrics().observe_stream_relay_us(gw.clock.monotonic_micros() - read_at);
       }
       out.clear();
+      if (!provider_id_noted) note_provider_id(relay.provider_id());
       if (read == ReadStatus::timeout) {
         cut = Cut{ErrorCode::provider_timeout, "the request exceeded the gateway's in-flight timeout"};
         break;
@@ -352,7 +368,7 @@ struct Flow {
     co_await to_client(out, client_ok);
     if (!client_ok) co_return false;
     auto [lec, ln] = co_await net::async_write(ex.stream, bhttp::make_chunk_last(), task_nothrow);
-    co_return !lec && ex.keep_alive;
+    co_return !lec && ex.keep_open();
   }
 
   // A call that books nothing (SPEC-APIS §3: GET /v1/models, the stored response objects,
@@ -383,6 +399,8 @@ struct Flow {
 
   // Forwards the admitted request's `body` to `path` and answers the client.
   Task<bool> run(std::string_view path, std::string_view body, bool stream, bool client_wants_usage) {
+    OpenRequests::Entry entry(ex.open_requests, ex.request_id, grant.allocation_id);
+    open = &entry;
     const int64_t sent_at = gw.clock.monotonic_micros();
     auto sent = co_await send(path, body);
     admin::metrics().observe_provider_latency_us(gw.clock.monotonic_micros() - sent_at);

@@ -3,6 +3,7 @@
 // client that reads what the buyer would. One test per branch of the flow.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <map>
 #include <optional>
 #include <set>
@@ -44,6 +45,8 @@ class FlowStore final : public store::Store {
   std::optional<Error> settle_error;
   std::optional<store::AdmitResult> admit_result;  // else an admission with an empty snapshot
   std::vector<store::SettleCommand> settles;
+  std::vector<store::ProviderIdNote> notes;
+  size_t settles_when_noted = 0;  // settlements made before the first note
   int authentications = 0;
   std::vector<store::AdmitCommand> admits;
   core::Admitted admitted{core::Tokens{13, 50}, 50, std::nullopt};
@@ -97,6 +100,11 @@ class FlowStore final : public store::Store {
     ownership_asked.push_back(provider_request_id);
     if (owns_error) return done(*owns_error);
     done(owned.contains({allocation_id, provider_request_id}));
+  }
+  void note_provider_id(store::ProviderIdNote note, store::Callback<void> done) override {
+    if (notes.empty()) settles_when_noted = settles.size();
+    notes.push_back(std::move(note));
+    if (done) done(Status{});
   }
 
   Result<store::CreatedAgreement> create_agreement(const store::NewAgreement&) override { return no(); }
@@ -217,6 +225,8 @@ class Flow : public ::testing::Test {
     acceptor.accept(server);
     http::Deadline deadline(server);
     ClientExchange ex{server, deadline};
+    ex.closing = &closing;
+    ex.open_requests = &open_requests;
     ex.request_id = "req_test";
     ex.keep_alive = true;
     ex.key_hash = "hash";
@@ -296,6 +306,8 @@ class Flow : public ::testing::Test {
   }
 
   net::io_context ctx{1};
+  std::atomic<bool> closing{false};
+  OpenRequests open_requests;
   config::Config cfg;
   ManualClock clock{1'700'000'000'000'000};
   FlowStore store;
@@ -502,6 +514,51 @@ TEST_F(Flow, AWholeStreamIsRelayedBookedAndEndsWithDone) {
   EXPECT_EQ(s.kind, store::SettleKind::usage);
   EXPECT_EQ(s.provider_request_id, "chatcmpl-s");
   EXPECT_TRUE(up.sent[0].released);
+}
+
+TEST_F(Flow, AStreamsProviderIdIsNotedOnceAsSoonAsItIsSeenBeforeTheSettlement) {
+  up.scripts.push_back(stream({chunk("a"), chunk("b"), usage_chunk(), "data: [DONE]\n\n"}));
+  const auto r = run(chat_body(true));
+  EXPECT_EQ(r.status, 200u);
+  ASSERT_EQ(store.notes.size(), 1u);
+  EXPECT_EQ(store.notes[0].request_id, "req_test");
+  EXPECT_EQ(store.notes[0].allocation_id, "alloc_1");
+  EXPECT_EQ(store.notes[0].provider_request_id, "chatcmpl-s");
+  EXPECT_EQ(store.settles_when_noted, 0u) << "noted while the request was in flight";
+  EXPECT_EQ(only_settle().provider_request_id, "chatcmpl-s");
+  EXPECT_EQ(open_requests.size(), 0u) << "a request settled and answered is no longer open";
+}
+
+TEST_F(Flow, APlainResponseNotesNoProviderIdItsSettlementRecordsIt) {
+  up.scripts.push_back(ok_plain(completion()));
+  run(chat_body(false));
+  EXPECT_TRUE(store.notes.empty());
+  EXPECT_EQ(only_settle().provider_request_id, "chatcmpl-1");
+}
+
+TEST_F(Flow, AStreamWithoutAProviderIdNotesNothing) {
+  const std::string anonymous =
+      R"(data: {"object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"a"}}]})"
+      "\n\n";
+  up.scripts.push_back(stream({anonymous, "data: [DONE]\n\n"}));
+  run(chat_body(true));
+  EXPECT_TRUE(store.notes.empty());
+  EXPECT_EQ(only_settle().kind, store::SettleKind::usage_missing);
+}
+
+TEST_F(Flow, WhileTheProcessDrainsEveryResponseClosesItsConnection) {
+  closing = true;
+  up.scripts.push_back(ok_plain(completion()));
+  const auto plain = run(chat_body(false));
+  EXPECT_EQ(plain.status, 200u);
+  EXPECT_EQ(plain.header("connection"), "close");
+  EXPECT_FALSE(plain.keep);
+  up.scripts.push_back(stream({chunk("a"), usage_chunk(), "data: [DONE]\n\n"}));
+  const auto streamed = run(chat_body(true));
+  EXPECT_EQ(streamed.status, 200u);
+  EXPECT_TRUE(streamed.complete);
+  EXPECT_EQ(streamed.header("connection"), "close");
+  EXPECT_FALSE(streamed.keep);
 }
 
 TEST_F(Flow, AStreamWithoutUsageEndsWithAPendingUsageChunkAndDone) {

@@ -2,6 +2,7 @@
 // `GET /v1/allocations/current` and `GET /healthz`.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -13,6 +14,8 @@
 #include "config/config.h"
 #include "http/body_budget.h"
 #include "http/connections.h"
+#include "gateway/access_log.h"
+#include "gateway/open_requests.h"
 #include "gateway/settle_retry.h"
 #include "store/store.h"
 #include "upstream/provider_endpoint.h"
@@ -32,6 +35,12 @@ struct Gateway {
   http::BodyBudget* body_budget = nullptr;  // request bodies in memory, every loop; null: none
   // Where a settlement the store could not record is kept and settled again (may be null).
   SettlementRetry* settlement_retry = nullptr;
+  // True once the process drains (serve.cpp): /healthz answers 503 and every response
+  // closes its connection. Null: never.
+  const std::atomic<bool>* draining = nullptr;
+  AccessLog* access_log = nullptr;  // null: server.access_log = false
+
+  bool is_draining() const { return draining != nullptr && draining->load(std::memory_order_relaxed); }
 
   const upstream::ProviderEndpoint* find_provider(const std::string& name) const {
     for (const auto& p : providers) {
@@ -42,8 +51,8 @@ struct Gateway {
 };
 
 // One client connection's keep-alive loop on the calling event loop. `pool` is that
-// loop's upstream pool (and names its executor).
-boost::asio::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool,
+// loop's upstream pool (and names its executor); `open` that loop's requests in flight.
+boost::asio::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, OpenRequests& open,
                                             boost::asio::ip::tcp::socket socket,
                                             std::shared_ptr<http::Connection> connection);
 

@@ -51,6 +51,8 @@ class LedgerStore final : public store::Store {
   std::optional<Error> admit_error;
   std::vector<store::AdmitCommand> admits;
   std::vector<store::SettleCommand> settles;
+  std::vector<store::ProviderIdNote> notes;
+  size_t settles_when_noted = 0;
 
   void authenticate(const std::string&, store::Callback<store::KeyGrant> done) override {
     done(store::KeyGrant{"key_1", "alloc_1", "claude", {}, snap.terms.limits, false, {}});
@@ -80,6 +82,11 @@ class LedgerStore final : public store::Store {
     done(store::AllocationStatus{"alloc_1", "agr_1", snap});
   }
 
+  void note_provider_id(store::ProviderIdNote note, store::Callback<void> done) override {
+    if (notes.empty()) settles_when_noted = settles.size();
+    notes.push_back(std::move(note));
+    if (done) done(Status{});
+  }
   void owns_provider_request(const std::string&, const std::string&,
                              store::Callback<bool> done) override {
     done(false);  // the Messages flow never asks
@@ -363,6 +370,16 @@ TEST_F(MessagesFlow, AStreamIsRelayedAndBookedOnMessageStop) {
   EXPECT_EQ(settled.provider_request_id, "msg_s");
   EXPECT_EQ(settled.usage, (core::Tokens{18, 9}));
   EXPECT_TRUE(up.sent[0].released);
+}
+
+TEST_F(MessagesFlow, AStreamNotesMessageStartsIdWhileInFlight) {
+  Script s;
+  s.pieces = {started(), text("a"), delta(), stopped()};
+  up.scripts.push_back(s);
+  create(request(true));
+  ASSERT_EQ(store.notes.size(), 1u);
+  EXPECT_EQ(store.notes[0].provider_request_id, "msg_s");
+  EXPECT_EQ(store.settles_when_noted, 0u) << "noted before the settlement";
 }
 
 TEST_F(MessagesFlow, AStreamCutBeforeMessageStopIsUsagePendingAndEndsWithAnAnthropicError) {

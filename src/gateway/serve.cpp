@@ -2,14 +2,18 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/ssl/context.hpp>
 
@@ -18,6 +22,7 @@
 #include "base/run_soon.h"
 #include "base/thread_name.h"
 #include "gateway/admin_server.h"
+#include "gateway/drain.h"
 #include "gateway/gateway.h"
 #include "http/body_budget.h"
 #include "http/limits.h"
@@ -36,8 +41,11 @@ constexpr auto sweep_interval = std::chrono::seconds(1);
 
 struct Loop {
   explicit Loop(net::ssl::context& tls) : ctx(1), pool(ctx.get_executor(), tls) {}
+  // Before ctx: the requests' coroutine frames, destroyed with ctx, unlink from it.
+  OpenRequests open;
   net::io_context ctx;
   upstream::UpstreamPool pool;
+  std::function<void()> stop_listening;  // the public listener's, on this loop
 };
 
 // Runs store.sweep_stale() every sweep_interval on its own thread, so a slow store never
@@ -98,6 +106,9 @@ int64_t public_connections_max(const config::Config& cfg) {
 }  // namespace
 
 int run_serve(const config::Config& cfg, store::StoreOptions options) {
+  // A closed pipe on stdout (the access log's default, a journald restarting) is a write
+  // error to report, not a reason for the process to die.
+  std::signal(SIGPIPE, SIG_IGN);
   auto clock = std::make_shared<SystemClock>();
   options.on_commit_batch = [](int64_t writes) { admin::metrics().observe_commit_batch(writes); };
   auto opened = store::open_store(options, clock);
@@ -112,7 +123,18 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   SettlementRetry retry([&store](store::SettleCommand cmd, store::Callback<store::SettleResult> done) {
     store->settle(std::move(cmd), std::move(done));
   });
-  Gateway gw{cfg, *store, *clock, {}, &bodies, &retry};
+  std::atomic<bool> draining{false};
+  std::unique_ptr<AccessLog> access_log;  // outlives the loops: their coroutines log as they end
+  if (cfg.access_log) {
+    auto opened_log =
+        AccessLog::open(cfg.access_log_path, cfg.access_log_json ? AccessLogFormat::json : AccessLogFormat::text);
+    if (!opened_log) {
+      std::fprintf(stderr, "cairva: %s: %s\n", cfg.source.c_str(), opened_log.error().message.c_str());
+      return 2;
+    }
+    access_log = std::move(*opened_log);
+  }
+  Gateway gw{cfg, *store, *clock, {}, &bodies, &retry, &draining, access_log.get()};
   for (const auto& p : cfg.providers) {
     auto ep = upstream::make_endpoint(p);
     if (!ep) {
@@ -140,13 +162,14 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
     Loop& loop = *loops.back();
     auto r = http::start_listener(loop.ctx, bound, true, public_budget,
                                   [&gw, &loop](http::tcp::socket s, std::shared_ptr<http::Connection> c) {
-                                    return public_session(gw, loop.pool, std::move(s), std::move(c));
+                                    return public_session(gw, loop.pool, loop.open, std::move(s), std::move(c));
                                   });
     if (!r) {
       std::fprintf(stderr, "cairva: %s\n", r.error().message.c_str());
       return 1;
     }
-    bound = *r;
+    bound = r->endpoint;
+    loop.stop_listening = std::move(r->stop);
   }
 
   net::io_context admin_ctx(1);
@@ -162,19 +185,30 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
     return 1;
   }
   std::printf("cairva listening on %s:%u (admin %s:%u), store %s, %zu event loops\n",
-              bound.address().to_string().c_str(), bound.port(), admin_bound->address().to_string().c_str(),
-              admin_bound->port(), store::redacted_store_url(cfg.store_url).c_str(), loops.size());
+              bound.address().to_string().c_str(), bound.port(), admin_bound->endpoint.address().to_string().c_str(),
+              admin_bound->endpoint.port(), store::redacted_store_url(cfg.store_url).c_str(), loops.size());
   if (cfg.admin_token.empty()) {
     std::printf("cairva: no admin token in $%s: the admin API refuses every call\n", cfg.admin_token_env.c_str());
   }
   std::fflush(stdout);
 
-  Sweeper sweeper(*store, retry);
-  net::signal_set signals(admin_ctx, SIGINT, SIGTERM);
-  signals.async_wait([&](auto, int) {
-    admin_ctx.stop();
-    for (auto& l : loops) l->ctx.stop();
-  });
+  std::optional<Sweeper> sweeper(std::in_place, *store, retry);
+  Drain drain(admin_ctx, std::chrono::seconds(cfg.drain_timeout_s), draining,
+              {[&loops] {
+                 for (auto& l : loops) net::post(l->ctx, l->stop_listening);
+               },
+               [&public_budget] { return public_budget->open(); }});
+  drain.start();
+  // SIGHUP reopens the access log file (rotation); without a handler it would end the process.
+  net::signal_set hangups(admin_ctx, SIGHUP);
+  std::function<void()> on_hangup = [&] {
+    hangups.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      if (access_log) access_log->reopen();
+      on_hangup();
+    });
+  };
+  on_hangup();
   std::vector<std::thread> threads;
   for (size_t i = 0; i < loops.size(); ++i) {
     threads.emplace_back([&l = loops[i], i] {
@@ -185,8 +219,19 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
       set_run_soon_for_this_thread(nullptr);
     });
   }
-  admin_ctx.run();
+  admin_ctx.run();  // until the drain ends
+  for (auto& l : loops) l->ctx.stop();
   for (auto& t : threads) t.join();
+  sweeper.reset();
+  if (drain.forced()) {
+    std::vector<const OpenRequests*> open;
+    for (const auto& l : loops) open.push_back(&l->open);
+    settle_cut_requests(*store, retry, open);
+  }
+  retry.retry_all();  // settlements the store could not record yet: a last chance
+  // The store goes first: it runs every callback it still owes (each resumes nothing: the
+  // loops are stopped) while the loops' contexts exist; the loops' coroutines go after.
+  store.reset();
   return 0;
 }
 

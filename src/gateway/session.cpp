@@ -140,7 +140,9 @@ bool has_body(const http::RequestReader& p) {
 // What the session loop keeps of its connection between requests.
 struct ConnectionState {
   http::Connection& connection;
+  OpenRequests* open_requests;  // the event loop's
   bool first_request = true;
+  std::string client_text;  // the peer's address as the access log writes it, once
   // The connection closes with request bytes unread (a refused body, or bytes after a
   // malformed header): discard them before closing.
   bool unread = false;
@@ -231,9 +233,27 @@ Task<bool> allocation_current(const Gateway& gw, ClientExchange& ex, const store
 struct AccessLogLine {
   const ClientExchange& ex;
   const Gateway& gw;
+  ConnectionState& state;  // its connection's
   int64_t started_us;
+  std::string_view method;  // the parser's, which outlives this line
+  std::string_view path;    // the target without its query string, which may hold secrets
   ~AccessLogLine() {
-    if (gw.config.access_log && !ex.request_id.empty()) ex.log_access(gw.clock.monotonic_micros() - started_us);
+    if (gw.access_log == nullptr || ex.request_id.empty()) return;
+    if (state.client_text.empty()) state.client_text = state.connection.client().to_string();
+    AccessRecord r;
+    r.time = gw.clock.now();
+    r.client = state.client_text;
+    r.method = method;
+    r.path = path;
+    r.status = ex.status_sent;
+    r.allocation_id = ex.allocation_id;
+    r.request_id = ex.request_id;
+    r.provider_request_id = ex.provider_request_id;
+    r.model = ex.model;
+    r.booked = ex.booked;
+    r.outcome = ex.outcome;
+    r.latency_us = gw.clock.monotonic_micros() - started_us;
+    gw.access_log->write(r);
   }
 };
 
@@ -250,7 +270,9 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   state.first_request = false;
   co_await read_header(stream, deadline, buffer, hp, state.connection, wait_s, got_bytes, ec);
   ClientExchange ex{stream, deadline};
-  AccessLogLine log_line{ex, gw, gw.clock.monotonic_micros()};
+  ex.closing = gw.draining;
+  ex.open_requests = state.open_requests;
+  AccessLogLine log_line{ex, gw, state, gw.clock.monotonic_micros(), {}, {}};
   ex.keep_alive = false;
   if (ec) {
     if (!got_bytes || ec == bhttp::error::end_of_stream || ec == net::error::eof ||
@@ -278,6 +300,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   ex.keep_alive = hp.keep_alive() && !has_body(hp);  // reset below once the body is read
   state.unread = has_body(hp);                        // until the body is read
   ex.request_id = new_time_ordered_id("req");
+  log_line.method = hp.method_text();
+  log_line.path = hp.target().substr(0, hp.target().find('?'));
   bool method_ok = false;
   const Route route = route_of(hp.target(), hp.method(), method_ok);
   // Every answer from here on, 404 to 503, is in the path's dialect (SPEC-APIS §4).
@@ -287,6 +311,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
     co_return co_await ex.send_error(ErrorCode::method_not_allowed,
                                      std::string(hp.method_text()) + " is not allowed on " + std::string(hp.target()));
   }
+  // A draining process tells load balancers to move away (its listener is closed already).
+  if (route == Route::healthz && gw.is_draining()) co_return co_await ex.send_json(503, R"({"status":"draining"})");
   if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
 
   auto grant = co_await authenticate(gw, keys, ex, api_key_of(hp), is_billable(route));
@@ -380,7 +406,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   }
 }
 
-Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, http::Socket socket,
+Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, OpenRequests& open, http::Socket socket,
                             std::shared_ptr<http::Connection> connection) {
   http::Deadline deadline(socket);
   connection->on_shed([&socket] {
@@ -390,7 +416,7 @@ Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, htt
   beast::flat_buffer buffer;
   std::string head_text;  // a request's target and Authorization, reused
   KeyHashCache keys;
-  ConnectionState state{*connection};
+  ConnectionState state{*connection, &open};
   while (co_await serve_one(gw, pool, socket, deadline, buffer, head_text, keys, state)) {
   }
   if (connection->shed()) co_return;  // closed already
@@ -406,10 +432,10 @@ Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, htt
 
 // The listener's coroutine runs on the default executor type; the connection's own loop
 // runs on the data path's, started once per connection.
-net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, net::ip::tcp::socket socket,
-                                    std::shared_ptr<http::Connection> connection) {
+net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, OpenRequests& open,
+                                    net::ip::tcp::socket socket, std::shared_ptr<http::Connection> connection) {
   auto on_loop = http::rebind(std::move(socket), pool.executor());
-  co_await net::co_spawn(pool.executor(), serve_connection(gw, pool, std::move(on_loop), std::move(connection)),
+  co_await net::co_spawn(pool.executor(), serve_connection(gw, pool, open, std::move(on_loop), std::move(connection)),
                          net::use_awaitable);
 }
 

@@ -50,7 +50,12 @@ void Connection::shed_now() {
 }
 
 Connection::Idle::Idle(Connection& c) : c_(c) {
-  if (!c_.shed_) c_.idle_->link(c_);
+  if (c_.shed_) return;
+  if (c_.idle_->closing_) {
+    c_.shed_now();
+    return;
+  }
+  c_.idle_->link(c_);
 }
 
 Connection::Idle::~Idle() {
@@ -78,6 +83,12 @@ void IdleConnections::unlink(Connection& c) {
   c.prev_ = c.next_ = nullptr;
   c.linked_ = false;
   --size_;
+}
+
+void IdleConnections::close_all() {
+  closing_ = true;
+  while (shed_oldest()) {
+  }
 }
 
 bool IdleConnections::shed_oldest() {

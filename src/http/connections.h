@@ -64,7 +64,8 @@ class Connection {
   bool shed() const { return shed_; }
   const boost::asio::ip::address& client() const { return client_; }
 
-  // While alive, the connection waits for a request's first byte and may be shed.
+  // While alive, the connection waits for a request's first byte and may be shed (at once,
+  // once its list is closing).
   class Idle {
    public:
     explicit Idle(Connection& c);
@@ -96,6 +97,9 @@ class IdleConnections {
  public:
   // Closes the connection idle the longest and gives its slot back. False when none is idle.
   bool shed_oldest();
+  // Closes every connection idle now, and from now on each one as it becomes idle (a
+  // draining process: a keep-alive connection closes once its response is sent).
+  void close_all();
   size_t size() const { return size_; }
 
  private:
@@ -106,6 +110,7 @@ class IdleConnections {
   Connection* head_ = nullptr;
   Connection* tail_ = nullptr;
   size_t size_ = 0;
+  bool closing_ = false;  // close_all() was called
 };
 
 }  // namespace cairva::http

@@ -74,6 +74,32 @@ TEST(IdleConnections, AConnectionEndingGivesItsSlotBackOnceWhetherShedOrNot) {
   EXPECT_EQ(budget->try_take(a), Take::taken) << "a's per-address count is back to zero";
 }
 
+TEST(IdleConnections, CloseAllClosesTheIdleAndThenEachConnectionAsItBecomesIdle) {
+  auto budget = std::make_shared<ConnectionBudget>(ConnectionLimits{3, 0});
+  auto idle = std::make_shared<IdleConnections>();
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(budget->try_take(a), Take::taken);
+  Connection waiting(budget, idle, a), busy(budget, idle, a), other(budget, idle, a);
+  int closed_waiting = 0, closed_busy = 0;
+  waiting.on_shed([&] { ++closed_waiting; });
+  busy.on_shed([&] { ++closed_busy; });
+  {
+    Connection::Idle i(waiting);
+    idle->close_all();
+    EXPECT_EQ(closed_waiting, 1);
+    EXPECT_TRUE(waiting.shed());
+    EXPECT_EQ(closed_busy, 0) << "a connection serving a request is left to finish it";
+    EXPECT_EQ(idle->size(), 0u);
+  }
+  {
+    Connection::Idle i(busy);  // its response sent, it waits for the next request
+    EXPECT_EQ(closed_busy, 1);
+    EXPECT_TRUE(busy.shed());
+    EXPECT_EQ(idle->size(), 0u);
+  }
+  EXPECT_EQ(budget->open(), 1);
+  EXPECT_FALSE(other.shed());
+}
+
 TEST(BodyBudget, LeasesTakeUpToTheBudgetAndGiveBackWhenDone) {
   BodyBudget budget(100);
   {

@@ -26,8 +26,7 @@ bool out_of_descriptors(const boost::system::error_code& ec) {
 }
 
 net::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, std::shared_ptr<ConnectionBudget> budget,
-                                 SessionFn session) {
-  auto idle = std::make_shared<IdleConnections>();
+                                 std::shared_ptr<IdleConnections> idle, SessionFn session) {
   net::steady_timer pause(acceptor->get_executor());
   for (;;) {
     auto [ec, socket] = co_await acceptor->async_accept(nothrow);
@@ -94,7 +93,7 @@ Result<tcp::endpoint> parse_listen_address(const std::string& addr) {
   return tcp::endpoint(ip, static_cast<unsigned short>(port));
 }
 
-Result<tcp::endpoint> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint, bool reuse_port,
+Result<Listening> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint, bool reuse_port,
                                      std::shared_ptr<ConnectionBudget> budget, SessionFn session) {
   auto acceptor = std::make_shared<tcp::acceptor>(ctx);
   boost::system::error_code ec;
@@ -114,8 +113,14 @@ Result<tcp::endpoint> start_listener(net::io_context& ctx, const tcp::endpoint& 
                           ": " + ec.message());
   }
   auto bound = acceptor->local_endpoint();
-  net::co_spawn(ctx, accept_loop(acceptor, std::move(budget), std::move(session)), net::detached);
-  return bound;
+  auto idle = std::make_shared<IdleConnections>();
+  net::co_spawn(ctx, accept_loop(acceptor, std::move(budget), idle, std::move(session)), net::detached);
+  auto stop = [acceptor, idle] {
+    boost::system::error_code ignored;
+    acceptor->close(ignored);  // the accept loop ends with operation_aborted
+    idle->close_all();
+  };
+  return Listening{bound, std::move(stop)};
 }
 
 }  // namespace cairva::http

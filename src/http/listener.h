@@ -30,10 +30,18 @@ using SessionFn = std::function<net::awaitable<void>(tcp::socket, std::shared_pt
 // limit is often 1024. Returns the soft limit now in force.
 int64_t raise_open_files_limit(int64_t wanted);
 
+// A listener started on one event loop.
+struct Listening {
+  tcp::endpoint endpoint;  // bound (useful with port 0)
+  // Closes the listening socket (new connections are refused) and the loop's connections
+  // idle now, then each as it becomes idle (IdleConnections::close_all). Runs on the
+  // listener's event loop only: post it there.
+  std::function<void()> stop;
+};
+
 // Binds `endpoint` (with SO_REUSEPORT when `reuse_port`) on `ctx`, and starts accepting
 // connections within `budget` (shared by every loop of the same listener).
-// Returns the bound endpoint (useful with port 0).
-Result<tcp::endpoint> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint,
+Result<Listening> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint,
                                      bool reuse_port, std::shared_ptr<ConnectionBudget> budget,
                                      SessionFn session);
 

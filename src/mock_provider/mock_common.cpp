@@ -95,6 +95,8 @@ Switches parse_switches(std::string_view model) {
       sw.id = std::string(val);
     else if (key == "header-id")
       sw.header_id = std::string(val);
+    else if (key == "hold")
+      sw.hold = std::string(val);
     else if (key == "output")
       sw.output = std::max<int64_t>(to_int(val), 0);
     else if (key == "usage") {
@@ -210,10 +212,32 @@ net::awaitable<bool> write_events(beast::tcp_stream& stream, const Switches& sw,
       if (sw.split_bytes > 0 && sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
     }
     ++sent;
+    if (sent == 1 && !sw.hold.empty()) co_await wait_for_release(sw.hold);
     if (sw.split_bytes == 0 && sw.chunk_delay_ms > 0) co_await sleep_ms(sw.chunk_delay_ms);
   }
   auto [lec, ln] = co_await net::async_write(stream, bhttp::make_chunk_last(), nothrow);
   co_return !lec;
+}
+
+namespace {
+// A held stream looks for its release this often.
+constexpr int64_t hold_poll_ms = 10;
+// Names released at most; a test releases a few.
+constexpr size_t released_names_max = 4096;
+
+bool released(std::string_view name) {
+  std::lock_guard lock(stats().released_mutex);
+  return stats().released.find(name) != stats().released.end();
+}
+}  // namespace
+
+net::awaitable<void> wait_for_release(std::string_view name) {
+  while (!released(name)) co_await sleep_ms(hold_poll_ms);
+}
+
+void release(std::string_view name) {
+  std::lock_guard lock(stats().released_mutex);
+  if (stats().released.size() < released_names_max) stats().released.emplace(name);
 }
 
 }  // namespace cairva::mock_provider

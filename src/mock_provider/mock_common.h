@@ -14,6 +14,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,8 @@ struct Stats {
   std::string last_body;           // GUARDED_BY(last_mutex)
   std::string last_authorization;  // GUARDED_BY(last_mutex)
   std::string last_target;         // GUARDED_BY(last_mutex): method and target
+  std::mutex released_mutex;
+  std::set<std::string, std::less<>> released;  // GUARDED_BY(released_mutex): hold names
 };
 Stats& stats();
 
@@ -59,7 +62,7 @@ struct Switches {
   int64_t reset_after = -1, truncate_after = -1, split_bytes = 0;
   int64_t retry_after_s = 3;                   // a 429's Retry-After
   int64_t output = completion_tokens_default;  // per choice, before the request's limit
-  std::string id, header_id;
+  std::string id, header_id, hold;
   // usage=P,C as sent (any JSON number text: negative, fractional, huge); empty = default.
   std::string prompt, completion;
 };
@@ -71,6 +74,10 @@ Switches parse_switches(std::string_view model);
 std::optional<int64_t> exact_int(std::string_view s);
 
 boost::asio::awaitable<void> sleep_ms(int64_t ms);
+// hold=NAME: waits until POST /mock/release/NAME.
+boost::asio::awaitable<void> wait_for_release(std::string_view name);
+// POST /mock/release/NAME: every stream held with hold=NAME goes on (and later ones pass).
+void release(std::string_view name);
 // Closes with a TCP RST (linger 0) instead of a FIN: a connection reset by the peer.
 void reset(beast::tcp_stream& stream);
 

@@ -220,6 +220,9 @@ net::awaitable<void> session(tcp::socket socket) {
       stats().requests = 0;
       stats().peak_in_flight = stats().in_flight.load();
       keep = co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"reset\":true}");
+    } else if (target.starts_with("/mock/release/") && req.method() == http::verb::post) {
+      release(target.substr(std::string_view("/mock/release/").size()));
+      keep = co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"released\":true}");
     } else if (target == "/mock/last") {
       http::response<http::string_body> res{http::status::ok, req.version()};
       res.set(http::field::content_type, "application/json");
@@ -269,7 +272,7 @@ int run(const Options& options) {
       std::fprintf(stderr, "mock-provider: %s\n", r.error().message.c_str());
       return 1;
     }
-    bound = *r;
+    bound = r->endpoint;
   }
   std::printf("mock-provider listening on %s:%u\n", bound.address().to_string().c_str(), bound.port());
   std::fflush(stdout);

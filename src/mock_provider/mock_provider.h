@@ -33,6 +33,8 @@
 //   oversize            non-streaming: a header announcing a 1 TiB body (with status=N if
 //                       given), a few bytes of it, then the connection closes
 //   header-id=TEXT      send TEXT as the x-request-id response header
+//   hold=NAME           streaming: after its first event (which carries the id) the stream
+//                       waits until POST /mock/release/NAME (a test's "mid-stream" moment)
 //   stamp               streaming: each content chunk is "stamp:<steady_clock µs when
 //                       written>", for per-chunk latency (bench/stream_load)
 //   failed              responses: the response fails (status "failed", response.failed)

@@ -60,6 +60,14 @@ struct SettleCommand {
   core::Tokens usage;               // usage and usage_unbooked
 };
 
+// The provider's id for a request still in flight, seen before its settlement (a stream's
+// first chunk carries it).
+struct ProviderIdNote {
+  std::string request_id;
+  std::string allocation_id;
+  std::string provider_request_id;  // wire::usable_provider_id
+};
+
 struct SettleResult {
   core::BookResult book = core::BookResult::unknown_request;  // the outcome
   core::RequestState request_state = core::RequestState::failed;
@@ -121,6 +129,18 @@ struct AuditReport {
   int64_t unapplied_writes = 0;
 };
 
+// `cairva backup`'s result: where the copy is and what it holds.
+struct BackupReport {
+  std::string path;        // the copy, absolute
+  int64_t bytes = 0;       // its size
+  int64_t allocations = 0;
+  int64_t requests = 0;
+  int64_t events = 0;
+  // The copy holds every write acknowledged before started_at (and some after it).
+  UnixMicros started_at = 0;
+  UnixMicros finished_at = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -153,6 +173,13 @@ class Store {
   // provider id yet, so it owns none until it settles. An unknown allocation owns nothing.
   virtual void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
                                      Callback<bool> done) = 0;
+  // Records the provider's id on a request still in_flight, so that a request the process
+  // never settles (killed, or cut at the end of a drain) becomes usage_pending carrying it:
+  // a reconciliation books under it. Changes nothing for a request no longer in_flight.
+  // Best effort, off the request's critical path: the settlement records the id anyway; a
+  // store that is failing or full may drop the note (`done` then gets the error). `done`
+  // may be empty; when given it runs once the note is durable (or dropped).
+  virtual void note_provider_id(ProviderIdNote note, Callback<void> done) = 0;
 
   // Admin (blocking). Unknown ids: ErrorCode::not_found.
   virtual Result<CreatedAgreement> create_agreement(const NewAgreement& a) = 0;
@@ -176,6 +203,15 @@ class Store {
   // In-flight requests older than the in-flight timeout become usage_pending. Returns how many.
   virtual Result<int64_t> sweep_stale() = 0;
   virtual Result<AuditReport> audit() = 0;
+  // An online, consistent copy of the store in a new file at `path` (absolute, not
+  // existing), mode 0600; blocking. Only the embedded store copies itself: by default
+  // ErrorCode::invalid_request (PostgreSQL is backed up with pg_dump).
+  virtual Result<BackupReport> backup(const std::string& path) {
+    (void)path;
+    return make_error(ErrorCode::invalid_request,
+                      "backup: this gateway's store is not the embedded one; back PostgreSQL up "
+                      "with pg_dump (docs/operations.md, \"Back up and restore\")");
+  }
 };
 
 // Options every backend shares.

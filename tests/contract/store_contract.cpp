@@ -79,6 +79,13 @@ Result<store::AllocationStatus> StoreContract::status(const std::string& allocat
   return w.get();
 }
 
+Status StoreContract::note(const store::CreatedAgreement& a, const std::string& request_id,
+                           const std::string& provider_request_id) {
+  Await<void> w;
+  store->note_provider_id({request_id, a.allocation.id, provider_request_id}, w.callback());
+  return w.get();
+}
+
 store::NewAgreement StoreContract::agreement(core::Limits limits, core::Tokens allowance) const {
   store::NewAgreement a;
   a.supplier = "supplier";
@@ -587,7 +594,7 @@ TEST_P(StoreContract, AProviderIdReusedByOtherRequestsLeavesThemPendingWithTheir
     EXPECT_EQ(r->request_state, RequestState::usage_pending);
     auto row = store->get_request(id);
     EXPECT_EQ(row->state, RequestState::usage_pending);
-    EXPECT_EQ(row->provider_request_id, "");  // the id is r1's: reconciliation books under the gateway's
+    EXPECT_EQ(row->provider_request_id, id);  // the id is r1's: reconciliation books under the gateway's
     EXPECT_EQ(row->reported_usage, (core::ReportedUsage{counts, "same"}));
   }
   EXPECT_EQ(store->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
@@ -819,6 +826,62 @@ TEST_P(StoreContract, ReconcileUsesTheProviderRequestIdWhenKnown) {
   auto e = store->reconcile({id, {2, 3}, "dashboard"});
   ASSERT_TRUE(e.ok()) << e.error().message;
   EXPECT_EQ(e->provider_request_id, "chatcmpl-9");
+}
+
+TEST_P(StoreContract, AProviderIdNotedInFlightIsKeptWhenTheRequestEndsPending) {
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  const auto swept = admit_ok(a, 10, 20);
+  const auto missing = admit_ok(a, 10, 20);
+  ASSERT_TRUE(note(a, swept, "chatcmpl-swept").ok());
+  ASSERT_TRUE(note(a, missing, "chatcmpl-missing").ok());
+  EXPECT_EQ(store->get_request(swept)->provider_request_id, "chatcmpl-swept");
+  EXPECT_EQ(store->get_request(swept)->state, RequestState::in_flight);
+  // A cut without an id of its own keeps the noted one.
+  ASSERT_TRUE(settle({missing, a.allocation.id, SettleKind::usage_missing, "", {}}).ok());
+  EXPECT_EQ(store->get_request(missing)->provider_request_id, "chatcmpl-missing");
+  clock->advance_seconds(600);
+  EXPECT_EQ(*store->sweep_stale(), 1);
+  auto row = store->get_request(swept);
+  EXPECT_EQ(row->state, RequestState::usage_pending);
+  EXPECT_EQ(row->provider_request_id, "chatcmpl-swept");
+  auto e = store->reconcile({swept, {2, 3}, "provider dashboard"});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->provider_request_id, "chatcmpl-swept");
+  // A note for a request no longer in flight changes nothing.
+  ASSERT_TRUE(note(a, missing, "chatcmpl-other").ok());
+  ASSERT_TRUE(note(a, swept, "chatcmpl-other").ok());
+  EXPECT_EQ(store->get_request(missing)->provider_request_id, "chatcmpl-missing");
+  EXPECT_EQ(store->get_request(swept)->provider_request_id, "chatcmpl-swept");
+  EXPECT_EQ(store->get_request(swept)->state, RequestState::booked);
+}
+
+TEST_P(StoreContract, AProviderIdNotedInFlightSurvivesARestart) {
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  const auto id = admit_ok(a, 10, 20);
+  ASSERT_TRUE(note(a, id, "chatcmpl-killed").ok());
+  reopen();
+  if (!harness->marks_in_flight_pending_on_reopen()) {
+    clock->advance_seconds(600);
+    EXPECT_EQ(*store->sweep_stale(), 1);
+  }
+  auto row = store->get_request(id);
+  EXPECT_EQ(row->state, RequestState::usage_pending);
+  EXPECT_EQ(row->provider_request_id, "chatcmpl-killed");
+}
+
+TEST_P(StoreContract, ANotedIdThatIsAnotherRequestsEventIsNotKeptAsTheBookingKey) {
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  const auto first = admit_ok(a, 10, 20);
+  const auto second = admit_ok(a, 10, 20);
+  // A provider that gives every request the same id: the second's is noted before the
+  // first books it.
+  ASSERT_TRUE(note(a, second, "same").ok());
+  ASSERT_EQ(book(a, first, "same", {5, 5})->book, core::BookResult::booked);
+  ASSERT_EQ(book(a, second, "same", {6, 6})->book, core::BookResult::reused_id);
+  EXPECT_EQ(store->get_request(second)->provider_request_id, second);
+  auto e = store->reconcile({second, {}, "provider dashboard", /*use_reported=*/true});
+  ASSERT_TRUE(e.ok()) << e.error().message;
+  EXPECT_EQ(e->provider_request_id, second);
 }
 
 // ---------------------------------------------------------------- depletion and operators

@@ -63,6 +63,7 @@ class StoreContract : public ::testing::TestWithParam<HarnessFactory> {
   Result<store::AdmitResult> admit(const store::AdmitCommand& cmd);
   Result<store::SettleResult> settle(const store::SettleCommand& cmd);
   Result<store::AllocationStatus> status(const std::string& allocation_id);
+  Status note(const store::CreatedAgreement& a, const std::string& request_id, const std::string& provider_request_id);
 
   // Default agreement: window [t0, t0 + 30 days), limits and allowance from the arguments.
   store::NewAgreement agreement(core::Limits limits, core::Tokens allowance) const;

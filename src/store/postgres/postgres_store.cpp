@@ -430,7 +430,7 @@ Result<std::vector<SettleResult>> PostgresStore::decide_settlements(std::span<co
     if (rq == requests.end()) continue;
     // Persist the plan's effects, and keep what this batch's later settlements read.
     const core::Tokens hold = rq->second.open.hold;
-    const std::string provider_id = plan.record_provider_id ? cmd.provider_request_id : std::string();
+    const std::string provider_id(core::recorded_provider_id(plan, cmd.provider_request_id, cmd.request_id));
     if (plan.insert_event) {
       a.booked = {a.booked.input + cmd.usage.input, a.booked.output + cmd.usage.output};
       if (plan.depletes) a.state = core::AllocationState::depleted;
@@ -458,6 +458,16 @@ Result<std::vector<SettleResult>> PostgresStore::decide_settlements(std::span<co
     rq->second.state = plan.request_state;
   }
   return out;
+}
+
+void PostgresStore::note_provider_id(ProviderIdNote note, Callback<void> done) {
+  if (!done) done = [](Status) {};
+  run_async<void>(std::move(done), [note = std::move(note)](Connection& c) -> Status {
+    auto r = c.run(sql::note_provider_id,
+                   Params().text(note.request_id).text(note.allocation_id).text(note.provider_request_id));
+    if (!r.ok()) return r.error();
+    return {};
+  });
 }
 
 void PostgresStore::allocation_status(const std::string& allocation_id,

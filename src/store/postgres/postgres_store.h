@@ -68,6 +68,8 @@ class PostgresStore final : public Store {
   // Without the row lock: a booking or settlement is either committed or not yet seen.
   void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
                              Callback<bool> done) override;
+  // One autocommitted UPDATE on a worker thread, outside the allocation's queue.
+  void note_provider_id(ProviderIdNote note, Callback<void> done) override;
 
   Result<CreatedAgreement> create_agreement(const NewAgreement& a) override;
   Result<AgreementRow> get_agreement(const std::string& agreement_id) override;

@@ -184,6 +184,12 @@ const Statement mark_usage_pending{
     "UPDATE requests SET state = 'usage_pending', finished_at = $2,"
     " provider_request_id = COALESCE(NULLIF($3, ''), provider_request_id) WHERE id = $1"};
 
+// Not under the allocation's row lock: it changes no number admission or settlement reads,
+// and locks only the request's row (a settlement locks the allocation's first, then this).
+const Statement note_provider_id{
+    "cv_note_provider_id",
+    "UPDATE requests SET provider_request_id = $3 WHERE id = $1 AND allocation_id = $2 AND state = 'in_flight'"};
+
 const Statement insert_conflict{
     "cv_insert_conflict",
     "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"

@@ -46,6 +46,7 @@ extern const Statement book_event;
 extern const Statement book_new_event;  // book_event that fails on a provider id booked before
 extern const Statement close_request;
 extern const Statement mark_usage_pending;
+extern const Statement note_provider_id;  // $1 request, $2 allocation, $3 provider request id
 extern const Statement insert_conflict;
 extern const Statement keep_reported;  // $1 request, $2/$3 counts, $4 provider request id
 extern const Statement sweep_stale;

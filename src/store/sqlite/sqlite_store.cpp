@@ -43,15 +43,16 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   }
   auto writer = std::make_unique<Writer>(std::move(wdb).value(), std::move(*log),
                                          replayed->next_seq, clock, options.on_commit_batch);
-  std::unique_ptr<SqliteStore> store(new SqliteStore(options, std::move(clock), std::move(lock).value(),
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, options, std::move(clock), std::move(lock).value(),
                                                      std::move(rdb).value(), std::move(writer)));
   if (Status s = store->load(); !s.ok()) return s.error();
   return store;
 }
 
-SqliteStore::SqliteStore(StoreOptions options, std::shared_ptr<const Clock> clock,
+SqliteStore::SqliteStore(std::string path, StoreOptions options, std::shared_ptr<const Clock> clock,
                          std::unique_ptr<FileLock> lock, Db reader, std::unique_ptr<Writer> writer)
-    : options_(std::move(options)),
+    : path_(std::move(path)),
+      options_(std::move(options)),
       clock_(std::move(clock)),
       lock_(std::move(lock)),
       reader_(std::move(reader)),
@@ -254,7 +255,7 @@ void SqliteStore::persist(const SettleCommand& cmd, const core::SettlePlan& plan
                           Callback<SettleResult> done) {
   const SettleResult out{plan.outcome, plan.request_state};
   const std::string& id = cmd.request_id;
-  const std::string& provider_id = plan.record_provider_id ? cmd.provider_request_id : std::string();
+  const std::string provider_id(core::recorded_provider_id(plan, cmd.provider_request_id, id));
   WriteOp::Records rows;
   if (plan.insert_event) {
     rows.push_back(writes::book(UsageEventRow{new_time_ordered_id("evt"), cmd.allocation_id, id, provider_id,
@@ -283,6 +284,16 @@ void SqliteStore::persist(const SettleCommand& cmd, const core::SettlePlan& plan
   };
   // One op per settlement keeps its records in one oplog and one table transaction.
   writer_->enqueue({WriteOp::Kind::settlement, std::move(rows), {}, std::move(on_written)}, Writer::Wake::soon);
+}
+
+void SqliteStore::note_provider_id(ProviderIdNote note, Callback<void> done) {
+  WriteOp op{WriteOp::Kind::admission,
+             {writes::note_provider_id(note.request_id, note.provider_request_id)},
+             {},
+             std::move(done)};
+  if (!writer_->try_enqueue(std::move(op), Writer::Wake::soon) && op.done) {
+    op.done(unavailable("store unavailable: write queue full or failing"));
+  }
 }
 
 void SqliteStore::allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) {

@@ -52,6 +52,9 @@ class SqliteStore final : public Store {
   // From the allocation's ledger, which holds every booked id and its open requests' ids.
   void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
                              Callback<bool> done) override;
+  // Journaled like an admission (dropped at once when the writer is failing or full),
+  // riding the commit of the calling loop's round.
+  void note_provider_id(ProviderIdNote note, Callback<void> done) override;
 
   Result<CreatedAgreement> create_agreement(const NewAgreement& a) override;
   Result<AgreementRow> get_agreement(const std::string& agreement_id) override;
@@ -70,6 +73,10 @@ class SqliteStore final : public Store {
 
   Result<int64_t> sweep_stale() override;
   Result<AuditReport> audit() override;
+  // sqlite_backup.cpp: after a writer flush, VACUUM INTO a new file beside `path` on a
+  // connection of its own (admin reads and the request path carry on), checked to hold every
+  // write acknowledged before the call, then renamed to `path`.
+  Result<BackupReport> backup(const std::string& path) override;
 
   // Group-commit figures (commits, rows, largest batch) for /metrics and reports.
   WriterStats writer_stats() const { return writer_->stats(); }
@@ -103,7 +110,7 @@ class SqliteStore final : public Store {
   };
 
  private:
-  SqliteStore(StoreOptions options, std::shared_ptr<const Clock> clock,
+  SqliteStore(std::string path, StoreOptions options, std::shared_ptr<const Clock> clock,
               std::unique_ptr<FileLock> lock, Db reader, std::unique_ptr<Writer> writer);
 
   std::shared_ptr<Allocation> find(const std::string& allocation_id) const;
@@ -132,6 +139,7 @@ class SqliteStore final : public Store {
   Result<AllocationStatus> change_state(const std::string& allocation_id, bool suspend);
   Status load();
 
+  const std::string path_;  // the database file
   const StoreOptions options_;
   const std::shared_ptr<const Clock> clock_;
   std::unique_ptr<FileLock> lock_;

@@ -492,6 +492,10 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
 // still hands the retries and the disk probe to the journal thread.
 TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailure) {
   auto a = create({100, 100000, 10}, {1000, 1000});
+  store_->flush();
+  // Paused, the journal thread never takes what the loop queued, so only the loop's turn
+  // commits and every answer arrives on this thread; a failing journal still retries.
+  store_->pause_journal_for_testing(true);
   auto loop = std::make_optional<FakeLoop>();
   std::optional<Result<AdmitResult>> answer;
   auto admit_here = [&] {
@@ -520,13 +524,18 @@ TEST_F(SqliteStoreTest, EventLoopThreadCommitsItsOwnWritesAndRecoversFromAFailur
   // retried, admitted after.
   admit_here();
   ASSERT_TRUE(answer.has_value() && !answer->ok()) << "admitted while the writer was failing";
+  // The applier's retries go through the journal thread: let it run until both recovered.
+  store_->pause_journal_for_testing(false);
   retry_and_wait();
+  store_->flush();
+  store_->pause_journal_for_testing(true);
   admit_here();
   loop->run_ready();
   loop.reset();
   ASSERT_TRUE(answer.has_value());
   EXPECT_TRUE(answer->ok()) << "admissions never resumed after the disk recovered: "
                             << answer->error().message;
+  store_->pause_journal_for_testing(false);
   fail_in_flight(a);
 }
 

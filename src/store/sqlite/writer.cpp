@@ -180,6 +180,11 @@ void Writer::flush() {
   p.get_future().wait();
 }
 
+int64_t Writer::journaled_through() {
+  std::lock_guard lock(journal_mu_);
+  return next_seq_ - 1;
+}
+
 bool Writer::failing() const {
   std::lock_guard lock(mu_);
   return journal_failing_ || apply_failing_;

@@ -105,6 +105,10 @@ class Writer {
   // Blocks until everything queued before the call has been attempted on the tables.
   void flush();
 
+  // The number of the last record in the oplog: every write acknowledged so far is
+  // numbered this or less (a backup's copy must hold the tables applied that far).
+  int64_t journaled_through();
+
   bool failing() const;
   // The journal's commits fail: nothing new can be made durable (a failing applier alone
   // still lets the journal take settlements, into the log's reserve when the disk is full).

@@ -185,6 +185,18 @@ static Status apply_keep_reported(Db& db, const Record& r) {
   return s->run();
 }
 
+Record note_provider_id(const std::string& request_id, const std::string& provider_request_id) {
+  // text: request_id, provider_request_id
+  return {Record::Kind::note_provider_id, {request_id, provider_request_id}, {}};
+}
+
+static Status apply_note_provider_id(Db& db, const Record& r) {
+  auto s = db.cached("UPDATE requests SET provider_request_id = ? WHERE id = ? AND state = 'in_flight'");
+  if (!s.ok()) return s.error();
+  s->text_ref(r.text(1)).text_ref(r.text(0));
+  return s->run();
+}
+
 Status apply(Db& db, const Record& r) {
   switch (r.kind) {
     case Record::Kind::insert_request: return apply_insert_request(db, r);
@@ -195,6 +207,7 @@ Status apply(Db& db, const Record& r) {
     case Record::Kind::insert_conflict: return apply_insert_conflict(db, r);
     case Record::Kind::set_states: return apply_set_states(db, r);
     case Record::Kind::keep_reported: return apply_keep_reported(db, r);
+    case Record::Kind::note_provider_id: return apply_note_provider_id(db, r);
   }
   return make_error(ErrorCode::internal_error,
                     "oplog: unknown record kind " + std::to_string(static_cast<int>(r.kind)));
@@ -202,7 +215,7 @@ Status apply(Db& db, const Record& r) {
 
 bool known_kind(int64_t kind) {
   return kind >= static_cast<int64_t>(Record::Kind::insert_request) &&
-         kind <= static_cast<int64_t>(Record::Kind::keep_reported);
+         kind <= static_cast<int64_t>(Record::Kind::note_provider_id);
 }
 
 // ---------------------------------------------------------------- coalesced application
@@ -268,6 +281,13 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
     case Record::Kind::mark_usage_pending:
       if (auto s = end_held(r.text(0), r.text(1), "usage_pending", std::nullopt)) return *s;
       return apply(db, r);
+    case Record::Kind::note_provider_id: {
+      // A start held back takes the id into its insert (its end, if any, comes later).
+      const auto it = start_of_.find(r.text(0));
+      if (it == start_of_.end()) return apply(db, r);
+      starts_[it->second].provider_request_id = r.text(1);
+      return {};
+    }
     case Record::Kind::keep_reported:
       // Its request's row must exist: a start held back is written first, as it stands.
       if (Start* s = held(r.text(0))) {

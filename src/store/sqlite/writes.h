@@ -39,6 +39,7 @@ struct Record {
     insert_conflict = 6,
     set_states = 7,
     keep_reported = 8,
+    note_provider_id = 9,
   };
   static constexpr size_t texts = 7;
   static constexpr size_t nums = 5;
@@ -97,7 +98,7 @@ class Coalescer {
   // The request's start held back in this transaction, or nullptr.
   Start* held(std::string_view request_id);
   std::vector<Start> starts_;
-  std::unordered_map<std::string_view, size_t> start_of_;  // request id -> starts_ index
+  std::unordered_map<std::string_view, size_t> start_of_;  // request id -> starts_ index (until ended)
   std::unordered_map<std::string_view, Used> used_;   // allocation id -> tokens booked
   size_t failed_op_ = 0;
 };
@@ -119,6 +120,8 @@ Record book_as_duplicate(const std::string& request_id, const std::string& provi
 Record fail_request(const std::string& request_id, const std::string& provider_request_id,
                     UnixMicros now);
 Record insert_conflict(const ConflictRow& c);
+// The provider's id on a request still in_flight (Store::note_provider_id).
+Record note_provider_id(const std::string& request_id, const std::string& provider_request_id);
 // The request's reported_usage (counts it reported that were not booked).
 Record keep_reported(const std::string& request_id, const core::ReportedUsage& reported);
 

@@ -38,8 +38,8 @@ std::string dump(Db& db) {
   return out;
 }
 
-// A random but valid history: starts, every kind of end, late bookings after
-// usage_pending, conflicts and state changes, over two allocations.
+// A random but valid history: starts, noted provider ids, every kind of end, late
+// bookings after usage_pending, conflicts and state changes, over two allocations.
 std::vector<writes::Record> history(std::mt19937& rng, int steps) {
   std::vector<writes::Record> out;
   std::vector<std::string> open;     // started, not ended
@@ -61,7 +61,7 @@ std::vector<writes::Record> history(std::mt19937& rng, int steps) {
   for (int step = 0; step < steps; ++step) {
     const int n = next++;
     const std::string alloc = (rng() % 2) ? "alloc_a" : "alloc_b";
-    switch (open.empty() ? 0 : rng() % 7) {
+    switch (open.empty() ? 0 : rng() % 8) {
       case 0:
       case 1: {
         const std::string id = "req_" + std::to_string(n);
@@ -97,6 +97,13 @@ std::vector<writes::Record> history(std::mt19937& rng, int steps) {
                                            core::AgreementState::in_force));
         }
         break;
+      case 7: {
+        // The provider's id noted while the request runs; a late note for an ended request.
+        const std::string& id = (!pending.empty() && rng() % 4 == 0) ? pending[rng() % pending.size()]
+                                                                     : open[rng() % open.size()];
+        out.push_back(writes::note_provider_id(id, "prov_n" + std::to_string(n)));
+        break;
+      }
     }
   }
   return out;
