@@ -39,6 +39,7 @@ class FakeStore final : public store::Store {
   }
   void owns_provider_request(const std::string&, const std::string&, store::Callback<bool> done) override {
     done(make_error(ErrorCode::store_unavailable, "fake"));
+  }
   void note_provider_id(store::ProviderIdNote, store::Callback<void> done) override {
     if (done) done(make_error(ErrorCode::store_unavailable, "fake"));
   }
