@@ -239,6 +239,8 @@ SettlePlan AllocationLedger::settle(const std::string& request_id, const Report&
     if (plan.change_state) mark_usage_pending(request_id);
     if (plan.change_state && plan.record_provider_id && !report.provider_request_id.empty()) {
       record_provider_id(open, report.provider_request_id);
+    } else if (plan.change_state && plan.outcome == BookResult::reused_id) {
+      record_provider_id(open, {});  // a noted id that is another request's event is not its own
     }
     if (plan.keep_reported) {
       open.req.reported = ReportedUsage{report.usage, std::string(report.provider_request_id)};
@@ -260,6 +262,14 @@ std::optional<Tokens> AllocationLedger::booked_counts(const std::string& provide
 
 bool AllocationLedger::owns_provider_request(const std::string& provider_request_id) const {
   return booked_provider_ids_.find(provider_request_id).has_value() || open_provider_ids_.contains(provider_request_id);
+}
+
+bool AllocationLedger::note_provider_id(const std::string& request_id, std::string_view provider_request_id) {
+  const auto it = open_.find(request_id);
+  if (it == open_.end() || it->second.req.state != RequestState::in_flight) return false;
+  record_provider_id(it->second, provider_request_id);
+  check_invariants();
+  return true;
 }
 
 bool AllocationLedger::mark_usage_pending(const std::string& request_id) {

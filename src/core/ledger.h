@@ -83,6 +83,10 @@ class AllocationLedger {
   // Whether the id is this allocation's: booked under it, or recorded by an open request
   // (Store::owns_provider_request).
   bool owns_provider_request(const std::string& provider_request_id) const;
+  // The provider's id of a request still in flight, seen before its settlement
+  // (Store::note_provider_id): recorded as a settlement records one. False (nothing
+  // changes) unless the request is in flight.
+  bool note_provider_id(const std::string& request_id, std::string_view provider_request_id);
   // Provider completed without counts: usage_pending, hold kept. False if not in flight.
   bool mark_usage_pending(const std::string& request_id);
   // Provider error: hold released, nothing booked; the start still counts. False if not open.

@@ -370,6 +370,30 @@ TEST(Ledger, OwnsTheIdsItBookedAndThoseItsPendingRequestsRecorded) {
   EXPECT_FALSE(restored.owns_provider_request("resp_e")) << "forgotten with the request";
 }
 
+TEST(Ledger, AProviderIdNotedInFlightIsOwnedUntilTheRequestEndsWithout) {
+  AllocationLedger l(terms());
+  for (const char* id : {"a", "b", "c"}) ASSERT_TRUE(l.admit(id, facts(), kNow).admitted());
+  EXPECT_TRUE(l.note_provider_id("a", "resp_a"));
+  EXPECT_EQ(l.find_open("a")->provider_request_id, "resp_a");
+  EXPECT_TRUE(l.owns_provider_request("resp_a"));
+  // Usage missing without an id of its own keeps the noted one.
+  EXPECT_EQ(l.settle("a", {SettleKind::usage_missing, "", {}}, kNow).outcome, BookResult::pending);
+  EXPECT_TRUE(l.owns_provider_request("resp_a"));
+  EXPECT_FALSE(l.note_provider_id("a", "resp_other")) << "no longer in flight";
+  EXPECT_EQ(l.find_open("a")->provider_request_id, "resp_a");
+  EXPECT_FALSE(l.note_provider_id("nope", "resp_x"));
+  // A provider error keeps nothing, noted or not.
+  EXPECT_TRUE(l.note_provider_id("b", "resp_b"));
+  EXPECT_EQ(l.settle("b", {SettleKind::failed, "", {}}, kNow).outcome, BookResult::failed);
+  EXPECT_FALSE(l.owns_provider_request("resp_b"));
+  // A noted id that turns out to be another request's event is dropped at the settlement.
+  ASSERT_TRUE(l.admit("d", facts(), kNow).admitted());
+  EXPECT_TRUE(l.note_provider_id("c", "resp_same"));
+  ASSERT_EQ(l.book("d", "resp_same", {5, 5}, kNow).result, BookResult::booked);
+  EXPECT_EQ(l.settle("c", {SettleKind::usage, "resp_same", {5, 5}}, kNow).outcome, BookResult::reused_id);
+  EXPECT_EQ(l.find_open("c")->provider_request_id, "");
+}
+
 // Terms under which nothing refuses or depletes however large the bookings.
 Terms roomy_terms() {
   constexpr int64_t kHuge = int64_t{1} << 50;

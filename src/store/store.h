@@ -167,10 +167,10 @@ class Store {
   virtual void settle(SettleCommand cmd, Callback<SettleResult> done) = 0;
   virtual void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) = 0;
   // Whether the provider request id (a stored response's `resp_…`) is the allocation's:
-  // the key of one of its usage events, or the provider id an open (usage_pending) request
-  // of it recorded at settlement (SPEC-APIS §3: buyers sharing a supplier's account never
-  // reach each other's stored responses). A request still in flight has recorded no
-  // provider id yet, so it owns none until it settles. An unknown allocation owns nothing.
+  // the key of one of its usage events, or the provider id an open request of it recorded
+  // (noted while in flight, note_provider_id, or at its settlement) (SPEC-APIS §3: buyers
+  // sharing a supplier's account never reach each other's stored responses). A request in
+  // flight whose id was not noted yet owns none. An unknown allocation owns nothing.
   virtual void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
                                      Callback<bool> done) = 0;
   // Records the provider's id on a request still in_flight, so that a request the process

@@ -1,5 +1,5 @@
 // A dialect's codec (STYLE "Several APIs, one flow"; Envoy's codecs): what the gateway flow
-// needs to know of one API's responses. The flow (src/gateway/chat.cpp) is written once
+// needs to know of one API's responses. The flow (src/gateway/flow.h) is written once
 // over this concept; an API is a codec and its tests, not a branch in the flow.
 //
 // A codec C provides:
@@ -13,7 +13,9 @@
 // - C::append_stream_error(out, code, message): the error event that ends a cut stream, in
 //   the API's shape.
 // Requests (inspection, the estimate's facts, the limit's rewrite) are read by each API's
-// request module (wire/chat_request.h for Chat Completions) before admission.
+// request module (chat_request.h, responses_request.h, embeddings_request.h) before
+// admission. Codecs: ChatCodec below, ResponsesCodec (responses_codec.h), EmbeddingsCodec
+// (embeddings_codec.h).
 //
 // Codecs are stateless types with static functions: the flow is a template over them, so
 // a dialect costs no virtual call or allocation per chunk.

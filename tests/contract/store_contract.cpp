@@ -869,6 +869,30 @@ TEST_P(StoreContract, AProviderIdNotedInFlightSurvivesARestart) {
   EXPECT_EQ(row->provider_request_id, "chatcmpl-killed");
 }
 
+TEST_P(StoreContract, AProviderIdNotedInFlightIsOwnedByItsAllocationOnly) {
+  const auto a = create({10, 1000, 5}, {500, 500});
+  const auto b = create({10, 1000, 5}, {500, 500});
+  auto owns = [&](const std::string& allocation_id, const std::string& id) {
+    Await<bool> w;
+    store->owns_provider_request(allocation_id, id, w.callback());
+    auto r = w.get();
+    EXPECT_TRUE(r.ok()) << r.error().message;
+    return r.ok() && *r;
+  };
+  const std::string streaming = admit_ok(a, 10, 10);
+  EXPECT_FALSE(owns(a.allocation.id, "resp_streaming"));
+  ASSERT_TRUE(note(a, streaming, "resp_streaming").ok());
+  EXPECT_TRUE(owns(a.allocation.id, "resp_streaming")) << "its stream showed the id";
+  EXPECT_FALSE(owns(b.allocation.id, "resp_streaming"));
+  // A request that fails keeps nothing to reach, noted or not.
+  const std::string failing = admit_ok(a, 10, 10);
+  ASSERT_TRUE(note(a, failing, "resp_failing").ok());
+  ASSERT_TRUE(settle({failing, a.allocation.id, SettleKind::failed, "", {}}).ok());
+  EXPECT_FALSE(owns(a.allocation.id, "resp_failing"));
+  ASSERT_TRUE(book(a, streaming, "resp_streaming", {2, 2}).ok());
+  EXPECT_TRUE(owns(a.allocation.id, "resp_streaming"));
+}
+
 TEST_P(StoreContract, ANotedIdThatIsAnotherRequestsEventIsNotKeptAsTheBookingKey) {
   auto a = create({100, 100000, 10}, {1000, 1000});
   const auto first = admit_ok(a, 10, 20);

@@ -2,6 +2,7 @@
 #include "store/sqlite/sqlite_store.h"
 
 #include <future>
+#include <optional>
 
 #include "base/ids.h"
 #include "store/sqlite/limits.h"
@@ -287,12 +288,25 @@ void SqliteStore::persist(const SettleCommand& cmd, const core::SettlePlan& plan
 }
 
 void SqliteStore::note_provider_id(ProviderIdNote note, Callback<void> done) {
-  WriteOp op{WriteOp::Kind::admission,
-             {writes::note_provider_id(note.request_id, note.provider_request_id)},
-             {},
-             std::move(done)};
-  if (!writer_->try_enqueue(std::move(op), Writer::Wake::soon) && op.done) {
-    op.done(unavailable("store unavailable: write queue full or failing"));
+  const auto alloc = find(note.allocation_id);
+  bool queued = false;
+  std::optional<WriteOp> refused;
+  if (alloc) {
+    // Under the lock, as a settlement: the ledger and the oplog see the note in its order.
+    std::lock_guard lock(alloc->mu);
+    if (alloc->ledger.note_provider_id(note.request_id, note.provider_request_id)) {
+      WriteOp op{WriteOp::Kind::admission,
+                 {writes::note_provider_id(note.request_id, note.provider_request_id)},
+                 {},
+                 std::move(done)};
+      queued = writer_->try_enqueue(std::move(op), Writer::Wake::soon);
+      if (!queued) refused = std::move(op);
+    }
+  }
+  if (refused) {
+    if (refused->done) refused->done(unavailable("store unavailable: write queue full or failing"));
+  } else if (!queued && done) {
+    done(Status{});  // not in flight (any more): nothing to note
   }
 }
 

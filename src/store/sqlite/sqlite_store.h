@@ -52,8 +52,9 @@ class SqliteStore final : public Store {
   // From the allocation's ledger, which holds every booked id and its open requests' ids.
   void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
                              Callback<bool> done) override;
-  // Journaled like an admission (dropped at once when the writer is failing or full),
-  // riding the commit of the calling loop's round.
+  // Recorded in the allocation's ledger (owns_provider_request sees it) and journaled like
+  // an admission (dropped at once when the writer is failing or full), riding the commit of
+  // the calling loop's round.
   void note_provider_id(ProviderIdNote note, Callback<void> done) override;
 
   Result<CreatedAgreement> create_agreement(const NewAgreement& a) override;
