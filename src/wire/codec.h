@@ -13,9 +13,10 @@
 // - C::append_stream_error(out, code, message): the error event that ends a cut stream, in
 //   the API's shape.
 // Requests (inspection, the estimate's facts, the limit's rewrite) are read by each API's
-// request module (chat_request.h, responses_request.h, embeddings_request.h) before
-// admission. Codecs: ChatCodec below, ResponsesCodec (responses_codec.h), EmbeddingsCodec
-// (embeddings_codec.h).
+// request module (chat_request.h, responses_request.h, embeddings_request.h,
+// messages_request.h) before admission. Codecs: ChatCodec below, ResponsesCodec
+// (responses_codec.h), EmbeddingsCodec (embeddings_codec.h), MessagesCodec
+// (messages_codec.h: Anthropic Messages).
 //
 // Codecs are stateless types with static functions: the flow is a template over them, so
 // a dialect costs no virtual call or allocation per chunk.
