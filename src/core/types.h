@@ -13,7 +13,7 @@ namespace cairva::core {
 enum class AgreementState : uint8_t { in_force, completed, expired, cancelled };
 enum class AllocationState : uint8_t { ready, active, suspended, depleted, expired };
 enum class RequestState : uint8_t { in_flight, booked, usage_pending, failed };
-enum class EventSource : uint8_t { provider, reconciliation };
+enum class EventSource : uint8_t { provider, reconciliation, adjustment };
 enum class Finality : uint8_t { reported, confirmed };
 
 std::string_view to_string(AgreementState s);
