@@ -36,6 +36,10 @@ constexpr const char* footer =
     "  cairva reconcile req_... --input 1200 --output 340 --evidence \"provider export "
     "2026-11-30\"\n"
     "  cairva reconcile req_... --reported --evidence \"the provider's report, kept by the gateway\"\n"
+    "  cairva reconcile import metering.csv --evidence \"provider export 2026-11-30\" --dry-run\n"
+    "  cairva adjust evt_... --input -1200 --output 0 --evidence \"credit note 17\"\n"
+    "  cairva events export --allocation alloc_... --from 2026-11-01T00:00:00Z > events.csv\n"
+    "List commands follow every page of the admin API (--limit N stops after N rows).\n"
     "Run `cairva COMMAND --help` for a command's options.";
 
 Result<config::Config> load_config(const std::string& path, const config::LoadOptions& options = {}) {

@@ -597,7 +597,8 @@ TEST_F(ReconcileImportTest, DryRunsEveryBatchFirstThenBooksAndSummarises) {
   EXPECT_EQ(first.at("evidence"), "export 12");
   EXPECT_EQ(first.at("force"), true);
   EXPECT_EQ(first.at("items").at(0), json::parse(R"({"provider_request_id":"p0","input_tokens":1,"output_tokens":2})"));
-  EXPECT_NE(o.out.find("imported 1500 items"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.rfind("imported 1500 items\n", 0), 0u) << o.out;
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1 + 5 + 2) << "a line per outcome and per note";
   EXPECT_NE(o.out.find("booked          1498"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("conflict        2"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("line 3: conflict (provider_request_id p1)"), std::string::npos) << o.out;

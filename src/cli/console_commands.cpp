@@ -19,9 +19,14 @@ namespace {
 
 // Exports are data for a file or a pipe; on a terminal their stored strings are escaped
 // like every other answer the CLI prints (printable.h).
-void write_out(const std::string& text) {
+void write_out(const std::string& line) {
   static const bool terminal = isatty(STDOUT_FILENO) == 1;
-  std::cout << (terminal ? printable(text) : text);
+  if (!terminal) {
+    std::cout << line;
+    return;
+  }
+  const size_t end = line.find_last_not_of("\r\n") + 1;  // the row's own line break stays one
+  std::cout << printable(std::string_view(line).substr(0, end)) << "\n";
 }
 
 std::optional<ExportFormat> format_of(const std::string& name) {
@@ -131,12 +136,12 @@ int import_file(ConsoleCommands& c) {
     return exit_refused;
   }
   if (c.dry_run) {
-    std::cout << printable(render_import_summary(*checked, true, items->size()));
+    std::cout << render_import_summary(*checked, true, items->size());
     return checked->needs_attention() ? exit_refused : exit_ok;
   }
   auto done = send_batches(c, *items, false);
   if (!done) return exit_refused;
-  std::cout << printable(render_import_summary(*done, false, items->size()));
+  std::cout << render_import_summary(*done, false, items->size());
   return done->needs_attention() ? exit_refused : exit_ok;
 }
 

@@ -4,6 +4,8 @@
 #include <boost/json/serialize.hpp>
 #include <charconv>
 
+#include "cli/printable.h"
+
 namespace cairva::cli {
 namespace json = boost::json;
 
@@ -271,7 +273,7 @@ std::string render_import_summary(const ImportSummary& s, bool dry_run, size_t i
     const int64_t n = it == s.outcomes.end() ? 0 : it->second;
     out += "  " + std::string(o) + std::string(16 - o.size(), ' ') + std::to_string(n) + "\n";
   }
-  for (const auto& note : s.notes) out += note + "\n";
+  for (const auto& note : s.notes) out += printable(note) + "\n";  // ids from the file and the API
   return out;
 }
 

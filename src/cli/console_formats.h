@@ -56,6 +56,7 @@ struct ImportSummary {
 // Adds one batch's results (the API's "results") for `items`.
 void add_results(ImportSummary& summary, const std::vector<ImportItem>& items, size_t first,
                  const boost::json::array& results);
+// One line per outcome, then the notes, each printable() (they hold ids from the file).
 std::string render_import_summary(const ImportSummary& s, bool dry_run, size_t items);
 
 // "items[3]: …" of a batch starting at item `first`, as "line N: …" of the file.

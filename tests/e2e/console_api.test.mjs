@@ -246,9 +246,9 @@ test('bulk reconciliation from a file: dry run first, books, re-import books not
     const dry = await cairva(['reconcile', 'import', file, '--evidence', 'metering export 2026-12', '--dry-run']);
     assert.equal(dry.code, 1, 'a conflict and a not_found need attention');
     assert.match(dry.out, /dry run/);
-    assert.match(dry.out, /booked {10}4/);
-    assert.match(dry.out, /conflict {8}1/);
-    assert.match(dry.out, /not_found {7}1/);
+    assert.match(dry.out, /^  booked {10}4$/m);
+    assert.match(dry.out, /^  conflict {8}1$/m);
+    assert.match(dry.out, /^  not_found {7}1$/m);
     const afterDry = (await gw.admin('GET', `/admin/v1/allocations/${allocation.id}`)).body;
     assert.equal(afterDry.current.usage_pending, 4, 'a dry run changes nothing');
     assert.equal((await gw.admin('GET', `/admin/v1/conflicts?allocation_id=${allocation.id}`)).body.data.length, 0);
@@ -256,9 +256,9 @@ test('bulk reconciliation from a file: dry run first, books, re-import books not
     const real = await cairva(['reconcile', 'import', file, '--evidence', 'metering export 2026-12']);
     assert.equal(real.code, 1);
     assert.match(real.out, /imported 6 items/);
-    assert.match(real.out, /booked {10}4/);
-    assert.match(real.out, /line 6: conflict/);
-    assert.match(real.out, /line 7: not_found \(request_id req_nope\)/);
+    assert.match(real.out, /^  booked {10}4$/m);
+    assert.match(real.out, /^line 6: conflict/m);
+    assert.match(real.out, /^line 7: not_found \(request_id req_nope\)$/m);
     const after = (await gw.admin('GET', `/admin/v1/allocations/${allocation.id}`)).body;
     assert.equal(after.current.usage_pending, 0);
     const events = await follow(`/admin/v1/events?allocation_id=${allocation.id}`, 100);
@@ -267,8 +267,8 @@ test('bulk reconciliation from a file: dry run first, books, re-import books not
     assert.equal((await gw.admin('GET', `/admin/v1/conflicts?allocation_id=${allocation.id}`)).body.data.length, 1);
 
     const again = await cairva(['reconcile', 'import', file, '--evidence', 'metering export 2026-12']);
-    assert.match(again.out, /booked {10}0/);
-    assert.match(again.out, /already_booked {2}4/);
+    assert.match(again.out, /^  booked {10}0$/m);
+    assert.match(again.out, /^  already_booked {2}4$/m);
     assert.equal((await follow(`/admin/v1/events?allocation_id=${allocation.id}`, 100)).length, 5, 're-import books nothing');
     assert.equal((await gw.admin('GET', `/admin/v1/conflicts?allocation_id=${allocation.id}`)).body.data.length, 1,
       'nor records the same conflict twice');

@@ -176,7 +176,7 @@ ALTER TABLE requests ADD COLUMN reported_provider_request_id text;
 constexpr const char* migration_5 = R"SQL(
 ALTER TABLE requests ADD COLUMN txid bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
 CREATE INDEX requests_commit_order ON requests (txid, seq);
-CREATE INDEX requests_unsettled ON requests (allocation_id, started_at, start_ordinal)
+CREATE INDEX requests_unsettled ON requests (allocation_id, started_at, start_ordinal) INCLUDE (state)
   WHERE state IN ('failed', 'usage_pending');
 CREATE INDEX requests_unsettled_order ON requests (state, txid, seq)
   WHERE state IN ('failed', 'usage_pending');

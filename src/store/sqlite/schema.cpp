@@ -245,7 +245,8 @@ ALTER TABLE requests ADD COLUMN reported_provider_request_id TEXT;
     //    starts before a time as one index probe (store/usage_series.h). Both are assigned
     //    by the applier (writes.h, Sequencer).
     //  - failed and usage_pending requests, the few a series and a pending queue look for,
-    //    get partial indexes: a request that is booked never enters them.
+    //    get partial indexes (holding the state: a series counts from the index alone); a
+    //    request that is booked never enters them.
     //  - usage_events takes adjustments (signed counts, `corrects`) and the allocation's
     //    running booked totals after each event (cum_input, cum_output) for the series;
     //    per allocation the index orders events as booked (booked_at, then seq).
@@ -259,7 +260,7 @@ UPDATE requests SET seq = o.n, start_ordinal = o.k FROM (
 DROP INDEX requests_allocation_started;
 CREATE INDEX requests_allocation_started ON requests (allocation_id, started_at, start_ordinal);
 CREATE INDEX requests_seq ON requests (seq);
-CREATE INDEX requests_unsettled ON requests (allocation_id, started_at, start_ordinal)
+CREATE INDEX requests_unsettled ON requests (allocation_id, started_at, start_ordinal, state)
   WHERE state = 'failed' OR state = 'usage_pending';
 CREATE INDEX requests_unsettled_seq ON requests (state, seq)
   WHERE state = 'failed' OR state = 'usage_pending';

@@ -19,7 +19,7 @@ Result<Sequencer::Start> Sequencer::next_start(Db& db, std::string_view allocati
     if (!row.ok()) return row.error();
     seq_ = s->col_i64(0);
   }
-  auto it = ordinals_.find(std::string(allocation_id));
+  auto it = ordinals_.find(allocation_id);
   if (it == ordinals_.end()) {
     // The last start in the index's order: start_ordinal grows with it (migration 9).
     auto s = db.cached(
@@ -35,7 +35,7 @@ Result<Sequencer::Start> Sequencer::next_start(Db& db, std::string_view allocati
 }
 
 Result<core::Tokens> Sequencer::next_totals(Db& db, std::string_view allocation_id, const core::Tokens& delta) {
-  auto it = totals_.find(std::string(allocation_id));
+  auto it = totals_.find(allocation_id);
   if (it == totals_.end()) {
     auto s = db.cached(
         "SELECT cum_input, cum_output FROM usage_events WHERE allocation_id = ?"

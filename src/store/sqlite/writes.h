@@ -79,9 +79,16 @@ class Sequencer {
   void forget();
 
  private:
+  // Looked up by the records' string_views without making a string each time.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  template <class V>
+  using ByAllocation = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
   std::optional<int64_t> seq_;
-  std::unordered_map<std::string, int64_t> ordinals_;
-  std::unordered_map<std::string, core::Tokens> totals_;
+  ByAllocation<int64_t> ordinals_;
+  ByAllocation<core::Tokens> totals_;
 };
 
 // Runs the record's statements on `db` (inside the caller's transaction).
