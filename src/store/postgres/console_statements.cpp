@@ -8,9 +8,6 @@
 namespace cairva::store::pg::sql {
 namespace {
 
-// Rows written by transactions older than every one still running: nothing committed later
-// can sort before them (schema.cpp, migration 5).
-#define CV_SETTLED_TXID "pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
 
 std::string state_term(std::optional<core::RequestState> state) {
   return state ? " AND state = '" + std::string(core::to_string(*state)) + "'" : std::string();
@@ -51,7 +48,7 @@ std::array<Statement, state_variants> make_all_requests() {
   for (size_t v = 0; v < state_variants; ++v) {
     out[v] = Statement{all_request_names[v],
                        std::string("SELECT ") + request_columns +
-                           " FROM requests WHERE (txid, seq) > ($1, $2) AND txid < " CV_SETTLED_TXID
+                           " FROM requests WHERE (txid, seq) > ($1, $2) AND txid < $6"
                            " AND started_at >= $3 AND started_at < $4" + state_term(state_of(v)) +
                            " ORDER BY txid, seq LIMIT $5"};
   }
@@ -77,6 +74,20 @@ std::string events_union(const std::string& where, const std::string& order, con
 
 }  // namespace
 
+// The next transaction id not yet assigned (read with the statement's snapshot, before
+// pg_locks is scanned: a writer that gets its id later gets a larger one), lowered to the
+// oldest id of a writer still running. pg_locks names a transaction's 32-bit id; it is
+// within 2^31 of the next one, which gives its epoch.
+const Statement listing_horizon{
+    "cv_listing_horizon",
+    "SELECT LEAST(x.next_id, COALESCE(min(x.next_id - ((x.next_id % 4294967296 - t.transactionid::text::bigint"
+    " + 4294967296) % 4294967296)), x.next_id))"
+    " FROM (SELECT pg_snapshot_xmax(pg_current_snapshot())::text::bigint AS next_id) x"
+    " LEFT JOIN pg_locks m ON m.locktype = 'relation' AND m.relation = 'row_writers'::regclass"
+    "   AND m.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " LEFT JOIN pg_locks t ON t.pid = m.pid AND t.locktype = 'transactionid' AND t.mode = 'ExclusiveLock'"
+    " GROUP BY x.next_id"};
+
 const Statement& list_allocation_requests(std::optional<core::RequestState> state) {
   return allocation_requests[variant(state)];
 }
@@ -94,7 +105,7 @@ const Statement list_allocation_events{
 
 const Statement list_all_events{
     "cv_list_all_events_v5",
-    events_union("(txid, gseq) > ($1, $2) AND txid < " CV_SETTLED_TXID " AND booked_at >= $3 AND booked_at < $4",
+    events_union("(txid, gseq) > ($1, $2) AND txid < $6 AND booked_at >= $3 AND booked_at < $4",
                  "txid, gseq", "k_txid, k_gseq", "$5")};
 
 const Statement event_position{
@@ -113,7 +124,7 @@ const Statement list_allocation_conflicts{
 const Statement list_all_conflicts{
     "cv_list_all_conflicts",
     std::string(conflict_columns) +
-        " WHERE (txid, seq) > ($1, $2) AND txid < " CV_SETTLED_TXID " ORDER BY txid, seq LIMIT $3"};
+        " WHERE (txid, seq) > ($1, $2) AND txid < $4 ORDER BY txid, seq LIMIT $3"};
 
 const Statement conflict_position{"cv_conflict_position",
                                   "SELECT allocation_id, seq, txid FROM conflicts WHERE id = $1"};

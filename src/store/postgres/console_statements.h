@@ -10,12 +10,21 @@
 
 namespace cairva::store::pg::sql {
 
+// A writer's mark (schema.cpp, migration 5): the first statement of every transaction that
+// adds requests, events, adjustments or conflicts, before its transaction id is assigned.
+inline constexpr const char* mark_row_writer = "LOCK TABLE row_writers IN ROW EXCLUSIVE MODE";
+
+// The listings' horizon: the transaction id below which every writer has ended. Read in a
+// statement of its own before the listing's, whose snapshot then holds every row below it.
+// Columns: the horizon (bigint).
+extern const Statement listing_horizon;
+
 // Requests. A state filter is part of the statement's text, so that the planner can use the
 // partial index holding that state's rows: one statement per state, and one for none.
 // One allocation, by (started_at, start_ordinal): $1 allocation, $2/$3 after, $4 from,
 // $5 to, $6 limit. Columns: RequestCol.
 const Statement& list_allocation_requests(std::optional<core::RequestState> state);
-// Every allocation, by commit (txid, seq): $1/$2 after, $3 from, $4 to, $5 limit.
+// Every allocation, by commit (txid, seq): $1/$2 after, $3 from, $4 to, $5 limit, $6 horizon.
 const Statement& list_all_requests(std::optional<core::RequestState> state);
 // $1 request id. Columns: allocation_id, started_at, start_ordinal, txid, seq.
 extern const Statement request_position;
@@ -23,13 +32,14 @@ extern const Statement request_position;
 // Usage events and adjustments, one listing. Columns: EventCol.
 // One allocation, by (booked_at, seq): $1 allocation, $2/$3 after, $4 from, $5 to, $6 limit.
 extern const Statement list_allocation_events;
-// Every allocation, by commit (txid, gseq): $1/$2 after, $3 from, $4 to, $5 limit.
+// Every allocation, by commit (txid, gseq): $1/$2 after, $3 from, $4 to, $5 limit, $6 horizon.
 extern const Statement list_all_events;
 // $1 event or adjustment id. Columns: allocation_id, booked_at, seq, txid, gseq.
 extern const Statement event_position;
 
 // Conflicts. One allocation by seq: $1 allocation, $2 seq after, $3 limit. Every
-// allocation by commit: $1/$2 after (txid, seq), $3 limit. Columns: as list_conflicts'.
+// allocation by commit: $1/$2 after (txid, seq), $3 limit, $4 horizon. Columns: id,
+// allocation_id, request_id, provider_request_id, reported in/out, booked in/out, recorded_at.
 extern const Statement list_allocation_conflicts;
 extern const Statement list_all_conflicts;
 // $1 conflict id. Columns: allocation_id, seq, txid.

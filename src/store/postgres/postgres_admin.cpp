@@ -228,6 +228,7 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
   const std::string allocation_id = get_text(owner->get(), 0, 0);
   Transaction tx(c);
   if (Status s = tx.begin(); !s.ok()) return s.error();
+  if (auto marked = c.exec(sql::mark_row_writer); !marked.ok()) return marked.error();
   auto alloc = lock(c, allocation_id);
   if (!alloc.ok()) return alloc.error();
   auto req = read_locked_request(c, r.request_id, allocation_id, injected_now());

@@ -65,6 +65,13 @@ Result<AllocationRow> lock_row(Connection& c, const std::string& allocation_id) 
   return parse_allocation(r->get(), 0, 0);
 }
 
+// The listings' horizon (sql::listing_horizon), read before the listing's own statement.
+Result<int64_t> horizon(Connection& c) {
+  auto r = c.run(sql::listing_horizon, Params());
+  if (!r.ok()) return r.error();
+  return get_i64(r->get(), 0, 0);
+}
+
 std::string array_literal(const std::vector<UnixMicros>& values) {
   std::string out = "{";
   for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + std::to_string(values[i]);
@@ -106,8 +113,10 @@ Result<Paged<RequestRow>> PostgresStore::list_requests(const RequestFilter& f) {
     } else {
       const int64_t txid = pos ? get_i64(pos.get(), 0, 3) : int64_min;
       const int64_t seq = pos ? get_i64(pos.get(), 0, 4) : int64_min;
+      auto below = horizon(c);
+      if (!below.ok()) return below.error();
       r = c.run(sql::list_all_requests(f.state),
-                Params().i64(txid).i64(seq).i64(from).i64(to).i64(static_cast<int64_t>(limit) + 1));
+                Params().i64(txid).i64(seq).i64(from).i64(to).i64(static_cast<int64_t>(limit) + 1).i64(*below));
     }
     if (!r.ok()) return r.error();
     return collect<RequestRow>(*r, limit, parse_request);
@@ -146,8 +155,10 @@ Result<Paged<UsageEventRow>> PostgresStore::list_events(const EventFilter& f) {
     } else {
       const int64_t txid = pos ? get_i64(pos.get(), 0, 3) : int64_min;
       const int64_t gseq = pos ? get_i64(pos.get(), 0, 4) : int64_min;
+      auto below = horizon(c);
+      if (!below.ok()) return below.error();
       r = c.run(sql::list_all_events,
-                Params().i64(txid).i64(gseq).i64(from).i64(to).i64(static_cast<int64_t>(limit) + 1));
+                Params().i64(txid).i64(gseq).i64(from).i64(to).i64(static_cast<int64_t>(limit) + 1).i64(*below));
     }
     if (!r.ok()) return r.error();
     return collect<UsageEventRow>(*r, limit, parse_event);
@@ -167,13 +178,19 @@ Result<Paged<ConflictRow>> PostgresStore::list_conflicts(const ConflictFilter& f
       }
     }
     const int64_t n = static_cast<int64_t>(limit) + 1;
-    auto r = f.allocation_id
-                 ? c.run(sql::list_allocation_conflicts,
-                         Params().text(*f.allocation_id).i64(pos ? get_i64(pos.get(), 0, 1) : 0).i64(n))
-                 : c.run(sql::list_all_conflicts, Params()
-                                                      .i64(pos ? get_i64(pos.get(), 0, 2) : int64_min)
-                                                      .i64(pos ? get_i64(pos.get(), 0, 1) : int64_min)
-                                                      .i64(n));
+    Result<PgResult> r = make_error(ErrorCode::internal_error, "unreachable");
+    if (f.allocation_id) {
+      r = c.run(sql::list_allocation_conflicts,
+                Params().text(*f.allocation_id).i64(pos ? get_i64(pos.get(), 0, 1) : 0).i64(n));
+    } else {
+      auto below = horizon(c);
+      if (!below.ok()) return below.error();
+      r = c.run(sql::list_all_conflicts, Params()
+                                             .i64(pos ? get_i64(pos.get(), 0, 2) : int64_min)
+                                             .i64(pos ? get_i64(pos.get(), 0, 1) : int64_min)
+                                             .i64(n)
+                                             .i64(*below));
+    }
     if (!r.ok()) return r.error();
     return collect<ConflictRow>(*r, limit, parse_conflict);
   });
@@ -322,6 +339,7 @@ Result<std::vector<RequestRow>> PostgresStore::find_pending(const std::optional<
 Result<bool> PostgresStore::record_conflict_on(Connection& c, ConflictRow row) {
   Transaction tx(c);
   if (Status s = tx.begin(); !s.ok()) return s.error();
+  if (auto marked = c.exec(sql::mark_row_writer); !marked.ok()) return marked.error();
   // Under the row lock, as a settlement's conflicts are: per allocation, seq is commit order.
   auto alloc = lock_row(c, row.allocation_id);
   if (!alloc.ok()) return alloc.error();
@@ -383,6 +401,7 @@ Result<UsageEventRow> PostgresStore::adjust_on(Connection& c, const Adjustment& 
   const std::string allocation_id = get_text(ev->get(), 0, 0);
   Transaction tx(c);
   if (Status s = tx.begin(); !s.ok()) return s.error();
+  if (auto marked = c.exec(sql::mark_row_writer); !marked.ok()) return marked.error();
   auto alloc = lock_row(c, allocation_id);
   if (!alloc.ok()) return alloc.error();
   auto at = c.run(sql::adjustment_time, Params().text(allocation_id).opt_i64(injected_now()));

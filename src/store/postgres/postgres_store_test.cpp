@@ -955,5 +955,70 @@ TEST_F(PostgresStoreTest, ProviderIdReusedThroughAnotherStoreIsRecordedAsConflic
   EXPECT_EQ(status->snapshot.held, b->get_request(r2)->hold);
 }
 
+// Another session with an open transaction that holds a transaction id (a psql session
+// left open, a row lock held, another database of the server). `writer`: one that marks
+// itself as this store's writers do (sql::mark_row_writer) before it has its id.
+class OpenTransaction {
+ public:
+  OpenTransaction(const std::string& url, bool writer) : conn_(PQconnectdb(url.c_str()), &PQfinish) {
+    open_ = PQstatus(conn_.get()) == CONNECTION_OK && run("BEGIN") &&
+            (!writer || run("LOCK TABLE row_writers IN ROW EXCLUSIVE MODE")) && run("SELECT pg_current_xact_id()");
+  }
+  bool open() const { return open_; }
+  void end() {
+    run("ROLLBACK");
+    conn_.reset();
+  }
+
+ private:
+  bool run(const std::string& sql) {
+    PGresult* r = PQexec(conn_.get(), sql.c_str());
+    const auto st = PQresultStatus(r);
+    PQclear(r);
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+  }
+  std::unique_ptr<PGconn, decltype(&PQfinish)> conn_;
+  bool open_ = false;
+};
+
+size_t listed_requests(Store& s) {
+  RequestFilter f;
+  f.limit = list_page_rows_max;
+  auto page = s.list_requests(f);
+  EXPECT_TRUE(page.ok()) << (page.ok() ? "" : page.error().message);
+  return page.ok() ? page->data.size() : 0;
+}
+
+// The listings across allocations show a row once every writer older than it has ended
+// (schema.cpp, migration 5): a writer still running holds newer rows back (it may yet add
+// a row before them), and a transaction that is no writer of this store holds nothing back.
+TEST_F(PostgresStoreTest, OnlyAnOlderWriterStillRunningHoldsBackTheListingsAcrossAllocations) {
+  auto s = open();
+  ASSERT_NE(s, nullptr);
+  auto [alloc, ids] = admitted(*s, 2);
+  EXPECT_EQ(listed_requests(*s), 2u);
+  OpenTransaction other(schema_.url(), false);
+  ASSERT_TRUE(other.open());
+  ASSERT_TRUE(admit(*s, command(alloc)).ok());
+  EXPECT_EQ(listed_requests(*s), 3u) << "a session that writes no listed rows holds nothing back";
+  OpenTransaction writer(schema_.url(), true);
+  ASSERT_TRUE(writer.open());
+  ASSERT_TRUE(admit(*s, command(alloc)).ok());
+  EXPECT_EQ(listed_requests(*s), 3u) << "the newest row waits for the older writer";
+  RequestFilter one;
+  one.allocation_id = alloc;
+  one.limit = 100;
+  EXPECT_EQ(s->list_requests(one)->data.size(), 4u) << "one allocation's listing never waits";
+  writer.end();
+  EXPECT_EQ(listed_requests(*s), 4u);
+  other.end();
+  auto rows = s->list_requests(one);
+  ASSERT_TRUE(rows.ok());
+  for (const auto& row : rows->data) {
+    ASSERT_TRUE(settle(*s, {row.id, alloc, SettleKind::failed, "", {}}).ok());
+  }
+  expect_audit_clean(*s);
+}
+
 }  // namespace
 }  // namespace cairva::store::pg

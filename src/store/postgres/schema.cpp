@@ -157,9 +157,13 @@ ALTER TABLE requests ADD COLUMN reported_provider_request_id text;
 // trigger).
 //  - Listings across allocations page in commit order: each row keeps the id of the
 //    transaction that wrote it (txid), and a page lists only rows of transactions older
-//    than every one still running (pg_snapshot_xmin), by (txid, seq). A row committed
-//    after a page was read therefore sorts after it; a global serial alone can commit out of
-//    order between processes. Within one allocation the row lock's orders serve: requests by
+//    than every writer still running, by (txid, seq). A row committed after a page was read
+//    therefore sorts after it; a global serial alone can commit out of order between
+//    processes. A writer is a transaction of this store that adds listed rows: it takes
+//    ROW EXCLUSIVE on the empty table row_writers before it has a transaction id, so the
+//    listings find the running ones in pg_locks (postgres_console.cpp), and a transaction
+//    of anything else on the server (a session left open, another database) holds nothing
+//    back. Within one allocation the row lock's orders serve: requests by
 //    (started_at, start_ordinal), events by (booked_at, seq), conflicts by seq.
 //  - Failed and usage_pending requests, the few a usage series and a pending queue look for,
 //    get partial indexes.
@@ -174,6 +178,7 @@ ALTER TABLE requests ADD COLUMN reported_provider_request_id text;
 //  - Allocations are listed by seq, agreements with them, keys by a new seq; their creation
 //    takes an advisory lock so that seq order is commit order (postgres_admin.cpp).
 constexpr const char* migration_5 = R"SQL(
+CREATE TABLE row_writers ();
 ALTER TABLE requests ADD COLUMN txid bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
 CREATE INDEX requests_commit_order ON requests (txid, seq);
 CREATE INDEX requests_unsettled ON requests (allocation_id, started_at, start_ordinal) INCLUDE (state)
