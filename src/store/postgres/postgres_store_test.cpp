@@ -35,6 +35,8 @@ Result<T> wait_for(F start) {
   return fut.get();
 }
 
+constexpr int64_t hour_us = 3600 * micros_per_second;
+
 class PostgresStoreTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(schema_.ok()) << schema_.error(); }
@@ -1018,6 +1020,35 @@ TEST_F(PostgresStoreTest, OnlyAnOlderWriterStillRunningHoldsBackTheListingsAcros
     ASSERT_TRUE(settle(*s, {row.id, alloc, SettleKind::failed, "", {}}).ok());
   }
   expect_audit_clean(*s);
+}
+
+// A gateway of schema 4 still serving during a rolling upgrade books with its own
+// statement, which knows no running totals: the trigger of migration 5 fills them, so usage
+// series and the audit stay right.
+TEST_F(PostgresStoreTest, ABookingWithoutRunningTotalsGetsThemFromTheTrigger) {
+  auto s = open();
+  ASSERT_NE(s, nullptr);
+  auto [alloc, ids] = admitted(*s, 2);
+  ASSERT_TRUE(settle(*s, {ids[0], alloc, SettleKind::usage, "p-new", {3, 4}}).ok());
+  // Schema 4's booking (statements.cpp before migration 5): no cum_input, no cum_output.
+  const std::string old_booking =
+      "WITH ev AS (INSERT INTO usage_events (id, allocation_id, seq, request_id, provider_request_id,"
+      " input_tokens, output_tokens, source, finality, evidence, booked_at, cum_tokens)"
+      " VALUES ('evt_schema4', '" + alloc + "', 2, '" + ids[1] + "', 'p-old', 5, 7, 'provider', 'reported', '', " +
+      std::to_string(t0 + 1) + ", 19) RETURNING cum_input, cum_output),"
+      " rq AS (UPDATE requests SET state = 'booked', finished_at = " + std::to_string(t0 + 1) +
+      ", provider_request_id = 'p-old' WHERE id = '" + ids[1] + "'),"
+      " al AS (UPDATE allocations SET booked_input = booked_input + 5, booked_output = booked_output + 7,"
+      " held_input = held_input - 10, held_output = held_output - 100, event_seq = 2 WHERE id = '" + alloc + "')"
+      " SELECT cum_input * 1000 + cum_output FROM ev";
+  EXPECT_EQ(testing::query_i64(schema_.url(), old_booking), 8 * 1000 + 11) << "the totals before it plus its counts";
+  expect_audit_clean(*s);
+  auto series = wait_for<UsageSeries>(
+      [&](auto done) { s->usage_series(UsageQuery{alloc, t0 - hour_us, t0 + hour_us, hour_us}, done); });
+  ASSERT_TRUE(series.ok()) << series.error().message;
+  core::Tokens total;
+  for (const auto& b : series->buckets) total = {total.input + b.tokens.input, total.output + b.tokens.output};
+  EXPECT_EQ(total, (core::Tokens{8, 11}));
 }
 
 }  // namespace

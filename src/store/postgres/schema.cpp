@@ -164,7 +164,9 @@ ALTER TABLE requests ADD COLUMN reported_provider_request_id text;
 //    listings find the running ones in pg_locks (postgres_console.cpp), and a transaction
 //    of anything else on the server (a session left open, another database) holds nothing
 //    back. Within one allocation the row lock's orders serve: requests by
-//    (started_at, start_ordinal), events by (booked_at, seq), conflicts by seq.
+//    (started_at, start_ordinal), events by (booked_at, seq), conflicts by seq. (A schema-4
+//    gateway takes no mark: while one still runs beside newer ones, a reader following a
+//    listing across allocations may miss a row it adds late.)
 //  - Failed and usage_pending requests, the few a usage series and a pending queue look for,
 //    get partial indexes.
 //  - Each event keeps the allocation's booked totals up to and including it (cum_input,
