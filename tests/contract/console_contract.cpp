@@ -146,6 +146,12 @@ TEST_P(StoreContract, RequestsPageByAllocationAndAcrossAllocationsWithFilters) {
     EXPECT_EQ(ids_of(list(std::nullopt, state, 1)), want) << core::to_string(state);
     EXPECT_EQ(ids_of(list(a.allocation.id, state, 1)), want_a) << core::to_string(state);
   }
+  // In flight: its own (partial) index, both orders.
+  const auto running = admit_ok(b, 1, 1);
+  EXPECT_EQ(ids_of(list(std::nullopt, RequestState::in_flight, 1)), std::vector<std::string>{running});
+  EXPECT_EQ(ids_of(list(b.allocation.id, RequestState::in_flight, 1)), std::vector<std::string>{running});
+  EXPECT_TRUE(list(a.allocation.id, RequestState::in_flight, 1).empty());
+  ASSERT_TRUE(settle({running, b.allocation.id, SettleKind::failed, "", {}}).ok());
   // Times: started_at in [from, to).
   store::RequestFilter f;
   f.allocation_id = a.allocation.id;
