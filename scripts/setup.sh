@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 # Boost 1.81 is installed as individual packages: libboost-dev/libboost-all-dev
 # pull in 1.74, which conflicts (see STACK.md). Each package below has a user: the build
 # (CMakeLists.txt), the tests (scripts/test.sh), bench/ (sqlite3, wrk, nginx, gnuplot, perf,
-# valgrind), fuzz/ (clang, its sanitizer runtimes) or scripts/lint.sh (clang-format, clang-tidy).
+# valgrind), fuzz/ (clang, its sanitizer runtimes), scripts/lint.sh (clang-format, clang-tidy)
+# or the console's browser test (chromium, driven by puppeteer-core: tests/e2e/console.test.mjs).
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates curl
   libboost-system1.81-dev libboost-json1.81-dev libboost-url1.81-dev
@@ -15,7 +16,7 @@ PACKAGES=(
   libsimdjson-dev libmimalloc-dev zlib1g-dev libsqlite3-dev sqlite3 libpq-dev libpq5
   libtomlplusplus-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  postgresql-15 postgresql-client-15
+  postgresql-15 postgresql-client-15 chromium
   wrk nginx-light gnuplot-nox linux-perf valgrind
   clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
 )
@@ -66,5 +67,10 @@ e2e_clients_installed() {
 }
 if ! e2e_clients_installed; then
   (cd tests/e2e && npm ci --no-audit --no-fund --loglevel=error)
+fi
+# The web console's build (console/package.json, exact versions: esbuild, uPlot, papaparse),
+# which the CMake build runs (src/console/CMakeLists.txt).
+if ! (cd console && npm ls >/dev/null 2>&1) || [ ! -f console/node_modules/.package-lock.json ]; then
+  (cd console && npm ci --no-audit --no-fund --loglevel=error)
 fi
 echo "setup: done"
