@@ -100,7 +100,7 @@ function createForm(api, onCreated) {
         h('h2', {}, 'Agreement created'),
         h('p', {}, r.agreement.id, ' → allocation ', h('a', { href: `#/allocations/${r.allocation.id}`, 'data-field': 'new-allocation' }, r.allocation.id)),
         h('p', {}, `API key ${r.api_key.id}; its secret is shown this once — give it to the buyer now:`),
-        h('p', {}, h('code', { class: 'secret', 'data-field': 'new-secret' }, r.api_key.secret)));
+        h('p', {}, h('code', { class: 'secret', 'data-field': 'new-secret', 'data-key-id': r.api_key.id }, r.api_key.secret)));
       result.hidden = false;
       result.focus?.();
       onCreated();

@@ -124,7 +124,7 @@ export function allocationPage({ api, id }) {
         try { await navigator.clipboard.writeText(secret); keyStatus.say('Copied.', 'ok'); } catch { keyStatus.say('Select the secret and copy it.', 'error'); }
       } }, 'Copy');
       fill(secretBox, h('p', {}, `New key ${res.api_key.id}. Its secret is shown this once: give it to the buyer now.`),
-        h('p', {}, h('code', { class: 'secret', 'data-field': 'new-secret' }, secret), ' ', copy));
+        h('p', {}, h('code', { class: 'secret', 'data-field': 'new-secret', 'data-key-id': res.api_key.id }, secret), ' ', copy));
       secretBox.hidden = false;
       await loadKeys();
     } catch (e) { keyStatus.say(`${e.code}: ${e.message}`, 'error'); }

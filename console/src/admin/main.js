@@ -19,7 +19,9 @@ const nav = document.getElementById('nav');
 const signOut = document.getElementById('sign-out');
 let page = null;
 
+// A 401 while signed in (the token was changed under the gateway): back to signing in.
 const api = makeApi(() => sessionStorage.getItem(token_key) ?? '', () => {
+  if (!page) return;  // the sign-in form says it itself
   sessionStorage.removeItem(token_key);
   route();
 });

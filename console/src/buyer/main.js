@@ -14,7 +14,9 @@ const main = document.getElementById('main');
 const signOut = document.getElementById('sign-out');
 let view = null;
 
+// A 401 while signed in (the key was revoked): back to signing in.
 const api = makeApi(() => sessionStorage.getItem(key_key) ?? '', () => {
+  if (!view) return;  // the sign-in form says it itself
   sessionStorage.removeItem(key_key);
   show();
 });
