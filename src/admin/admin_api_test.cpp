@@ -120,10 +120,10 @@ TEST_F(AdminApiTest, UnknownPathIs404BeforeAuthentication) {
 }
 
 TEST_F(AdminApiTest, WrongMethodIs405BeforeAuthentication) {
-  const std::pair<std::string, std::string> cases[] = {{"GET", "/admin/v1/agreements"},
+  const std::pair<std::string, std::string> cases[] = {{"PUT", "/admin/v1/agreements"},
                                                        {"DELETE", "/admin/v1/allocations"},
                                                        {"POST", "/admin/v1/allocations/alloc_1"},
-                                                       {"GET", "/admin/v1/allocations/a/keys"},
+                                                       {"PUT", "/admin/v1/allocations/a/keys"},
                                                        {"POST", "/admin/v1/keys/key_1"},
                                                        {"GET", "/admin/v1/requests/r/reconcile"},
                                                        {"POST", "/admin/v1/events"},
@@ -380,7 +380,7 @@ TEST_F(AdminApiTest, RefusesBadQueryParameters) {
   for (const std::string q :
        {"/admin/v1/requests?state=done", "/admin/v1/requests?allocation=a",
         "/admin/v1/requests?limit=0", "/admin/v1/events?limit=1001", "/admin/v1/events?limit=x",
-        "/admin/v1/events?state=booked", "/admin/v1/conflicts?after=evt_1"}) {
+        "/admin/v1/events?state=booked", "/admin/v1/conflicts?state=x"}) {
     Reply r = call("GET", q);
     EXPECT_EQ(r.status, 400) << q;
     EXPECT_EQ(r.code(), "invalid_request") << q;

@@ -13,6 +13,7 @@
 #include "store/postgres/schema.h"
 #include "store/postgres/statements.h"
 #include "store/postgres/tx_helpers.h"
+#include "store/usage_series.h"
 
 namespace cairva::store::pg {
 namespace {
@@ -492,6 +493,14 @@ Result<AllocationStatus> PostgresStore::one_status_on(Connection& c, const std::
   if (!all.ok()) return all.error();
   if (all->empty()) return make_error(ErrorCode::not_found, "allocation not found: " + id);
   return std::move(all->front());
+}
+
+void PostgresStore::usage_series(UsageQuery q, Callback<UsageSeries> done) {
+  if (Status s = check_usage_query(q); !s.ok()) {
+    done(s.error());
+    return;
+  }
+  run_async<UsageSeries>(std::move(done), [this, q = std::move(q)](Connection& c) { return usage_series_on(c, q); });
 }
 
 Result<int64_t> PostgresStore::sweep_stale() {

@@ -650,9 +650,9 @@ TEST_F(PostgresStoreTest, SameProviderResponseThroughTwoStoresIsBookedOnce) {
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->snapshot.booked, (core::Tokens{7, 9}));
   EXPECT_EQ(status->snapshot.held, b->get_request(r2)->hold);
-  auto events = b->list_events({created.allocation.id, std::nullopt, 100});
+  auto events = b->list_events(store::EventFilter{.allocation_id = created.allocation.id, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(events.ok());
-  EXPECT_EQ(events->size(), 1u);
+  EXPECT_EQ(events->data.size(), 1u);
 }
 
 TEST_F(PostgresStoreTest, FourStoresOpeningAtOnceApplyEachMigrationOnce) {
@@ -752,15 +752,15 @@ TEST_F(PostgresStoreTest, EventsListInBookingOrderPerAllocationWithAfterExclusiv
     ASSERT_TRUE(settle(*s, {id, created.allocation.id, SettleKind::usage, "p" + std::to_string(i), {1, 1}}).ok());
     ids.push_back(id);
   }
-  auto all = s->list_events({created.allocation.id, std::nullopt, 100});
+  auto all = s->list_events(store::EventFilter{.allocation_id = created.allocation.id, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(all.ok());
-  ASSERT_EQ(all->size(), 5u);
-  for (size_t i = 0; i < 5; ++i) EXPECT_EQ((*all)[i].request_id, ids[i]);
-  auto page = s->list_events({created.allocation.id, (*all)[1].id, 2});
+  ASSERT_EQ(all->data.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(all->data[i].request_id, ids[i]);
+  auto page = s->list_events(store::EventFilter{.allocation_id = created.allocation.id, .after = all->data[1].id, .limit = 2});
   ASSERT_TRUE(page.ok());
-  ASSERT_EQ(page->size(), 2u);
-  EXPECT_EQ((*page)[0].id, (*all)[2].id);
-  EXPECT_EQ((*page)[1].id, (*all)[3].id);
+  ASSERT_EQ(page->data.size(), 2u);
+  EXPECT_EQ(page->data[0].id, all->data[2].id);
+  EXPECT_EQ(page->data[1].id, all->data[3].id);
 }
 
 // The trailing windows are differences of running figures (schema.cpp, migration 2). These
@@ -943,12 +943,12 @@ TEST_F(PostgresStoreTest, ProviderIdReusedThroughAnotherStoreIsRecordedAsConflic
             core::BookResult::booked);
   ASSERT_EQ(settle(*b, {r2, created.allocation.id, SettleKind::usage, "same", {8, 9}})->book,
             core::BookResult::reused_id);
-  auto conflicts = a->list_conflicts(created.allocation.id);
+  auto conflicts = a->list_conflicts(store::ConflictFilter{.allocation_id = created.allocation.id});
   ASSERT_TRUE(conflicts.ok());
-  ASSERT_EQ(conflicts->size(), 1u);
-  EXPECT_EQ((*conflicts)[0].request_id, r2);
-  EXPECT_EQ((*conflicts)[0].reported, (core::Tokens{8, 9}));
-  EXPECT_EQ((*conflicts)[0].booked, (core::Tokens{7, 9}));
+  ASSERT_EQ(conflicts->data.size(), 1u);
+  EXPECT_EQ(conflicts->data[0].request_id, r2);
+  EXPECT_EQ(conflicts->data[0].reported, (core::Tokens{8, 9}));
+  EXPECT_EQ(conflicts->data[0].booked, (core::Tokens{7, 9}));
   auto status = b->get_allocation(created.allocation.id);
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->snapshot.booked, (core::Tokens{7, 9}));
