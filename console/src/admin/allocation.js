@@ -90,6 +90,7 @@ export function allocationPage({ api, id }) {
   const flight = table('In flight', ['Request', 'Started', 'Model', 'Stream', 'Hold in', 'Hold out']);
   const pendingList = h('ul', { class: 'pending-list', 'aria-label': 'Usage pending requests' });
   const pendingEmpty = h('p', { class: 'help' }, 'No request waits for usage.');
+  const flightEmpty = h('p', { class: 'help' }, 'No request in flight.');
   const keys = table('API keys', ['Key', 'Created', 'State', '']);
   const keyStatus = statusLine();
   const secretBox = h('div', { class: 'secret-box', hidden: true });
@@ -148,6 +149,8 @@ export function allocationPage({ api, id }) {
       h('td', {}, h('code', {}, r.id)), h('td', {}, utc(r.started_at)), h('td', {}, r.model),
       h('td', {}, r.stream ? 'yes' : 'no'), h('td', { class: 'num' }, int(r.hold.input_tokens)),
       h('td', { class: 'num' }, int(r.hold.output_tokens))));
+    flight.wrap.hidden = inFlight.data.length === 0;
+    flightEmpty.hidden = inFlight.data.length > 0;
     // A row just booked stays, showing its event, while the page is open.
     const done = [...pendingList.children].filter((li) => li.classList.contains('done')).map((li) => ({ id: li.dataset.key }));
     const rows = [...pending.data, ...done.filter((d) => !pending.data.some((r) => r.id === d.id))];
@@ -170,7 +173,7 @@ export function allocationPage({ api, id }) {
     h('p', { class: 'crumbs' }, h('a', { href: '#/allocations' }, 'Allocations'), ' / '),
     h('h1', {}, h('code', { 'data-field': 'allocation-id' }, id)),
     agreementBox, actions, status, panel, chart,
-    h('h2', {}, 'Requests in flight'), flight.wrap,
+    h('h2', {}, 'Requests in flight'), flightEmpty, flight.wrap,
     h('h2', {}, 'Usage pending'), pendingEmpty, pendingList,
     h('h2', {}, 'Keys'), h('div', { class: 'actions' }, createKey), secretBox, keys.wrap, keyStatus,
     h('p', {}, h('a', { href: `#/events?allocation_id=${enc}` }, 'Usage events'), ' · ',

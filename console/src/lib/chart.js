@@ -28,8 +28,8 @@ function plotOptions(width) {
       { value: (u, v) => (v === null ? '–' : utc(new Date(v * 1000).toISOString())) },
       { ...tokens, label: 'Input tokens', stroke: '#2f6fb3', fill: 'rgba(47,111,179,0.12)' },
       { ...tokens, label: 'Output tokens', stroke: '#b35f2f', fill: 'rgba(179,95,47,0.12)' },
-      { label: 'Requests', scale: 'requests', stroke: '#3a8a3a', width: 2, dash: [6, 3], points: { show: true } },
-      { label: 'Failed', scale: 'requests', stroke: '#c0392b', width: 2, points: { show: true } },
+      { label: 'Requests', scale: 'requests', stroke: '#3a8a3a', width: 2, dash: [6, 3] },
+      { label: 'Failed', scale: 'requests', stroke: '#c0392b', width: 1.5 },
     ],
   };
 }

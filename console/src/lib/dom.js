@@ -74,11 +74,18 @@ export function statusLine(attrs = {}) {
   return el;
 }
 
-// A table in a horizontally scrolling wrapper (phone width), with a caption and headers.
+// A table with a caption and headers, in a wrapper that scrolls sideways when it must. Each
+// cell gets its column's name as data-label, which the phone layout shows beside the value
+// (styles.css, table.stack) when rows become stacked cards.
 export function table(caption, headers, attrs = {}) {
   const tbody = h('tbody');
+  new MutationObserver(() => {
+    for (const tr of tbody.children) {
+      [...tr.children].forEach((td, i) => { if (!td.dataset.label && headers[i]) td.dataset.label = headers[i]; });
+    }
+  }).observe(tbody, { childList: true, subtree: true });
   const wrap = h('div', { class: 'table-wrap', tabindex: '0', role: 'region', 'aria-label': caption },
-    h('table', attrs,
+    h('table', { ...attrs, class: `stack ${attrs.class ?? ''}`.trim() },
       h('caption', {}, caption),
       h('thead', {}, h('tr', {}, headers.map((t) => h('th', { scope: 'col' }, t)))),
       tbody));
