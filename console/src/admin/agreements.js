@@ -121,9 +121,10 @@ function row(a) {
 export function agreementsPage({ api }) {
   const status = statusLine();
   const { wrap, tbody } = table('Agreements', ['Agreement', 'Supplier', 'Buyer', 'Provider', 'State', 'Input', 'Output', 'Starts', 'Ends']);
-  const pages = pager(async (after) => {
+  const pages = pager(async (after, stale) => {
     try {
       const page = await api.get('/admin/v1/agreements', { after, limit: 25 });
+      if (stale()) return null;
       keyedChildren(tbody, page.data, (a) => a.id, (a) => h('tr', {}, row(a)), (tr, a) => tr.replaceChildren(...row(a)));
       status.say(page.data.length ? '' : 'No agreement yet.');
       return { next: page.has_more ? page.data[page.data.length - 1].id : undefined };

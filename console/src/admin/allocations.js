@@ -50,7 +50,7 @@ export function allocationsPage({ api }) {
     (!supplier.value.trim() || agr?.supplier.toLowerCase().includes(supplier.value.trim().toLowerCase())) &&
     (!buyer.value.trim() || agr?.buyer.toLowerCase().includes(buyer.value.trim().toLowerCase()));
 
-  async function load(after) {
+  async function load(after, stale) {
     const want = Number(size.value);
     const shown = [];
     let cursor = after;
@@ -71,6 +71,7 @@ export function allocationsPage({ api }) {
       }
       if (page.data.length === 0) more = false;
     }
+    if (stale()) return null;
     keyedChildren(tbody, shown, (x) => x.a.id,
       (x) => h('tr', {}, cells(x.a, x.agr)),
       (row, x) => row.replaceChildren(...cells(x.a, x.agr)));

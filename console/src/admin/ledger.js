@@ -36,10 +36,11 @@ function ledgerPage({ api, params }, spec) {
     return { q, limit: Number(f.limit) };
   }
 
-  const pages = pager(async (after) => {
+  const pages = pager(async (after, stale) => {
     const { q, limit } = query();
     try {
       const page = await api.get(spec.path, { ...q, after, limit });
+      if (stale()) return null;
       keyedChildren(tbody, page.data, (x) => x.id, (x) => h('tr', {}, spec.cells(x)));
       status.say(page.data.length ? '' : spec.empty);
       return { next: page.has_more ? page.data[page.data.length - 1].id : undefined };

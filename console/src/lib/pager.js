@@ -1,6 +1,8 @@
 // Previous / next over a cursor-paged list (SPEC-CONSOLE §1: `after` and `has_more`).
-// `load(after)` fetches one page and resolves to { next } — the cursor of the page after
-// it, or undefined when has_more was false.
+// `load(after, stale)` fetches one page and resolves to { next } — the cursor of the page
+// after it, or undefined when has_more was false. Loads overlap (a refresh, a filter being
+// typed): `stale()` turns true once a later load has started, and a stale load must leave
+// the page as it is and resolve to null.
 import { h } from './dom.js';
 
 export function pager(load) {
@@ -17,8 +19,11 @@ export function pager(load) {
     index = i;
     await el.reload();
   }
+  let generation = 0;
   el.reload = async () => {
-    const r = await load(cursors[index]);
+    const mine = ++generation;
+    const r = await load(cursors[index], () => mine !== generation);
+    if (r === null || mine !== generation) return;
     next = r.next;
     prev.disabled = index === 0;
     fwd.disabled = next === undefined;
