@@ -75,7 +75,7 @@ net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptio
       out = error_response(ErrorCode::invalid_request,
                            "Transfer-Encoding must be chunked alone, without Content-Length (RFC 9112 section 6.1)");
     } else if (ec == bhttp::error::body_limit) {  // Beast checks an announced length with the header
-      out = error_response(ErrorCode::request_too_large, "admin request body exceeds 1 MiB");
+      out = error_response(ErrorCode::request_too_large, "admin request body exceeds 4 MiB");
     } else if (ec) {
       out = error_response(ErrorCode::invalid_request, "malformed HTTP request: " + ec.message());
     } else {
@@ -91,7 +91,7 @@ net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptio
       stream.expires_after(std::chrono::seconds(http::body_read_timeout_s));
       auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, nothrow);
       if (bec == bhttp::error::body_limit) {
-        out = error_response(ErrorCode::request_too_large, "admin request body exceeds 1 MiB");
+        out = error_response(ErrorCode::request_too_large, "admin request body exceeds 4 MiB");
       } else if (bec) {
         break;  // gone, or too slow (the stream's timeout closed it)
       } else {
