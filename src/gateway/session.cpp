@@ -12,6 +12,7 @@
 
 #include "base/ids.h"
 #include "gateway/chat.h"
+#include "gateway/console_http.h"
 #include "gateway/embeddings.h"
 #include "gateway/exchange.h"
 #include "gateway/flow.h"
@@ -52,6 +53,7 @@ enum class Route {
   allocation,       // GET /v1/allocations/current
   allocation_usage, // GET /v1/allocations/current/usage (SPEC-CONSOLE §2)
   healthz,          // GET, HEAD /healthz
+  console,          // GET, HEAD / and /console/... (gateway/console_http.h)
   unknown,
 };
 
@@ -110,6 +112,10 @@ Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
       method_ok = get;
       return Route::response_object;
     }
+  }
+  if (console::is_console_path(path)) {
+    method_ok = get || method == bhttp::verb::head;
+    return Route::console;
   }
   method_ok = false;
   return Route::unknown;
@@ -306,6 +312,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   // A draining process tells load balancers to move away (its listener is closed already).
   if (route == Route::healthz && gw.is_draining()) co_return co_await ex.send_json(503, R"({"status":"draining"})");
   if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
+  if (route == Route::console) co_return co_await send_console(ex, hp.method(), hp.target());
 
   auto grant = co_await authenticate(gw, keys, ex, hp.authorization(), is_billable(route));
   // A store outage is not a revoked key: 503, never 401 (send_store_error).
