@@ -78,8 +78,9 @@ Result<Target> by_provider_id(Store& store, const BulkItem& item, size_t i) {
   if (pending->empty()) return t;
   for (const auto& r : *pending) {
     if (r.allocation_id != pending->front().allocation_id) {
-      return invalid_item(i, "provider_request_id " + item.provider_request_id +
-                                 " names pending requests of several allocations; name the one with allocation_id");
+      return invalid_item(
+          i, "provider_request_id " + item.provider_request_id +
+                 " names pending requests of several allocations; name the one with allocation_id");
     }
   }
   const RequestRow& r = pending->front();  // the oldest
@@ -94,11 +95,16 @@ Result<Target> by_provider_id(Store& store, const BulkItem& item, size_t i) {
 
 std::string_view to_string(BulkOutcome o) {
   switch (o) {
-    case BulkOutcome::booked: return "booked";
-    case BulkOutcome::already_booked: return "already_booked";
-    case BulkOutcome::conflict: return "conflict";
-    case BulkOutcome::not_found: return "not_found";
-    case BulkOutcome::not_pending: return "not_pending";
+    case BulkOutcome::booked:
+      return "booked";
+    case BulkOutcome::already_booked:
+      return "already_booked";
+    case BulkOutcome::conflict:
+      return "conflict";
+    case BulkOutcome::not_found:
+      return "not_found";
+    case BulkOutcome::not_pending:
+      return "not_pending";
   }
   return "not_found";
 }
@@ -114,7 +120,8 @@ Result<std::vector<Target>> resolve(Store& store, const BulkReconciliation& call
     if (item.request_id.empty() == item.provider_request_id.empty()) {
       return invalid_item(i, "give exactly one of request_id and provider_request_id");
     }
-    if (item.usage.input < 0 || item.usage.output < 0) return invalid_item(i, "token counts must be integers >= 0");
+    if (item.usage.input < 0 || item.usage.output < 0)
+      return invalid_item(i, "token counts must be integers >= 0");
     if (!item.allocation_id) item.allocation_id = call.allocation_id;
     auto t = item.request_id.empty() ? by_provider_id(store, item, i) : by_request(store, item);
     if (!t.ok()) return t.error();
@@ -132,7 +139,8 @@ Result<std::vector<Target>> resolve(Store& store, const BulkReconciliation& call
 // a real run books through Store::reconcile and collects the conflicts to record.
 class Decider {
  public:
-  Decider(Store& store, const BulkReconciliation& call) : store_(store), call_(call), out_(call.items.size()) {}
+  Decider(Store& store, const BulkReconciliation& call)
+      : store_(store), call_(call), out_(call.items.size()) {}
 
   Status decide(size_t i, const Target& t) {
     switch (t.kind) {
@@ -161,14 +169,16 @@ class Decider {
   };
 
   // Against the event already booked: the same counts are nothing new, others a conflict.
-  void compare(size_t i, const Target& t, const core::Tokens& counts, const std::string& request_id) {
+  void compare(size_t i, const Target& t, const core::Tokens& counts,
+               const std::string& request_id) {
     const core::Tokens& usage = call_.items[i].usage;
     if (usage == counts) {
       out_[i].outcome = BulkOutcome::already_booked;
       return;
     }
     out_[i].outcome = BulkOutcome::conflict;
-    conflicts_.push_back(ConflictRow{"", t.allocation_id, request_id, t.booking_key, usage, counts, 0});
+    conflicts_.push_back(
+        ConflictRow{"", t.allocation_id, request_id, t.booking_key, usage, counts, 0});
   }
 
   Status book(size_t i, const Target& t) {
@@ -183,7 +193,8 @@ class Decider {
       booked_here_.emplace(key, Booked{usage, t.request_id});
       return {};
     }
-    auto event = store_.reconcile(Reconciliation{t.request_id, usage, call_.evidence, false, call_.force});
+    auto event =
+        store_.reconcile(Reconciliation{t.request_id, usage, call_.evidence, false, call_.force});
     if (event.ok()) {
       out_[i] = {BulkOutcome::booked, std::move(event).value()};
       booked_here_.emplace(key, Booked{usage, t.request_id});
@@ -203,8 +214,8 @@ class Decider {
         }
         // This request has no event of its own: a conflict whatever the counts.
         out_[i].outcome = BulkOutcome::conflict;
-        conflicts_.push_back(
-            ConflictRow{"", t.allocation_id, t.request_id, t.booking_key, usage, found->front().counts, 0});
+        conflicts_.push_back(ConflictRow{"", t.allocation_id, t.request_id, t.booking_key, usage,
+                                         found->front().counts, 0});
         return {};
       }
       default:
@@ -222,10 +233,12 @@ class Decider {
 }  // namespace
 
 Result<std::vector<BulkResult>> reconcile_bulk(Store& store, const BulkReconciliation& call) {
-  if (call.evidence.empty()) return make_error(ErrorCode::invalid_request, "evidence: must be a non-empty string");
+  if (call.evidence.empty())
+    return make_error(ErrorCode::invalid_request, "evidence: must be a non-empty string");
   if (call.items.size() > reconciliation_items_max) {
-    return make_error(ErrorCode::invalid_request, "items: at most " + std::to_string(reconciliation_items_max) +
-                                                      " per call, got " + std::to_string(call.items.size()));
+    return make_error(ErrorCode::invalid_request,
+                      "items: at most " + std::to_string(reconciliation_items_max) +
+                          " per call, got " + std::to_string(call.items.size()));
   }
   auto targets = resolve(store, call);
   if (!targets.ok()) return targets.error();
