@@ -28,13 +28,15 @@ struct ConsoleRoute {
 // A path SPEC-CONSOLE routes. A path SPEC §7 routes too with another method (POST
 // /admin/v1/agreements, POST /admin/v1/allocations/{id}/keys) is claimed only for this
 // route's method, so SPEC §7's table answers (or refuses) the others.
-std::optional<ConsoleRoute> match_console(const std::vector<std::string>& segments, std::string_view method);
+std::optional<ConsoleRoute> match_console(const std::vector<std::string>& segments,
+                                          std::string_view method);
 
 AdminResponse handle_console(const ConsoleRoute& route, const Query& q, const std::string& body,
                              store::Store& store, const Clock& clock);
 
 // The handlers with a body (reconciliations.cpp).
 AdminResponse bulk_reconcile(store::Store& store, const std::string& body);
-AdminResponse adjust_event(store::Store& store, const std::string& event_id, const std::string& body);
+AdminResponse adjust_event(store::Store& store, const std::string& event_id,
+                           const std::string& body);
 
 }  // namespace cairva::admin

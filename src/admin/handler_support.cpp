@@ -52,8 +52,9 @@ Result<std::optional<UnixMicros>> time_param(const Query& q, std::string_view ke
   if (!v) return std::optional<UnixMicros>();
   auto t = parse_rfc3339(*v);
   if (!t) {
-    return make_error(ErrorCode::invalid_request, std::string(key) +
-                                                      ": must be an RFC 3339 time such as 2026-12-01T00:00:00Z, got " + *v);
+    return make_error(
+        ErrorCode::invalid_request,
+        std::string(key) + ": must be an RFC 3339 time such as 2026-12-01T00:00:00Z, got " + *v);
   }
   return std::optional<UnixMicros>(*t);
 }

@@ -39,7 +39,8 @@ boost::json::object page_of(const store::Paged<T>& page, F render) {
   boost::json::array data;
   data.reserve(page.data.size());
   for (const auto& r : page.data) data.emplace_back(render(r));
-  return boost::json::object{{"object", "list"}, {"data", std::move(data)}, {"has_more", page.has_more}};
+  return boost::json::object{
+      {"object", "list"}, {"data", std::move(data)}, {"has_more", page.has_more}};
 }
 
 }  // namespace cairva::admin

@@ -44,7 +44,8 @@ AdminResponse list_agreements(store::Store& store, const Clock& clock, const Que
   auto page = store.list_agreements(f);
   if (!page) return error_response(page.error());
   const UnixMicros now = clock.now();
-  for (auto& a : page->data) a.state = core::effective_agreement_state(a.state, a.terms.window, now);
+  for (auto& a : page->data)
+    a.state = core::effective_agreement_state(a.state, a.terms.window, now);
   return json_response(200, page_of(*page, agreement_object));
 }
 
@@ -71,8 +72,9 @@ AdminResponse list_requests(store::Store& store, const Query& q) {
   if (auto state = non_empty(q, "state")) {
     f.state = core::parse_request_state(*state);
     if (!f.state) {
-      return error_response(ErrorCode::invalid_request,
-                            "state: must be in_flight, booked, usage_pending or failed, got " + *state);
+      return error_response(
+          ErrorCode::invalid_request,
+          "state: must be in_flight, booked, usage_pending or failed, got " + *state);
     }
   }
   if (auto s = read_page(q, f); !s) return error_response(s.error());
@@ -92,7 +94,8 @@ AdminResponse list_events(store::Store& store, const Query& q) {
 }
 
 AdminResponse list_conflicts(store::Store& store, const Query& q) {
-  if (auto s = check_query(q, {"allocation_id", "after", "limit"}); !s) return error_response(s.error());
+  if (auto s = check_query(q, {"allocation_id", "after", "limit"}); !s)
+    return error_response(s.error());
   store::ConflictFilter f;
   f.allocation_id = non_empty(q, "allocation_id");
   if (auto s = read_page(q, f); !s) return error_response(s.error());

@@ -18,8 +18,10 @@ namespace {
 Result<store::BulkItem> read_item(const json::value& v, size_t i) {
   const std::string path = "items[" + std::to_string(i) + "]";
   if (!v.is_object()) return make_error(ErrorCode::invalid_request, path + ": must be an object");
-  BodyReader r(v.get_object(), {"request_id", "provider_request_id", "allocation_id", "input_tokens", "output_tokens"},
-               path);
+  BodyReader r(
+      v.get_object(),
+      {"request_id", "provider_request_id", "allocation_id", "input_tokens", "output_tokens"},
+      path);
   store::BulkItem item;
   auto request_id = r.string("request_id", name_bytes_max, false);
   auto provider_request_id = r.string("provider_request_id", name_bytes_max, false);
@@ -29,7 +31,8 @@ Result<store::BulkItem> read_item(const json::value& v, size_t i) {
   if (r.ok() && request_id.has_value() == provider_request_id.has_value()) {
     r.fail("give exactly one of request_id and provider_request_id");
   }
-  if (r.ok() && request_id && allocation_id) r.fail("allocation_id: scopes a provider_request_id only");
+  if (r.ok() && request_id && allocation_id)
+    r.fail("allocation_id: scopes a provider_request_id only");
   if (!r.ok()) return r.error();
   item.request_id = request_id.value_or("");
   item.provider_request_id = provider_request_id.value_or("");
@@ -61,8 +64,9 @@ AdminResponse bulk_reconcile(store::Store& store, const std::string& body) {
   json::array out;
   out.reserve(results->size());
   json::object summary;
-  for (auto o : {store::BulkOutcome::booked, store::BulkOutcome::already_booked, store::BulkOutcome::conflict,
-                 store::BulkOutcome::not_found, store::BulkOutcome::not_pending}) {
+  for (auto o : {store::BulkOutcome::booked, store::BulkOutcome::already_booked,
+                 store::BulkOutcome::conflict, store::BulkOutcome::not_found,
+                 store::BulkOutcome::not_pending}) {
     summary[store::to_string(o)] = 0;
   }
   for (size_t i = 0; i < results->size(); ++i) {
@@ -78,14 +82,17 @@ AdminResponse bulk_reconcile(store::Store& store, const std::string& body) {
                                          {"summary", std::move(summary)}});
 }
 
-AdminResponse adjust_event(store::Store& store, const std::string& event_id, const std::string& body) {
+AdminResponse adjust_event(store::Store& store, const std::string& event_id,
+                           const std::string& body) {
   BodyReader r(body, {"input_tokens", "output_tokens", "evidence"});
   auto input = r.integer("input_tokens", -quantity_max, quantity_max, false);
   auto output = r.integer("output_tokens", -quantity_max, quantity_max, false);
   auto evidence = r.string("evidence", evidence_bytes_max, true);
-  if (r.ok() && !input && !output) r.fail("input_tokens, output_tokens: give at least one (signed) count");
+  if (r.ok() && !input && !output)
+    r.fail("input_tokens, output_tokens: give at least one (signed) count");
   if (!r.ok()) return error_response(r.error());
-  auto event = store.adjust(store::Adjustment{event_id, {input.value_or(0), output.value_or(0)}, *evidence});
+  auto event =
+      store.adjust(store::Adjustment{event_id, {input.value_or(0), output.value_or(0)}, *evidence});
   if (!event) return error_response(event.error());
   return json_response(201, json::object{{"event", event_object(*event)}});
 }

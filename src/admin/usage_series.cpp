@@ -19,11 +19,14 @@ constexpr int64_t usage_buckets_default = 24;
 static_assert(usage_buckets_default <= store::usage_buckets_max);
 
 // Floor division: times before 1970 align down too.
-int64_t align_down(int64_t t, int64_t unit) { return t >= 0 ? t / unit * unit : -((-t + unit - 1) / unit) * unit; }
+int64_t align_down(int64_t t, int64_t unit) {
+  return t >= 0 ? t / unit * unit : -((-t + unit - 1) / unit) * unit;
+}
 
 }  // namespace
 
-Result<UsageRequest> usage_request(const Query& q, const std::string& allocation_id, UnixMicros now) {
+Result<UsageRequest> usage_request(const Query& q, const std::string& allocation_id,
+                                   UnixMicros now) {
   if (auto s = check_query(q, {"from", "to", "bucket"}); !s) return s.error();
   UsageRequest out;
   out.bucket = non_empty(q, "bucket").value_or("hour");
@@ -35,15 +38,17 @@ Result<UsageRequest> usage_request(const Query& q, const std::string& allocation
   } else if (out.bucket == "day") {
     bucket_us = day_us;
   } else {
-    return make_error(ErrorCode::invalid_request, "bucket: must be minute, hour or day, got " + out.bucket);
+    return make_error(ErrorCode::invalid_request,
+                      "bucket: must be minute, hour or day, got " + out.bucket);
   }
   auto to = time_param(q, "to");
   if (!to) return to.error();
   auto from = time_param(q, "from");
   if (!from) return from.error();
   const UnixMicros end = to->value_or(now);
-  const UnixMicros start = from->has_value() ? align_down(**from, bucket_us)
-                                             : align_down(end - 1, bucket_us) - (usage_buckets_default - 1) * bucket_us;
+  const UnixMicros start =
+      from->has_value() ? align_down(**from, bucket_us)
+                        : align_down(end - 1, bucket_us) - (usage_buckets_default - 1) * bucket_us;
   out.query = store::UsageQuery{allocation_id, start, end, bucket_us};
   if (Status s = store::check_usage_query(out.query); !s.ok()) return s.error();
   return out;

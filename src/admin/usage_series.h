@@ -19,7 +19,8 @@ struct UsageRequest {
 // `bucket` minute|hour|day (default hour); `to` (default now); `from` (default: 24 buckets,
 // the last one holding `to`), aligned down to its bucket in UTC. invalid_request for a bad
 // value, an unknown parameter, to <= from or more than store::usage_buckets_max buckets.
-Result<UsageRequest> usage_request(const Query& q, const std::string& allocation_id, UnixMicros now);
+Result<UsageRequest> usage_request(const Query& q, const std::string& allocation_id,
+                                   UnixMicros now);
 
 // The query parameters of a request target ("/path?a=1&b=2"), decoded.
 Query query_of(std::string_view target);

@@ -57,7 +57,8 @@ std::optional<json::value> admin_json(const Hooks& hooks, const AdminOptions& o,
   boost::system::error_code ec;
   json::value v = json::parse(reply->body, ec);
   if (ec) {
-    std::cerr << "cairva: the admin API answered " << reply->status << " with a body that is not JSON\n";
+    std::cerr << "cairva: the admin API answered " << reply->status
+              << " with a body that is not JSON\n";
     return std::nullopt;
   }
   return v;
@@ -85,8 +86,9 @@ std::string admin_target(std::initializer_list<std::string> segments, Query quer
 }
 
 bool follow_pages(const Hooks& hooks, const AdminOptions& o, const std::string& path,
-                  const std::vector<std::pair<std::string, std::string>>& filters, std::optional<std::string> after,
-                  std::optional<size_t> max_rows, const PageRows& each) {
+                  const std::vector<std::pair<std::string, std::string>>& filters,
+                  std::optional<std::string> after, std::optional<size_t> max_rows,
+                  const PageRows& each) {
   size_t seen = 0;
   for (;;) {
     const size_t want = max_rows ? std::min(list_page_rows, *max_rows - seen) : list_page_rows;
@@ -122,14 +124,16 @@ bool follow_pages(const Hooks& hooks, const AdminOptions& o, const std::string& 
 }
 
 int admin_list(const Hooks& hooks, const AdminOptions& o, const std::string& path,
-               const std::vector<std::pair<std::string, std::string>>& filters, std::optional<std::string> after,
-               std::optional<size_t> max_rows, Renderer render) {
+               const std::vector<std::pair<std::string, std::string>>& filters,
+               std::optional<std::string> after, std::optional<size_t> max_rows, Renderer render) {
   json::array all;
-  const bool ok = follow_pages(hooks, o, path, filters, std::move(after), max_rows, [&](const json::array& rows) {
-    for (const auto& r : rows) all.push_back(r);
-  });
+  const bool ok = follow_pages(hooks, o, path, filters, std::move(after), max_rows,
+                               [&](const json::array& rows) {
+                                 for (const auto& r : rows) all.push_back(r);
+                               });
   if (!ok) return exit_refused;
-  const json::value list = json::object{{"object", "list"}, {"data", std::move(all)}, {"has_more", false}};
+  const json::value list =
+      json::object{{"object", "list"}, {"data", std::move(all)}, {"has_more", false}};
   if (o.json) {
     std::cout << printable(json::serialize(list), Escaping::json) << "\n";
   } else {

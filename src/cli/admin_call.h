@@ -33,7 +33,8 @@ using Renderer = std::string (*)(const boost::json::value&);
 
 // One admin API call. A 2xx answer's JSON; otherwise what went wrong is printed on stderr
 // and the answer is nullopt (the command exits exit_refused).
-std::optional<boost::json::value> admin_json(const Hooks& hooks, const AdminOptions& o, HttpCall call);
+std::optional<boost::json::value> admin_json(const Hooks& hooks, const AdminOptions& o,
+                                             HttpCall call);
 
 // One admin API call: prints the rendered (or, with --json, the raw) answer.
 int admin_call(const Hooks& hooks, const AdminOptions& o, HttpCall call, Renderer render);
@@ -47,12 +48,13 @@ std::string admin_target(std::initializer_list<std::string> segments, Query quer
 // False when a call failed (already reported).
 using PageRows = std::function<void(const boost::json::array& rows)>;
 bool follow_pages(const Hooks& hooks, const AdminOptions& o, const std::string& path,
-                  const std::vector<std::pair<std::string, std::string>>& filters, std::optional<std::string> after,
-                  std::optional<size_t> max_rows, const PageRows& each);
+                  const std::vector<std::pair<std::string, std::string>>& filters,
+                  std::optional<std::string> after, std::optional<size_t> max_rows,
+                  const PageRows& each);
 
 // The rows of a whole listing, rendered (or with --json printed) as one list.
 int admin_list(const Hooks& hooks, const AdminOptions& o, const std::string& path,
-               const std::vector<std::pair<std::string, std::string>>& filters, std::optional<std::string> after,
-               std::optional<size_t> max_rows, Renderer render);
+               const std::vector<std::pair<std::string, std::string>>& filters,
+               std::optional<std::string> after, std::optional<size_t> max_rows, Renderer render);
 
 }  // namespace cairva::cli

@@ -11,18 +11,27 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::string_view outcome_order[] = {"booked", "already_booked", "conflict", "not_found", "not_pending"};
+constexpr std::string_view outcome_order[] = {"booked", "already_booked", "conflict", "not_found",
+                                              "not_pending"};
 
 const std::vector<std::string>& event_columns() {
-  static const std::vector<std::string> c = {"id", "allocation_id", "request_id", "provider_request_id",
-                                             "input_tokens", "output_tokens", "source", "finality",
-                                             "evidence", "booked_at"};
+  static const std::vector<std::string> c = {
+      "id",           "allocation_id", "request_id", "provider_request_id",
+      "input_tokens", "output_tokens", "source",     "finality",
+      "evidence",     "booked_at"};
   return c;
 }
 
 const std::vector<std::string>& request_columns() {
-  static const std::vector<std::string> c = {"id", "allocation_id", "state", "started_at", "finished_at",
-                                             "model", "stream", "hold_input_tokens", "hold_output_tokens",
+  static const std::vector<std::string> c = {"id",
+                                             "allocation_id",
+                                             "state",
+                                             "started_at",
+                                             "finished_at",
+                                             "model",
+                                             "stream",
+                                             "hold_input_tokens",
+                                             "hold_output_tokens",
                                              "provider_request_id"};
   return c;
 }
@@ -110,7 +119,8 @@ Result<int64_t> count_of(std::string_view text, size_t line, std::string_view co
   int64_t v = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size() || v < 0) {
-    return at_line(line, std::string(column) + ": expected an integer >= 0, got \"" + std::string(text) + "\"");
+    return at_line(line, std::string(column) + ": expected an integer >= 0, got \"" +
+                             std::string(text) + "\"");
   }
   return v;
 }
@@ -119,11 +129,12 @@ Result<int64_t> count_of(std::string_view text, size_t line, std::string_view co
 Status check_item(const json::object& o, size_t line) {
   for (const auto& kv : o) {
     const std::string_view k = kv.key();
-    if (k != "request_id" && k != "provider_request_id" && k != "allocation_id" && k != "input_tokens" &&
-        k != "output_tokens") {
+    if (k != "request_id" && k != "provider_request_id" && k != "allocation_id" &&
+        k != "input_tokens" && k != "output_tokens") {
       return at_line(line, "unknown field " + std::string(k));
     }
-    if ((k == "input_tokens" || k == "output_tokens") && !(kv.value().is_int64() && kv.value().get_int64() >= 0)) {
+    if ((k == "input_tokens" || k == "output_tokens") &&
+        !(kv.value().is_int64() && kv.value().get_int64() >= 0)) {
       return at_line(line, std::string(k) + ": expected an integer >= 0");
     }
     if ((k == "request_id" || k == "provider_request_id" || k == "allocation_id") &&
@@ -168,7 +179,9 @@ std::string export_line(ExportKind kind, ExportFormat format, const json::value&
     for (const auto& c : request_columns()) {
       if (c == "hold_input_tokens" || c == "hold_output_tokens") {
         const json::value* hold = member(row, "hold");
-        cells.push_back(cell(hold ? member(*hold, c == "hold_input_tokens" ? "input_tokens" : "output_tokens") : nullptr));
+        cells.push_back(
+            cell(hold ? member(*hold, c == "hold_input_tokens" ? "input_tokens" : "output_tokens")
+                      : nullptr));
       } else {
         cells.push_back(cell(member(row, c)));
       }
@@ -183,7 +196,8 @@ ExportFormat guess_import_format(std::string_view path, std::string_view text) {
   if (path.ends_with(".csv")) return ExportFormat::csv;
   if (path.ends_with(".jsonl") || path.ends_with(".ndjson")) return ExportFormat::jsonl;
   const auto first = text.find_first_not_of(" \t\r\n");
-  return first != std::string_view::npos && text[first] == '{' ? ExportFormat::jsonl : ExportFormat::csv;
+  return first != std::string_view::npos && text[first] == '{' ? ExportFormat::jsonl
+                                                               : ExportFormat::csv;
 }
 
 Result<std::vector<ImportItem>> parse_reconcile_file(std::string_view text, ExportFormat format) {
@@ -192,7 +206,8 @@ Result<std::vector<ImportItem>> parse_reconcile_file(std::string_view text, Expo
     size_t line = 0, at = 0;
     while (at <= text.size()) {
       const size_t nl = text.find('\n', at);
-      const std::string_view l = text.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at);
+      const std::string_view l =
+          text.substr(at, nl == std::string_view::npos ? std::string_view::npos : nl - at);
       ++line;
       at = nl == std::string_view::npos ? text.size() + 1 : nl + 1;
       if (l.find_first_not_of(" \t\r") == std::string_view::npos) continue;
@@ -209,11 +224,12 @@ Result<std::vector<ImportItem>> parse_reconcile_file(std::string_view text, Expo
   if (records->empty()) return out;
   const std::vector<std::string>& header = records->front().fields;
   for (const auto& h : header) {
-    if (h != "request_id" && h != "provider_request_id" && h != "allocation_id" && h != "input_tokens" &&
-        h != "output_tokens") {
-      return at_line(1, "unknown column \"" + h +
-                            "\" (expected request_id or provider_request_id, input_tokens, output_tokens, "
-                            "optionally allocation_id)");
+    if (h != "request_id" && h != "provider_request_id" && h != "allocation_id" &&
+        h != "input_tokens" && h != "output_tokens") {
+      return at_line(
+          1, "unknown column \"" + h +
+                 "\" (expected request_id or provider_request_id, input_tokens, output_tokens, "
+                 "optionally allocation_id)");
     }
   }
   for (size_t r = 1; r < records->size(); ++r) {
@@ -260,8 +276,8 @@ void add_results(ImportSummary& summary, const std::vector<ImportItem>& items, s
     if (index >= items.size()) continue;
     const json::object& it = items[index].item;
     const char* by = it.contains("request_id") ? "request_id" : "provider_request_id";
-    summary.notes.push_back("line " + std::to_string(items[index].line) + ": " + o + " (" + by + " " +
-                            cell(it.if_contains(by)) + ")");
+    summary.notes.push_back("line " + std::to_string(items[index].line) + ": " + o + " (" + by +
+                            " " + cell(it.if_contains(by)) + ")");
   }
 }
 
@@ -277,7 +293,8 @@ std::string render_import_summary(const ImportSummary& s, bool dry_run, size_t i
   return out;
 }
 
-std::string place_in_file(const std::string& message, const std::vector<ImportItem>& items, size_t first) {
+std::string place_in_file(const std::string& message, const std::vector<ImportItem>& items,
+                          size_t first) {
   constexpr std::string_view prefix = "items[";
   const auto at = message.find(prefix);
   if (at == std::string::npos) return message;

@@ -35,8 +35,8 @@ inline constexpr size_t reconcile_import_batch_items = 1000;
 inline constexpr size_t reconcile_import_bytes_max = size_t{64} << 20;
 
 struct ImportItem {
-  size_t line = 0;             // where the item starts in the file (1-based)
-  boost::json::object item;    // as POST /admin/v1/reconciliations takes it
+  size_t line = 0;           // where the item starts in the file (1-based)
+  boost::json::object item;  // as POST /admin/v1/reconciliations takes it
 };
 
 // CSV with a header naming request_id and/or provider_request_id, input_tokens,
@@ -60,6 +60,7 @@ void add_results(ImportSummary& summary, const std::vector<ImportItem>& items, s
 std::string render_import_summary(const ImportSummary& s, bool dry_run, size_t items);
 
 // "items[3]: …" of a batch starting at item `first`, as "line N: …" of the file.
-std::string place_in_file(const std::string& message, const std::vector<ImportItem>& items, size_t first);
+std::string place_in_file(const std::string& message, const std::vector<ImportItem>& items,
+                          size_t first);
 
 }  // namespace cairva::cli

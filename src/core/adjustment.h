@@ -13,7 +13,7 @@ namespace cairva::core {
 struct AdjustmentPlan {
   bool allowed = false;  // false: a booked total would go below zero; nothing changes
   Tokens booked_after;
-  AllocationState state = AllocationState::active;           // the allocation's, after
+  AllocationState state = AllocationState::active;            // the allocation's, after
   AgreementState agreement_state = AgreementState::in_force;  // the agreement's, after
 };
 

@@ -8,23 +8,30 @@ namespace {
 constexpr Tokens allowance{100, 50};
 
 TEST(Adjustment, RefusesATotalBelowZeroInEitherDirection) {
-  EXPECT_FALSE(plan_adjustment(AllocationState::active, AgreementState::in_force, allowance, {10, 10}, {-11, 0}).allowed);
-  EXPECT_FALSE(plan_adjustment(AllocationState::active, AgreementState::in_force, allowance, {10, 10}, {5, -11}).allowed);
-  const auto p = plan_adjustment(AllocationState::active, AgreementState::in_force, allowance, {10, 10}, {-10, -10});
+  EXPECT_FALSE(plan_adjustment(AllocationState::active, AgreementState::in_force, allowance,
+                               {10, 10}, {-11, 0})
+                   .allowed);
+  EXPECT_FALSE(plan_adjustment(AllocationState::active, AgreementState::in_force, allowance,
+                               {10, 10}, {5, -11})
+                   .allowed);
+  const auto p = plan_adjustment(AllocationState::active, AgreementState::in_force, allowance,
+                                 {10, 10}, {-10, -10});
   ASSERT_TRUE(p.allowed);
   EXPECT_EQ(p.booked_after, (Tokens{0, 0}));
   EXPECT_EQ(p.state, AllocationState::active);
 }
 
 TEST(Adjustment, ReachingTheAllowanceDepletesAndCompletesTheAgreement) {
-  const auto p = plan_adjustment(AllocationState::active, AgreementState::in_force, allowance, {90, 10}, {10, 0});
+  const auto p = plan_adjustment(AllocationState::active, AgreementState::in_force, allowance,
+                                 {90, 10}, {10, 0});
   ASSERT_TRUE(p.allowed);
   EXPECT_EQ(p.state, AllocationState::depleted);
   EXPECT_EQ(p.agreement_state, AgreementState::completed);
 }
 
 TEST(Adjustment, TakingADepletedAllocationBelowItsAllowanceMakesItActiveAgain) {
-  const auto p = plan_adjustment(AllocationState::depleted, AgreementState::completed, allowance, {5000, 5000}, {-4950, -4990});
+  const auto p = plan_adjustment(AllocationState::depleted, AgreementState::completed, allowance,
+                                 {5000, 5000}, {-4950, -4990});
   ASSERT_TRUE(p.allowed);
   EXPECT_EQ(p.booked_after, (Tokens{50, 10}));
   EXPECT_EQ(p.state, AllocationState::active);
@@ -32,7 +39,8 @@ TEST(Adjustment, TakingADepletedAllocationBelowItsAllowanceMakesItActiveAgain) {
 }
 
 TEST(Adjustment, ADepletedAllocationStillAtItsAllowanceInOneDirectionStaysDepleted) {
-  const auto p = plan_adjustment(AllocationState::depleted, AgreementState::completed, allowance, {100, 60}, {-50, 0});
+  const auto p = plan_adjustment(AllocationState::depleted, AgreementState::completed, allowance,
+                                 {100, 60}, {-50, 0});
   ASSERT_TRUE(p.allowed);
   EXPECT_EQ(p.state, AllocationState::depleted);
   EXPECT_EQ(p.agreement_state, AgreementState::completed);

@@ -27,7 +27,7 @@ namespace cairva::store {
 inline constexpr size_t reconciliation_items_max = 10000;
 
 struct BulkItem {
-  std::string request_id;            // exactly one of these two is non-empty
+  std::string request_id;  // exactly one of these two is non-empty
   std::string provider_request_id;
   std::optional<std::string> allocation_id;  // where provider_request_id is looked for
   core::Tokens usage;

@@ -25,7 +25,8 @@ Status check_usage_query(const UsageQuery& q) {
   const int64_t buckets = (q.to - q.from + q.bucket_us - 1) / q.bucket_us;
   if (buckets > usage_buckets_max) {
     return invalid("from/to: " + std::to_string(buckets) + " buckets asked, at most " +
-                   std::to_string(usage_buckets_max) + " per call (use a larger bucket or a shorter range)");
+                   std::to_string(usage_buckets_max) +
+                   " per call (use a larger bucket or a shorter range)");
   }
   return {};
 }

@@ -63,9 +63,15 @@ TEST_P(StoreContract, AgreementsAndAllocationsPageInCreationOrder) {
     clock->advance_micros(i % 2);  // ties of created_at are still ordered
   }
   auto agreements = follow<store::AgreementRow>(
-      [&](auto after, size_t limit) { return store->list_agreements({after, limit}); }, 2);
+      [&](auto after, size_t limit) {
+        return store->list_agreements({after, limit});
+      },
+      2);
   auto allocations = follow<store::AllocationStatus>(
-      [&](auto after, size_t limit) { return store->list_allocations_page({after, limit}); }, 2);
+      [&](auto after, size_t limit) {
+        return store->list_allocations_page({after, limit});
+      },
+      2);
   ASSERT_EQ(agreements.size(), 5u);
   ASSERT_EQ(allocations.size(), 5u);
   for (size_t i = 0; i < 5; ++i) {
@@ -79,7 +85,8 @@ TEST_P(StoreContract, AgreementsAndAllocationsPageInCreationOrder) {
   auto unknown = store->list_allocations_page({std::string("alloc_nope"), 2});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().code, ErrorCode::invalid_request);
-  EXPECT_EQ(store->list_agreements({std::string("agr_nope"), 2}).error().code, ErrorCode::invalid_request);
+  EXPECT_EQ(store->list_agreements({std::string("agr_nope"), 2}).error().code,
+            ErrorCode::invalid_request);
 }
 
 TEST_P(StoreContract, KeysAreListedInCreationOrderWithoutSecrets) {
@@ -91,7 +98,10 @@ TEST_P(StoreContract, KeysAreListedInCreationOrderWithoutSecrets) {
   ASSERT_TRUE(k2.ok() && k3.ok());
   ASSERT_TRUE(store->revoke_key(k2->key_id).ok());
   auto keys = follow<store::ApiKeyRow>(
-      [&](auto after, size_t limit) { return store->list_keys(a.allocation.id, {after, limit}); }, 2);
+      [&](auto after, size_t limit) {
+        return store->list_keys(a.allocation.id, {after, limit});
+      },
+      2);
   ASSERT_EQ(keys.size(), 3u);
   EXPECT_EQ(ids_of(keys), (std::vector<std::string>{a.key_id, k2->key_id, k3->key_id}));
   EXPECT_FALSE(keys[0].revoked);
@@ -100,7 +110,8 @@ TEST_P(StoreContract, KeysAreListedInCreationOrderWithoutSecrets) {
   EXPECT_EQ(keys[2].created_at, t0_us + micros_per_second);
   for (const auto& k : keys) EXPECT_EQ(k.allocation_id, a.allocation.id);
   EXPECT_EQ(store->list_keys("alloc_nope", {}).error().code, ErrorCode::not_found);
-  EXPECT_EQ(store->list_keys(a.allocation.id, {b.key_id, 10}).error().code, ErrorCode::invalid_request);
+  EXPECT_EQ(store->list_keys(a.allocation.id, {b.key_id, 10}).error().code,
+            ErrorCode::invalid_request);
 }
 
 TEST_P(StoreContract, RequestsPageByAllocationAndAcrossAllocationsWithFilters) {
@@ -121,7 +132,8 @@ TEST_P(StoreContract, RequestsPageByAllocationAndAcrossAllocationsWithFilters) {
     }
     clock->advance_micros(i % 2);
   }
-  auto list = [&](std::optional<std::string> alloc, std::optional<RequestState> state, size_t limit) {
+  auto list = [&](std::optional<std::string> alloc, std::optional<RequestState> state,
+                  size_t limit) {
     return follow<store::RequestRow>(
         [&](auto after, size_t n) {
           store::RequestFilter f;
@@ -138,7 +150,9 @@ TEST_P(StoreContract, RequestsPageByAllocationAndAcrossAllocationsWithFilters) {
   for (auto state : {RequestState::failed, RequestState::booked, RequestState::usage_pending}) {
     std::vector<std::string> want, want_a;
     for (size_t i = 0; i < all.size(); ++i) {
-      const auto s = i % 3 == 0 ? RequestState::failed : i % 3 == 1 ? RequestState::booked : RequestState::usage_pending;
+      const auto s = i % 3 == 0   ? RequestState::failed
+                     : i % 3 == 1 ? RequestState::booked
+                                  : RequestState::usage_pending;
       if (s != state) continue;
       want.push_back(all[i]);
       if (i % 2 == 0) want_a.push_back(all[i]);
@@ -148,8 +162,10 @@ TEST_P(StoreContract, RequestsPageByAllocationAndAcrossAllocationsWithFilters) {
   }
   // In flight: its own (partial) index, both orders.
   const auto running = admit_ok(b, 1, 1);
-  EXPECT_EQ(ids_of(list(std::nullopt, RequestState::in_flight, 1)), std::vector<std::string>{running});
-  EXPECT_EQ(ids_of(list(b.allocation.id, RequestState::in_flight, 1)), std::vector<std::string>{running});
+  EXPECT_EQ(ids_of(list(std::nullopt, RequestState::in_flight, 1)),
+            std::vector<std::string>{running});
+  EXPECT_EQ(ids_of(list(b.allocation.id, RequestState::in_flight, 1)),
+            std::vector<std::string>{running});
   EXPECT_TRUE(list(a.allocation.id, RequestState::in_flight, 1).empty());
   ASSERT_TRUE(settle({running, b.allocation.id, SettleKind::failed, "", {}}).ok());
   // Times: started_at in [from, to).
@@ -159,7 +175,8 @@ TEST_P(StoreContract, RequestsPageByAllocationAndAcrossAllocationsWithFilters) {
   f.to = t0_us + 3;
   auto ranged = store->list_requests(f);
   ASSERT_TRUE(ranged.ok());
-  for (const auto& r : ranged->data) EXPECT_TRUE(r.started_at >= t0_us + 1 && r.started_at < t0_us + 3);
+  for (const auto& r : ranged->data)
+    EXPECT_TRUE(r.started_at >= t0_us + 1 && r.started_at < t0_us + 3);
   EXPECT_FALSE(ranged->data.empty());
   f = {};
   f.after = "req_nope";
@@ -183,23 +200,33 @@ TEST_P(StoreContract, EventsAndConflictsPageAndFilterByBookingTime) {
   }
   auto all = follow<store::UsageEventRow>(
       [&](auto after, size_t limit) {
-        return store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = after, .limit = limit});
+        return store->list_events(
+            store::EventFilter{.allocation_id = a.allocation.id, .after = after, .limit = limit});
       },
       2);
   ASSERT_EQ(all.size(), 5u);
   for (size_t i = 1; i < all.size(); ++i) EXPECT_LT(all[i - 1].booked_at, all[i].booked_at);
-  auto ranged = store->list_events(
-      store::EventFilter{.allocation_id = a.allocation.id, .from = t0_us + 10 * micros_per_second,
-                         .to = t0_us + 30 * micros_per_second, .after = std::nullopt, .limit = 100});
+  auto ranged = store->list_events(store::EventFilter{.allocation_id = a.allocation.id,
+                                                      .from = t0_us + 10 * micros_per_second,
+                                                      .to = t0_us + 30 * micros_per_second,
+                                                      .after = std::nullopt,
+                                                      .limit = 100});
   ASSERT_TRUE(ranged.ok());
   EXPECT_EQ(ids_of(ranged->data), (std::vector<std::string>{all[1].id, all[2].id}));
   auto conflicts = follow<store::ConflictRow>(
-      [&](auto after, size_t limit) { return store->list_conflicts({a.allocation.id, after, limit}); }, 2);
+      [&](auto after, size_t limit) {
+        return store->list_conflicts({a.allocation.id, after, limit});
+      },
+      2);
   EXPECT_EQ(conflicts.size(), 5u);
   auto every = follow<store::ConflictRow>(
-      [&](auto after, size_t limit) { return store->list_conflicts({std::nullopt, after, limit}); }, 3);
+      [&](auto after, size_t limit) {
+        return store->list_conflicts({std::nullopt, after, limit});
+      },
+      3);
   EXPECT_EQ(ids_of(every), ids_of(conflicts));
-  EXPECT_EQ(store->list_conflicts({std::nullopt, std::string("cfl_nope"), 3}).error().code, ErrorCode::invalid_request);
+  EXPECT_EQ(store->list_conflicts({std::nullopt, std::string("cfl_nope"), 3}).error().code,
+            ErrorCode::invalid_request);
   EXPECT_EQ(store->list_events(store::EventFilter{.after = std::string("evt_nope")}).error().code,
             ErrorCode::invalid_request);
 }
@@ -208,7 +235,8 @@ TEST_P(StoreContract, EventsAndConflictsPageAndFilterByBookingTime) {
 // requests of three allocations: each row is seen exactly once (SPEC-CONSOLE §1).
 TEST_P(StoreContract, AFollowerSeesEveryRowOnceWhileRowsArrive) {
   std::vector<store::CreatedAgreement> allocs;
-  for (int i = 0; i < 3; ++i) allocs.push_back(create({100000, 100000000, 1000}, {100000000, 100000000}));
+  for (int i = 0; i < 3; ++i)
+    allocs.push_back(create({100000, 100000000, 1000}, {100000000, 100000000}));
   constexpr int requests = 60;
   std::mutex mu;
   std::set<std::string> admitted, booked_requests;
@@ -272,7 +300,9 @@ TEST_P(StoreContract, AFollowerSeesEveryRowOnceWhileRowsArrive) {
     return store->list_events(store::EventFilter{.after = after, .limit = 2});
   });
   writer.join();
-  auto unique = [](const std::vector<std::string>& v) { return std::set<std::string>(v.begin(), v.end()); };
+  auto unique = [](const std::vector<std::string>& v) {
+    return std::set<std::string>(v.begin(), v.end());
+  };
   EXPECT_EQ(unique(requests_seen).size(), requests_seen.size()) << "a request listed twice";
   EXPECT_EQ(unique(requests_seen), admitted);
   EXPECT_EQ(unique(of_first).size(), of_first.size());
@@ -291,8 +321,8 @@ TEST_P(StoreContract, AFollowerSeesEveryRowOnceWhileRowsArrive) {
 // ---------------------------------------------------------------- §2 usage series
 
 namespace {
-Result<store::UsageSeries> series_of(store::Store& s, const std::string& allocation, UnixMicros from, UnixMicros to,
-                                     int64_t bucket) {
+Result<store::UsageSeries> series_of(store::Store& s, const std::string& allocation,
+                                     UnixMicros from, UnixMicros to, int64_t bucket) {
   Await<store::UsageSeries> w;
   s.usage_series({allocation, from, to, bucket}, w.callback());
   return w.get();
@@ -338,7 +368,8 @@ TEST_P(StoreContract, UsageSeriesCountsTokensByBookingAndRequestsByStartInUtcBuc
   EXPECT_EQ(b[2].requests, 1);
   EXPECT_EQ(b[2].failed + b[2].usage_pending, 0);
   // Minute buckets, empty ones included, and a window that ends before the adjustment.
-  auto m = series_of(*store, a.allocation.id, t0_us + hour_us, t0_us + hour_us + 10 * minute_us, minute_us);
+  auto m = series_of(*store, a.allocation.id, t0_us + hour_us, t0_us + hour_us + 10 * minute_us,
+                     minute_us);
   ASSERT_TRUE(m.ok());
   ASSERT_EQ(m->buckets.size(), 10u);
   for (size_t i = 0; i < 10; ++i) {
@@ -352,11 +383,13 @@ TEST_P(StoreContract, UsageSeriesCountsTokensByBookingAndRequestsByStartInUtcBuc
   ASSERT_TRUE(after.ok());
   EXPECT_EQ(after->buckets[1].usage_pending, 0);
   EXPECT_EQ(after->buckets[2].tokens, (Tokens{-30 + 1, 10 + 1}));
-  EXPECT_EQ(series_of(*store, "alloc_nope", t0_us, t0_us + hour_us, hour_us).error().code, ErrorCode::not_found);
+  EXPECT_EQ(series_of(*store, "alloc_nope", t0_us, t0_us + hour_us, hour_us).error().code,
+            ErrorCode::not_found);
   EXPECT_EQ(series_of(*store, a.allocation.id, t0_us + 1, t0_us + hour_us, hour_us).error().code,
             ErrorCode::invalid_request);  // not aligned
-  EXPECT_EQ(series_of(*store, a.allocation.id, t0_us, t0_us + 1001 * minute_us, minute_us).error().code,
-            ErrorCode::invalid_request);  // more than 1000 buckets
+  EXPECT_EQ(
+      series_of(*store, a.allocation.id, t0_us, t0_us + 1001 * minute_us, minute_us).error().code,
+      ErrorCode::invalid_request);  // more than 1000 buckets
 }
 
 TEST_P(StoreContract, UsageSeriesSurvivesAReopen) {
@@ -379,7 +412,8 @@ TEST_P(StoreContract, BulkReconciliationBooksDryRunsAndReimportsWithoutBookingTw
   const auto by_id = admit_ok(a, 10, 100);
   ASSERT_TRUE(settle({by_id, a.allocation.id, SettleKind::usage_missing, "", {}}).ok());
   const auto by_provider = admit_ok(a, 10, 100);
-  ASSERT_TRUE(settle({by_provider, a.allocation.id, SettleKind::usage_missing, "chatcmpl-77", {}}).ok());
+  ASSERT_TRUE(
+      settle({by_provider, a.allocation.id, SettleKind::usage_missing, "chatcmpl-77", {}}).ok());
   const auto booked = admit_ok(a, 10, 100);
   ASSERT_TRUE(book(a, booked, "chatcmpl-1", {8, 9}).ok());
   const auto failed = admit_ok(a, 10, 100);
@@ -390,16 +424,17 @@ TEST_P(StoreContract, BulkReconciliationBooksDryRunsAndReimportsWithoutBookingTw
   call.items = {
       {by_id, "", std::nullopt, {11, 22}},
       {"", "chatcmpl-77", a.allocation.id, {33, 44}},
-      {booked, "", std::nullopt, {8, 9}},          // the same counts: already booked
-      {"", "chatcmpl-1", std::nullopt, {8, 10}},   // other counts: a conflict
+      {booked, "", std::nullopt, {8, 9}},         // the same counts: already booked
+      {"", "chatcmpl-1", std::nullopt, {8, 10}},  // other counts: a conflict
       {failed, "", std::nullopt, {1, 1}},
       {"req_nope", "", std::nullopt, {1, 1}},
       {"", "chatcmpl-unknown", std::nullopt, {1, 1}},
-      {by_id, "", std::nullopt, {11, 22}},         // twice in one call: booked once
+      {by_id, "", std::nullopt, {11, 22}},  // twice in one call: booked once
   };
-  const std::vector<BulkOutcome> want = {BulkOutcome::booked,     BulkOutcome::booked,    BulkOutcome::already_booked,
-                                         BulkOutcome::conflict,   BulkOutcome::not_pending, BulkOutcome::not_found,
-                                         BulkOutcome::not_found,  BulkOutcome::already_booked};
+  const std::vector<BulkOutcome> want = {BulkOutcome::booked,         BulkOutcome::booked,
+                                         BulkOutcome::already_booked, BulkOutcome::conflict,
+                                         BulkOutcome::not_pending,    BulkOutcome::not_found,
+                                         BulkOutcome::not_found,      BulkOutcome::already_booked};
   auto outcomes = [](const std::vector<store::BulkResult>& r) {
     std::vector<BulkOutcome> out;
     for (const auto& x : r) out.push_back(x.outcome);
@@ -436,11 +471,13 @@ TEST_P(StoreContract, BulkReconciliationBooksDryRunsAndReimportsWithoutBookingTw
   EXPECT_EQ(conflicts->data[0].booked, (Tokens{8, 9}));
 
   // Importing the same file again books nothing and records nothing new.
-  const auto events_before = store->list_events(store::EventFilter{.allocation_id = a.allocation.id})->data.size();
+  const auto events_before =
+      store->list_events(store::EventFilter{.allocation_id = a.allocation.id})->data.size();
   auto again = store::reconcile_bulk(*store, call);
   ASSERT_TRUE(again.ok());
   for (size_t i : {0, 1}) EXPECT_EQ((*again)[i].outcome, BulkOutcome::already_booked) << i;
-  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id})->data.size(), events_before);
+  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id})->data.size(),
+            events_before);
   EXPECT_EQ(status(a.allocation.id)->snapshot.booked, s.booked);
   EXPECT_EQ(store->list_conflicts({a.allocation.id})->data.size(), 1u);
 }
@@ -454,7 +491,8 @@ TEST_P(StoreContract, BulkReconciliationWithABadItemAppliesNothing) {
   store::BulkReconciliation call;
   call.evidence = "export";
   // Item 1 asks for more than reconcile_hold_ratio_max times its hold: needs force.
-  call.items = {{ok, "", std::nullopt, {5, 5}}, {big, "", std::nullopt, {5, 100 * store::reconcile_hold_ratio_max + 1}}};
+  call.items = {{ok, "", std::nullopt, {5, 5}},
+                {big, "", std::nullopt, {5, 100 * store::reconcile_hold_ratio_max + 1}}};
   auto r = store::reconcile_bulk(*store, call);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::invalid_request);
@@ -496,7 +534,8 @@ TEST_P(StoreContract, AnAdjustmentCorrectsABookingWithANewEventAndNeverEditsIt) 
   auto a = create({100, 1000000, 10}, {100000, 100000});
   const auto id = admit_ok(a, 10, 100);
   ASSERT_TRUE(book(a, id, "chatcmpl-5", {100, 50}).ok());
-  auto original = store->list_events(store::EventFilter{.allocation_id = a.allocation.id})->data.at(0);
+  auto original =
+      store->list_events(store::EventFilter{.allocation_id = a.allocation.id})->data.at(0);
   clock->advance_seconds(5);
   auto adj = store->adjust({original.id, {-40, 10}, "credit note 12"});
   ASSERT_TRUE(adj.ok()) << adj.error().message;

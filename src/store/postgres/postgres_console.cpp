@@ -23,7 +23,9 @@ namespace {
 constexpr int64_t int64_min = std::numeric_limits<int64_t>::min();
 constexpr int64_t int64_max = std::numeric_limits<int64_t>::max();
 
-Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::invalid_request, std::move(message));
+}
 
 size_t page(size_t limit) { return std::clamp<size_t>(limit, 1, list_page_rows_max); }
 
@@ -45,7 +47,8 @@ Result<Paged<T>> collect(const PgResult& r, size_t limit, Parse parse) {
 }
 
 // The row `after` names, or invalid_request.
-Result<PgResult> position(Connection& c, const Statement& st, const std::string& id, const char* what) {
+Result<PgResult> position(Connection& c, const Statement& st, const std::string& id,
+                          const char* what) {
   auto p = c.run(st, Params().text(id));
   if (!p.ok()) return p.error();
   if (rows(*p) == 0) return invalid(std::string("after: unknown ") + what + " id " + id);
@@ -53,15 +56,20 @@ Result<PgResult> position(Connection& c, const Statement& st, const std::string&
 }
 
 Result<ConflictRow> parse_conflict(const PGresult* res, int i) {
-  return ConflictRow{get_text(res, i, 0), get_text(res, i, 1), get_text(res, i, 2), get_text(res, i, 3),
-                     {get_i64(res, i, 4), get_i64(res, i, 5)}, {get_i64(res, i, 6), get_i64(res, i, 7)},
+  return ConflictRow{get_text(res, i, 0),
+                     get_text(res, i, 1),
+                     get_text(res, i, 2),
+                     get_text(res, i, 3),
+                     {get_i64(res, i, 4), get_i64(res, i, 5)},
+                     {get_i64(res, i, 6), get_i64(res, i, 7)},
                      get_i64(res, i, 8)};
 }
 
 Result<AllocationRow> lock_row(Connection& c, const std::string& allocation_id) {
   auto r = c.run(sql::lock_allocation, Params().text(allocation_id));
   if (!r.ok()) return r.error();
-  if (rows(*r) == 0) return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
+  if (rows(*r) == 0)
+    return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
   return parse_allocation(r->get(), 0, 0);
 }
 
@@ -115,8 +123,13 @@ Result<Paged<RequestRow>> PostgresStore::list_requests(const RequestFilter& f) {
       const int64_t seq = pos ? get_i64(pos.get(), 0, 4) : int64_min;
       auto below = horizon(c);
       if (!below.ok()) return below.error();
-      r = c.run(sql::list_all_requests(f.state),
-                Params().i64(txid).i64(seq).i64(from).i64(to).i64(static_cast<int64_t>(limit) + 1).i64(*below));
+      r = c.run(sql::list_all_requests(f.state), Params()
+                                                     .i64(txid)
+                                                     .i64(seq)
+                                                     .i64(from)
+                                                     .i64(to)
+                                                     .i64(static_cast<int64_t>(limit) + 1)
+                                                     .i64(*below));
     }
     if (!r.ok()) return r.error();
     return collect<RequestRow>(*r, limit, parse_request);
@@ -157,8 +170,13 @@ Result<Paged<UsageEventRow>> PostgresStore::list_events(const EventFilter& f) {
       const int64_t gseq = pos ? get_i64(pos.get(), 0, 4) : int64_min;
       auto below = horizon(c);
       if (!below.ok()) return below.error();
-      r = c.run(sql::list_all_events,
-                Params().i64(txid).i64(gseq).i64(from).i64(to).i64(static_cast<int64_t>(limit) + 1).i64(*below));
+      r = c.run(sql::list_all_events, Params()
+                                          .i64(txid)
+                                          .i64(gseq)
+                                          .i64(from)
+                                          .i64(to)
+                                          .i64(static_cast<int64_t>(limit) + 1)
+                                          .i64(*below));
     }
     if (!r.ok()) return r.error();
     return collect<UsageEventRow>(*r, limit, parse_event);
@@ -212,37 +230,42 @@ Result<Paged<AgreementRow>> PostgresStore::list_agreements(const PageFilter& f) 
 }
 
 Result<Paged<AllocationStatus>> PostgresStore::list_allocations_page(const PageFilter& f) {
-  return with_connection<Paged<AllocationStatus>>([&](Connection& c) -> Result<Paged<AllocationStatus>> {
-    const size_t limit = page(f.limit);
-    int64_t after = 0;
-    if (f.after) {
-      auto p = position(c, sql::allocation_position, *f.after, "allocation");
-      if (!p.ok()) return p.error();
-      after = get_i64(p->get(), 0, 0);
-    }
-    auto r = c.run(sql::allocation_status_page, Params()
-                                                    .opt_i64(injected_now())
-                                                    .i64(after)
-                                                    .i64(options_.in_flight_timeout_s * micros_per_second)
-                                                    .i64(core::rate_window_us)
-                                                    .i64(static_cast<int64_t>(limit) + 1));
-    if (!r.ok()) return r.error();
-    return collect<AllocationStatus>(*r, limit, [](const PGresult* res, int i) -> Result<AllocationStatus> {
-      auto alloc = parse_allocation(res, i, sql::status_lock_offset);
-      if (!alloc.ok()) return alloc.error();
-      AllocationStatus s{get_text(res, i, 0), alloc->agreement_id, alloc->snap};
-      const UnixMicros now = parse_counts(res, i, sql::status_counts_offset, s.snapshot);
-      s.snapshot.state = core::effective_state(s.snapshot, now);
-      return s;
-    });
-  });
+  return with_connection<Paged<AllocationStatus>>(
+      [&](Connection& c) -> Result<Paged<AllocationStatus>> {
+        const size_t limit = page(f.limit);
+        int64_t after = 0;
+        if (f.after) {
+          auto p = position(c, sql::allocation_position, *f.after, "allocation");
+          if (!p.ok()) return p.error();
+          after = get_i64(p->get(), 0, 0);
+        }
+        auto r = c.run(sql::allocation_status_page,
+                       Params()
+                           .opt_i64(injected_now())
+                           .i64(after)
+                           .i64(options_.in_flight_timeout_s * micros_per_second)
+                           .i64(core::rate_window_us)
+                           .i64(static_cast<int64_t>(limit) + 1));
+        if (!r.ok()) return r.error();
+        return collect<AllocationStatus>(
+            *r, limit, [](const PGresult* res, int i) -> Result<AllocationStatus> {
+              auto alloc = parse_allocation(res, i, sql::status_lock_offset);
+              if (!alloc.ok()) return alloc.error();
+              AllocationStatus s{get_text(res, i, 0), alloc->agreement_id, alloc->snap};
+              const UnixMicros now = parse_counts(res, i, sql::status_counts_offset, s.snapshot);
+              s.snapshot.state = core::effective_state(s.snapshot, now);
+              return s;
+            });
+      });
 }
 
-Result<Paged<ApiKeyRow>> PostgresStore::list_keys(const std::string& allocation_id, const PageFilter& f) {
+Result<Paged<ApiKeyRow>> PostgresStore::list_keys(const std::string& allocation_id,
+                                                  const PageFilter& f) {
   return with_connection<Paged<ApiKeyRow>>([&](Connection& c) -> Result<Paged<ApiKeyRow>> {
     auto known = c.run(sql::allocation_known, Params().text(allocation_id));
     if (!known.ok()) return known.error();
-    if (rows(*known) == 0) return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
+    if (rows(*known) == 0)
+      return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
     const size_t limit = page(f.limit);
     int64_t after = 0;
     if (f.after) {
@@ -253,10 +276,12 @@ Result<Paged<ApiKeyRow>> PostgresStore::list_keys(const std::string& allocation_
       }
       after = get_i64(p->get(), 0, 0);
     }
-    auto r = c.run(sql::list_keys, Params().text(allocation_id).i64(after).i64(static_cast<int64_t>(limit) + 1));
+    auto r = c.run(sql::list_keys,
+                   Params().text(allocation_id).i64(after).i64(static_cast<int64_t>(limit) + 1));
     if (!r.ok()) return r.error();
     return collect<ApiKeyRow>(*r, limit, [](const PGresult* res, int i) -> Result<ApiKeyRow> {
-      return ApiKeyRow{get_text(res, i, 0), get_text(res, i, 1), get_bool(res, i, 2), get_i64(res, i, 3)};
+      return ApiKeyRow{get_text(res, i, 0), get_text(res, i, 1), get_bool(res, i, 2),
+                       get_i64(res, i, 3)};
     });
   });
 }
@@ -267,12 +292,15 @@ Result<UsageSeries> PostgresStore::usage_series_on(Connection& c, const UsageQue
   {
     // Every probe in one snapshot.
     Transaction tx(c);
-    if (Status s = tx.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); !s.ok()) return s.error();
+    if (Status s = tx.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"); !s.ok())
+      return s.error();
     auto known = c.run(sql::allocation_known, Params().text(q.allocation_id));
     if (!known.ok()) return known.error();
-    if (rows(*known) == 0) return make_error(ErrorCode::not_found, "allocation not found: " + q.allocation_id);
+    if (rows(*known) == 0)
+      return make_error(ErrorCode::not_found, "allocation not found: " + q.allocation_id);
     const std::vector<UnixMicros> bounds = usage_boundaries(q);
-    auto at = c.run(sql::usage_at_boundaries, Params().text(q.allocation_id).text(array_literal(bounds)));
+    auto at =
+        c.run(sql::usage_at_boundaries, Params().text(q.allocation_id).text(array_literal(bounds)));
     if (!at.ok()) return at.error();
     UsageReads reads = usage_reads_for(q);
     const PGresult* res = at->get();
@@ -288,7 +316,9 @@ Result<UsageSeries> PostgresStore::usage_series_on(Connection& c, const UsageQue
       } else if (event || adjustment) {
         col = event ? 0 : 4;
       }
-      if (col >= 0) reads.booked_before[static_cast<size_t>(i)] = {get_i64(res, i, col), get_i64(res, i, col + 1)};
+      if (col >= 0)
+        reads.booked_before[static_cast<size_t>(i)] = {get_i64(res, i, col),
+                                                       get_i64(res, i, col + 1)};
       reads.started_before[static_cast<size_t>(i)] = get_i64(res, i, 8);
     }
     auto unsettled = c.run(sql::usage_unsettled,
@@ -297,7 +327,8 @@ Result<UsageSeries> PostgresStore::usage_series_on(Connection& c, const UsageQue
     for (int i = 0; i < rows(*unsettled); ++i) {
       const int64_t bucket = get_i64(unsettled->get(), i, 0);
       if (bucket < 0 || static_cast<size_t>(bucket) >= reads.failed.size()) continue;
-      (get_bool(unsettled->get(), i, 1) ? reads.failed : reads.pending)[static_cast<size_t>(bucket)] =
+      (get_bool(unsettled->get(), i, 1) ? reads.failed
+                                        : reads.pending)[static_cast<size_t>(bucket)] =
           get_i64(unsettled->get(), i, 2);
     }
     if (Status s = tx.commit(); !s.ok()) return s.error();
@@ -307,33 +338,38 @@ Result<UsageSeries> PostgresStore::usage_series_on(Connection& c, const UsageQue
 
 // ---------------------------------------------------------------- bulk reconciliation
 
-Result<std::vector<BookedMatch>> PostgresStore::find_bookings(const std::optional<std::string>& allocation_id,
-                                                              const std::string& provider_request_id) {
-  return with_connection<std::vector<BookedMatch>>([&](Connection& c) -> Result<std::vector<BookedMatch>> {
-    auto r = c.run(sql::find_bookings, Params().opt_text(allocation_id).text(provider_request_id));
-    if (!r.ok()) return r.error();
-    std::vector<BookedMatch> out;
-    for (int i = 0; i < rows(*r); ++i) {
-      out.push_back(BookedMatch{get_text(r->get(), i, 0), get_text(r->get(), i, 1),
-                                {get_i64(r->get(), i, 2), get_i64(r->get(), i, 3)}});
-    }
-    return out;
-  });
+Result<std::vector<BookedMatch>> PostgresStore::find_bookings(
+    const std::optional<std::string>& allocation_id, const std::string& provider_request_id) {
+  return with_connection<std::vector<BookedMatch>>(
+      [&](Connection& c) -> Result<std::vector<BookedMatch>> {
+        auto r =
+            c.run(sql::find_bookings, Params().opt_text(allocation_id).text(provider_request_id));
+        if (!r.ok()) return r.error();
+        std::vector<BookedMatch> out;
+        for (int i = 0; i < rows(*r); ++i) {
+          out.push_back(BookedMatch{get_text(r->get(), i, 0),
+                                    get_text(r->get(), i, 1),
+                                    {get_i64(r->get(), i, 2), get_i64(r->get(), i, 3)}});
+        }
+        return out;
+      });
 }
 
-Result<std::vector<RequestRow>> PostgresStore::find_pending(const std::optional<std::string>& allocation_id,
-                                                            const std::string& provider_request_id) {
-  return with_connection<std::vector<RequestRow>>([&](Connection& c) -> Result<std::vector<RequestRow>> {
-    auto r = c.run(sql::find_pending, Params().text(provider_request_id).opt_text(allocation_id));
-    if (!r.ok()) return r.error();
-    std::vector<RequestRow> out;
-    for (int i = 0; i < rows(*r); ++i) {
-      auto row = parse_request(r->get(), i);
-      if (!row.ok()) return row.error();
-      out.push_back(std::move(row).value());
-    }
-    return out;
-  });
+Result<std::vector<RequestRow>> PostgresStore::find_pending(
+    const std::optional<std::string>& allocation_id, const std::string& provider_request_id) {
+  return with_connection<std::vector<RequestRow>>(
+      [&](Connection& c) -> Result<std::vector<RequestRow>> {
+        auto r =
+            c.run(sql::find_pending, Params().text(provider_request_id).opt_text(allocation_id));
+        if (!r.ok()) return r.error();
+        std::vector<RequestRow> out;
+        for (int i = 0; i < rows(*r); ++i) {
+          auto row = parse_request(r->get(), i);
+          if (!row.ok()) return row.error();
+          out.push_back(std::move(row).value());
+        }
+        return out;
+      });
 }
 
 Result<bool> PostgresStore::record_conflict_on(Connection& c, ConflictRow row) {
@@ -351,7 +387,8 @@ Result<bool> PostgresStore::record_conflict_on(Connection& c, ConflictRow row) {
   if (!seen.ok()) return seen.error();
   if (rows(*seen) > 0) return false;
   if (row.request_id.empty()) {
-    auto booked = c.run(sql::booked_event_by_provider_id, Params().text(row.allocation_id).text(row.provider_request_id));
+    auto booked = c.run(sql::booked_event_by_provider_id,
+                        Params().text(row.allocation_id).text(row.provider_request_id));
     if (!booked.ok()) return booked.error();
     if (rows(*booked) > 0) row.request_id = get_text(booked->get(), 0, 2);
   }
@@ -386,7 +423,8 @@ Result<int64_t> PostgresStore::record_conflicts(std::vector<ConflictRow> conflic
 
 Result<UsageEventRow> PostgresStore::adjust(const Adjustment& a) {
   if (a.evidence.empty()) return invalid("evidence: must be a non-empty string");
-  if (a.delta == core::Tokens{}) return invalid("input_tokens, output_tokens: an adjustment changes at least one");
+  if (a.delta == core::Tokens{})
+    return invalid("input_tokens, output_tokens: an adjustment changes at least one");
   return with_connection<UsageEventRow>([&](Connection& c) { return adjust_on(c, a); });
 }
 
@@ -407,17 +445,26 @@ Result<UsageEventRow> PostgresStore::adjust_on(Connection& c, const Adjustment& 
   auto at = c.run(sql::adjustment_time, Params().text(allocation_id).opt_i64(injected_now()));
   if (!at.ok()) return at.error();
   const core::AllocationSnapshot& snap = alloc->snap;
-  const core::AdjustmentPlan plan =
-      core::plan_adjustment(snap.state, snap.agreement_state, snap.terms.allowance, snap.booked, a.delta);
+  const core::AdjustmentPlan plan = core::plan_adjustment(
+      snap.state, snap.agreement_state, snap.terms.allowance, snap.booked, a.delta);
   if (!plan.allowed) {
-    return make_error(ErrorCode::conflict, "the adjustment would make the allocation's booked tokens negative (booked " +
-                                               std::to_string(snap.booked.input) + "/" + std::to_string(snap.booked.output) +
-                                               ", adjustment " + std::to_string(a.delta.input) + "/" +
-                                               std::to_string(a.delta.output) + ")");
+    return make_error(ErrorCode::conflict,
+                      "the adjustment would make the allocation's booked tokens negative (booked " +
+                          std::to_string(snap.booked.input) + "/" +
+                          std::to_string(snap.booked.output) + ", adjustment " +
+                          std::to_string(a.delta.input) + "/" + std::to_string(a.delta.output) +
+                          ")");
   }
-  UsageEventRow event{new_time_ordered_id("evt"), allocation_id, get_text(ev->get(), 0, 1), get_text(ev->get(), 0, 2),
-                      a.delta, core::EventSource::adjustment, core::Finality::confirmed, a.evidence,
-                      get_i64(at->get(), 0, 0), a.event_id};
+  UsageEventRow event{new_time_ordered_id("evt"),
+                      allocation_id,
+                      get_text(ev->get(), 0, 1),
+                      get_text(ev->get(), 0, 2),
+                      a.delta,
+                      core::EventSource::adjustment,
+                      core::Finality::confirmed,
+                      a.evidence,
+                      get_i64(at->get(), 0, 0),
+                      a.event_id};
   auto ins = c.run(sql::insert_adjustment, Params()
                                                .text(event.id)
                                                .text(allocation_id)

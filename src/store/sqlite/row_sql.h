@@ -10,7 +10,8 @@ namespace cairva::store::sqlite {
 
 inline constexpr const char* request_columns =
     "SELECT id, allocation_id, state, started_at, finished_at, model, stream, hold_input,"
-    " hold_output, provider_request_id, reported_input, reported_output, reported_provider_request_id"
+    " hold_output, provider_request_id, reported_input, reported_output, "
+    "reported_provider_request_id"
     " FROM requests";
 
 inline RequestRow parse_request(Stmt& s) {
@@ -24,7 +25,8 @@ inline RequestRow parse_request(Stmt& s) {
   r.stream = s.col_i64(6) != 0;
   r.hold = {s.col_i64(7), s.col_i64(8)};
   r.provider_request_id = s.col_text(9);
-  if (!s.col_null(10)) r.reported_usage = core::ReportedUsage{{s.col_i64(10), s.col_i64(11)}, s.col_text(12)};
+  if (!s.col_null(10))
+    r.reported_usage = core::ReportedUsage{{s.col_i64(10), s.col_i64(11)}, s.col_text(12)};
   return r;
 }
 

@@ -40,7 +40,8 @@ Result<UsageReads> read_series(Db& db, const UsageQuery& q) {
     if (*row) reads.started_before[i] = r->col_i64(0);
   }
   auto u = db.prepare(
-      "SELECT (started_at - ?2) / ?4, state = 'failed', COUNT(*) FROM requests INDEXED BY requests_unsettled"
+      "SELECT (started_at - ?2) / ?4, state = 'failed', COUNT(*) FROM requests INDEXED BY "
+      "requests_unsettled"
       " WHERE allocation_id = ?1 AND started_at >= ?2 AND started_at < ?3"
       " AND (state = 'failed' OR state = 'usage_pending') GROUP BY 1, 2");
   if (!u.ok()) return u.error();
@@ -69,7 +70,8 @@ void SqliteStore::usage_series(UsageQuery q, Callback<UsageSeries> done) {
   }
   // The callback is the caller's; a full queue answers at once, on this thread.
   auto shared = std::make_shared<Callback<UsageSeries>>(std::move(done));
-  const bool queued = read_worker_->post([this, q = std::move(q), shared] { (*shared)(read_usage_series(q)); });
+  const bool queued =
+      read_worker_->post([this, q = std::move(q), shared] { (*shared)(read_usage_series(q)); });
   if (!queued) (*shared)(unavailable("store unavailable: too many reads waiting"));
 }
 
@@ -83,8 +85,8 @@ Result<UsageSeries> SqliteStore::read_usage_series(const UsageQuery& q) {
   });
 }
 
-Result<std::vector<BookedMatch>> SqliteStore::find_bookings(const std::optional<std::string>& allocation_id,
-                                                            const std::string& provider_request_id) {
+Result<std::vector<BookedMatch>> SqliteStore::find_bookings(
+    const std::optional<std::string>& allocation_id, const std::string& provider_request_id) {
   std::vector<std::shared_ptr<Allocation>> scope;
   if (allocation_id) {
     if (auto a = find(*allocation_id)) scope.push_back(std::move(a));
@@ -95,13 +97,14 @@ Result<std::vector<BookedMatch>> SqliteStore::find_bookings(const std::optional<
   std::vector<BookedMatch> out;
   for (const auto& a : scope) {
     std::lock_guard lock(a->mu);
-    if (auto counts = a->ledger.booked_counts(provider_request_id)) out.push_back({a->id, "", *counts});
+    if (auto counts = a->ledger.booked_counts(provider_request_id))
+      out.push_back({a->id, "", *counts});
   }
   return out;
 }
 
-Result<std::vector<RequestRow>> SqliteStore::find_pending(const std::optional<std::string>& allocation_id,
-                                                          const std::string& provider_request_id) {
+Result<std::vector<RequestRow>> SqliteStore::find_pending(
+    const std::optional<std::string>& allocation_id, const std::string& provider_request_id) {
   return read<std::vector<RequestRow>>([&](Db& db) -> Result<std::vector<RequestRow>> {
     auto s = db.prepare(std::string(request_columns) +
                         " INDEXED BY requests_pending_provider WHERE provider_request_id = ?1"
@@ -114,7 +117,8 @@ Result<std::vector<RequestRow>> SqliteStore::find_pending(const std::optional<st
       auto row = s->step();
       if (!row.ok()) return row.error();
       if (!*row) return out;
-      if (out.size() == list_page_rows_max) return out;  // a provider id reused that often is a finding anyway
+      if (out.size() == list_page_rows_max)
+        return out;  // a provider id reused that often is a finding anyway
       out.push_back(parse_request(*s));
     }
   });
@@ -124,7 +128,8 @@ Result<int64_t> SqliteStore::record_conflicts(std::vector<ConflictRow> conflicts
   // Conflicts found by provider request id name no request yet. No index finds an event by
   // that id (migration 3 dropped it from the booking path), so each allocation's events
   // are read once for all of its conflicts.
-  std::unordered_map<std::string, std::unordered_set<std::string>> wanted;  // allocation -> provider ids
+  std::unordered_map<std::string, std::unordered_set<std::string>>
+      wanted;  // allocation -> provider ids
   for (const auto& c : conflicts) {
     if (c.request_id.empty()) wanted[c.allocation_id].insert(c.provider_request_id);
   }
@@ -148,21 +153,25 @@ Result<int64_t> SqliteStore::record_conflicts(std::vector<ConflictRow> conflicts
   }
   const UnixMicros now = clock_->now();
   for (auto& c : conflicts) {
-    if (c.request_id.empty()) c.request_id = request_of[c.allocation_id + '\n' + c.provider_request_id];
+    if (c.request_id.empty())
+      c.request_id = request_of[c.allocation_id + '\n' + c.provider_request_id];
     c.id = new_id("cfl");
     c.recorded_at = now;
   }
   auto recorded = std::make_shared<int64_t>(0);
-  if (Status s = write_and_wait(writes::insert_conflicts(std::move(conflicts), recorded), false); !s.ok()) {
+  if (Status s = write_and_wait(writes::insert_conflicts(std::move(conflicts), recorded), false);
+      !s.ok()) {
     return s.error();
   }
   return *recorded;
 }
 
 Result<UsageEventRow> SqliteStore::adjust(const Adjustment& adj) {
-  if (adj.evidence.empty()) return make_error(ErrorCode::invalid_request, "evidence: must be a non-empty string");
+  if (adj.evidence.empty())
+    return make_error(ErrorCode::invalid_request, "evidence: must be a non-empty string");
   if (adj.delta == core::Tokens{}) {
-    return make_error(ErrorCode::invalid_request, "input_tokens, output_tokens: an adjustment changes at least one");
+    return make_error(ErrorCode::invalid_request,
+                      "input_tokens, output_tokens: an adjustment changes at least one");
   }
   auto corrected = read<UsageEventRow>([&](Db& db) -> Result<UsageEventRow> {
     auto s = db.prepare(std::string(event_columns) + " WHERE id = ?");
@@ -175,8 +184,10 @@ Result<UsageEventRow> SqliteStore::adjust(const Adjustment& adj) {
   });
   if (!corrected.ok()) return corrected.error();
   if (corrected->source == core::EventSource::adjustment) {
-    return make_error(ErrorCode::invalid_request, "event " + adj.event_id + " is an adjustment: adjust the event it corrects (" +
-                                                      corrected->corrects + ")");
+    return make_error(ErrorCode::invalid_request,
+                      "event " + adj.event_id +
+                          " is an adjustment: adjust the event it corrects (" +
+                          corrected->corrects + ")");
   }
   const auto alloc = find(corrected->allocation_id);
   if (!alloc) return make_error(ErrorCode::not_found, "event not found: " + adj.event_id);
@@ -187,20 +198,29 @@ Result<UsageEventRow> SqliteStore::adjust(const Adjustment& adj) {
     const auto before_agreement = alloc->ledger.agreement_state();
     const core::Tokens booked = alloc->ledger.booked();
     if (!alloc->ledger.adjust(adj.delta).allowed) {
-      return make_error(ErrorCode::conflict, "the adjustment would make the allocation's booked tokens negative (booked " +
-                                                 std::to_string(booked.input) + "/" + std::to_string(booked.output) +
-                                                 ", adjustment " + std::to_string(adj.delta.input) + "/" +
-                                                 std::to_string(adj.delta.output) + ")");
+      return make_error(
+          ErrorCode::conflict,
+          "the adjustment would make the allocation's booked tokens negative (booked " +
+              std::to_string(booked.input) + "/" + std::to_string(booked.output) + ", adjustment " +
+              std::to_string(adj.delta.input) + "/" + std::to_string(adj.delta.output) + ")");
     }
-    event = UsageEventRow{new_time_ordered_id("evt"), alloc->id, corrected->request_id, corrected->provider_request_id,
-                          adj.delta, core::EventSource::adjustment, core::Finality::confirmed, adj.evidence,
-                          booking_time_locked(*alloc), corrected->id};
+    event = UsageEventRow{new_time_ordered_id("evt"),
+                          alloc->id,
+                          corrected->request_id,
+                          corrected->provider_request_id,
+                          adj.delta,
+                          core::EventSource::adjustment,
+                          core::Finality::confirmed,
+                          adj.evidence,
+                          booking_time_locked(*alloc),
+                          corrected->id};
     // Queued under the lock, so that it is applied in the order of the bookings around it.
     writer_->enqueue({WriteOp::Kind::durable, {}, writes::insert_adjustment(event), {}});
     persist_states_if_changed(*alloc, before, before_agreement);
   }
   writer_->flush();
-  if (writer_->failing()) return make_error(ErrorCode::store_unavailable, "store unavailable: writes are failing");
+  if (writer_->failing())
+    return make_error(ErrorCode::store_unavailable, "store unavailable: writes are failing");
   return event;
 }
 

@@ -17,7 +17,9 @@ namespace {
 constexpr int64_t time_min = std::numeric_limits<int64_t>::min();
 constexpr int64_t time_max = std::numeric_limits<int64_t>::max();
 
-Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::invalid_request, std::move(message));
+}
 
 size_t page(size_t limit) { return std::clamp<size_t>(limit, 1, list_page_rows_max); }
 
@@ -68,7 +70,8 @@ std::string index_for(const std::optional<core::RequestState>& state, bool one_a
       return " INDEXED BY requests_in_flight";
     case core::RequestState::failed:
     case core::RequestState::usage_pending:
-      return one_allocation ? " INDEXED BY requests_unsettled" : " INDEXED BY requests_unsettled_seq";
+      return one_allocation ? " INDEXED BY requests_unsettled"
+                            : " INDEXED BY requests_unsettled_seq";
     case core::RequestState::booked:
       return "";
   }
@@ -82,12 +85,14 @@ Result<Paged<RequestRow>> SqliteStore::list_requests(const RequestFilter& f) {
     const size_t limit = page(f.limit);
     const int64_t from = f.from.value_or(time_min);
     const int64_t to = f.to.value_or(time_max);
-    const std::string table = std::string(request_columns) + index_for(f.state, f.allocation_id.has_value());
+    const std::string table =
+        std::string(request_columns) + index_for(f.state, f.allocation_id.has_value());
     if (f.allocation_id) {
       int64_t after_time = time_min, after_ordinal = 0;
       if (f.after) {
-        auto p = position(db, "SELECT allocation_id, started_at, start_ordinal FROM requests WHERE id = ?", *f.after,
-                          "request");
+        auto p = position(
+            db, "SELECT allocation_id, started_at, start_ordinal FROM requests WHERE id = ?",
+            *f.after, "request");
         if (!p.ok()) return p.error();
         if (p->col_text(0) != *f.allocation_id) {
           return invalid("after: request " + *f.after + " is not a request of " + *f.allocation_id);
@@ -95,9 +100,10 @@ Result<Paged<RequestRow>> SqliteStore::list_requests(const RequestFilter& f) {
         after_time = p->col_i64(1);
         after_ordinal = p->col_i64(2);
       }
-      auto s = db.prepare(table + " WHERE allocation_id = ?1 AND (started_at, start_ordinal) > (?2, ?3)"
-                                  " AND started_at >= ?4 AND started_at < ?5" + state_terms(f.state) +
-                          " ORDER BY started_at, start_ordinal LIMIT ?6");
+      auto s = db.prepare(table +
+                          " WHERE allocation_id = ?1 AND (started_at, start_ordinal) > (?2, ?3)"
+                          " AND started_at >= ?4 AND started_at < ?5" +
+                          state_terms(f.state) + " ORDER BY started_at, start_ordinal LIMIT ?6");
       if (!s.ok()) return s.error();
       s->text(*f.allocation_id).i64(after_time).i64(after_ordinal).i64(from).i64(to);
       s->i64(static_cast<int64_t>(limit) + 1);
@@ -109,8 +115,8 @@ Result<Paged<RequestRow>> SqliteStore::list_requests(const RequestFilter& f) {
       if (!p.ok()) return p.error();
       after_seq = p->col_i64(0);
     }
-    auto s = db.prepare(table + " WHERE seq > ?1 AND started_at >= ?2 AND started_at < ?3" + state_terms(f.state) +
-                        " ORDER BY seq LIMIT ?4");
+    auto s = db.prepare(table + " WHERE seq > ?1 AND started_at >= ?2 AND started_at < ?3" +
+                        state_terms(f.state) + " ORDER BY seq LIMIT ?4");
     if (!s.ok()) return s.error();
     s->i64(after_seq).i64(from).i64(to).i64(static_cast<int64_t>(limit) + 1);
     return collect<RequestRow>(*s, limit, parse_request);
@@ -122,9 +128,11 @@ Result<Paged<UsageEventRow>> SqliteStore::list_events(const EventFilter& f) {
     const size_t limit = page(f.limit);
     const int64_t from = f.from.value_or(time_min);
     const int64_t to = f.to.value_or(time_max);
-    auto p = f.after ? position(db, "SELECT allocation_id, booked_at, seq FROM usage_events WHERE id = ?",
-                                *f.after, "event")
-                     : Result<Stmt>(make_error(ErrorCode::not_found, "no position"));
+    auto p =
+        f.after
+            ? position(db, "SELECT allocation_id, booked_at, seq FROM usage_events WHERE id = ?",
+                       *f.after, "event")
+            : Result<Stmt>(make_error(ErrorCode::not_found, "no position"));
     if (f.after && !p.ok()) return p.error();
     if (f.allocation_id) {
       int64_t after_time = time_min, after_seq = 0;
@@ -135,17 +143,19 @@ Result<Paged<UsageEventRow>> SqliteStore::list_events(const EventFilter& f) {
         after_time = p->col_i64(1);
         after_seq = p->col_i64(2);
       }
-      auto s = db.prepare(std::string(event_columns) +
-                          " WHERE allocation_id = ?1 AND (booked_at, seq) > (?2, ?3) AND booked_at >= ?4"
-                          " AND booked_at < ?5 ORDER BY booked_at, seq LIMIT ?6");
+      auto s =
+          db.prepare(std::string(event_columns) +
+                     " WHERE allocation_id = ?1 AND (booked_at, seq) > (?2, ?3) AND booked_at >= ?4"
+                     " AND booked_at < ?5 ORDER BY booked_at, seq LIMIT ?6");
       if (!s.ok()) return s.error();
       s->text(*f.allocation_id).i64(after_time).i64(after_seq).i64(from).i64(to);
       s->i64(static_cast<int64_t>(limit) + 1);
       return collect<UsageEventRow>(*s, limit, parse_event);
     }
     const int64_t after_seq = f.after ? p->col_i64(2) : 0;
-    auto s = db.prepare(std::string(event_columns) +
-                        " WHERE seq > ?1 AND booked_at >= ?2 AND booked_at < ?3 ORDER BY seq LIMIT ?4");
+    auto s =
+        db.prepare(std::string(event_columns) +
+                   " WHERE seq > ?1 AND booked_at >= ?2 AND booked_at < ?3 ORDER BY seq LIMIT ?4");
     if (!s.ok()) return s.error();
     s->i64(after_seq).i64(from).i64(to).i64(static_cast<int64_t>(limit) + 1);
     return collect<UsageEventRow>(*s, limit, parse_event);
@@ -157,7 +167,8 @@ Result<Paged<ConflictRow>> SqliteStore::list_conflicts(const ConflictFilter& f) 
     const size_t limit = page(f.limit);
     int64_t after_seq = 0;
     if (f.after) {
-      auto p = position(db, "SELECT allocation_id, seq FROM conflicts WHERE id = ?", *f.after, "conflict");
+      auto p = position(db, "SELECT allocation_id, seq FROM conflicts WHERE id = ?", *f.after,
+                        "conflict");
       if (!p.ok()) return p.error();
       if (f.allocation_id && p->col_text(0) != *f.allocation_id) {
         return invalid("after: conflict " + *f.after + " is not a conflict of " + *f.allocation_id);
@@ -165,10 +176,12 @@ Result<Paged<ConflictRow>> SqliteStore::list_conflicts(const ConflictFilter& f) 
       after_seq = p->col_i64(1);
     }
     const std::string columns =
-        "SELECT id, allocation_id, request_id, provider_request_id, reported_input, reported_output,"
+        "SELECT id, allocation_id, request_id, provider_request_id, reported_input, "
+        "reported_output,"
         " booked_input, booked_output, recorded_at FROM conflicts";
-    auto s = db.prepare(columns + (f.allocation_id ? " WHERE allocation_id = ?2 AND seq > ?1" : " WHERE seq > ?1") +
-                        " ORDER BY seq LIMIT ?3");
+    auto s = db.prepare(
+        columns + (f.allocation_id ? " WHERE allocation_id = ?2 AND seq > ?1" : " WHERE seq > ?1") +
+        " ORDER BY seq LIMIT ?3");
     if (!s.ok()) return s.error();
     s->i64(after_seq);
     if (f.allocation_id) {
@@ -178,8 +191,13 @@ Result<Paged<ConflictRow>> SqliteStore::list_conflicts(const ConflictFilter& f) 
     }
     s->i64(static_cast<int64_t>(limit) + 1);
     return collect<ConflictRow>(*s, limit, [](Stmt& r) {
-      return ConflictRow{r.col_text(0), r.col_text(1), r.col_text(2), r.col_text(3),
-                         {r.col_i64(4), r.col_i64(5)}, {r.col_i64(6), r.col_i64(7)}, r.col_i64(8)};
+      return ConflictRow{r.col_text(0),
+                         r.col_text(1),
+                         r.col_text(2),
+                         r.col_text(3),
+                         {r.col_i64(4), r.col_i64(5)},
+                         {r.col_i64(6), r.col_i64(7)},
+                         r.col_i64(8)};
     });
   });
 }
@@ -223,11 +241,13 @@ Result<Paged<AgreementRow>> SqliteStore::list_agreements(const PageFilter& f) {
   auto ids = read<Paged<std::string>>([&](Db& db) -> Result<Paged<std::string>> {
     int64_t after = 0;
     if (f.after) {
-      auto p = position(db, "SELECT rowid FROM allocations WHERE agreement_id = ?", *f.after, "agreement");
+      auto p = position(db, "SELECT rowid FROM allocations WHERE agreement_id = ?", *f.after,
+                        "agreement");
       if (!p.ok()) return p.error();
       after = p->col_i64(0);
     }
-    auto s = db.prepare("SELECT agreement_id FROM allocations WHERE rowid > ?1 ORDER BY rowid LIMIT ?2");
+    auto s =
+        db.prepare("SELECT agreement_id FROM allocations WHERE rowid > ?1 ORDER BY rowid LIMIT ?2");
     if (!s.ok()) return s.error();
     s->i64(after).i64(static_cast<int64_t>(limit) + 1);
     return collect<std::string>(*s, limit, [](Stmt& r) { return r.col_text(0); });
@@ -247,13 +267,16 @@ Result<Paged<AgreementRow>> SqliteStore::list_agreements(const PageFilter& f) {
   return out;
 }
 
-Result<Paged<ApiKeyRow>> SqliteStore::list_keys(const std::string& allocation_id, const PageFilter& f) {
-  if (!find(allocation_id)) return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
+Result<Paged<ApiKeyRow>> SqliteStore::list_keys(const std::string& allocation_id,
+                                                const PageFilter& f) {
+  if (!find(allocation_id))
+    return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
   return read<Paged<ApiKeyRow>>([&](Db& db) -> Result<Paged<ApiKeyRow>> {
     const size_t limit = page(f.limit);
     int64_t after = 0;
     if (f.after) {
-      auto p = position(db, "SELECT rowid, allocation_id FROM api_keys WHERE id = ?", *f.after, "key");
+      auto p =
+          position(db, "SELECT rowid, allocation_id FROM api_keys WHERE id = ?", *f.after, "key");
       if (!p.ok()) return p.error();
       if (p->col_text(1) != allocation_id) {
         return invalid("after: key " + *f.after + " is not a key of " + allocation_id);
@@ -261,7 +284,8 @@ Result<Paged<ApiKeyRow>> SqliteStore::list_keys(const std::string& allocation_id
       after = p->col_i64(0);
     }
     auto s = db.prepare(
-        "SELECT id, allocation_id, revoked, created_at FROM api_keys WHERE allocation_id = ?1 AND rowid > ?2"
+        "SELECT id, allocation_id, revoked, created_at FROM api_keys WHERE allocation_id = ?1 AND "
+        "rowid > ?2"
         " ORDER BY rowid LIMIT ?3");
     if (!s.ok()) return s.error();
     s->text(allocation_id).i64(after).i64(static_cast<int64_t>(limit) + 1);
