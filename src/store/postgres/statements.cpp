@@ -135,9 +135,10 @@ const Statement allocation_status{
 const Statement allocation_status_page{
     "cv_allocation_status_page",
     "WITH c AS MATERIALIZED (SELECT " + now_param(1) + " AS now) SELECT al.id, " + lock_columns +
-        ", c.now, " + counts("al.id") +
-        " FROM allocations al JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c"
-        " WHERE al.seq > $2::bigint ORDER BY al.seq LIMIT $5"};
+        ", c.now, " + counts("al.id", "0") +
+        " FROM (SELECT p.id FROM allocations p WHERE p.seq > $2::bigint ORDER BY p.seq LIMIT $5) page"
+        " JOIN allocations al ON al.id = page.id JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c" +
+        running_figures("al.id") + " ORDER BY al.seq"};
 
 const Statement insert_request{
     "cv_insert_request",
