@@ -55,6 +55,8 @@ A demo agreement is in force. Try:
   curl -s http://127.0.0.1:8080/v1/allocations/current -H "Authorization: Bearer $secret"
 
 Operators: CAIRVA_ADMIN_TOKEN=$CAIRVA_ADMIN_TOKEN ./build/cairva allocation list
+Console:   http://127.0.0.1:8081/ (sign in with the admin token $CAIRVA_ADMIN_TOKEN);
+           the buyer's page is http://127.0.0.1:8080/ (sign in with the cv_ key above)
 Press Ctrl-C to stop.
 MSG
 wait $gw_pid

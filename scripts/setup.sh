@@ -16,7 +16,8 @@ esac
 # pull in 1.74, which conflicts (see STACK.md).
 # Building and running: CMakeLists.txt's find_package list (GoogleTest and Google Benchmark
 # too: the build configures the tests with the executable), git for the version info,
-# curl and ca-certificates for scripts/run.sh and the providers' TLS.
+# curl and ca-certificates for scripts/run.sh and the providers' TLS, Node (below) for the
+# web console's build (src/console/CMakeLists.txt runs console/build.mjs).
 BUILD_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates curl
   libboost-system1.81-dev libboost-json1.81-dev libboost-url1.81-dev
@@ -27,19 +28,18 @@ BUILD_PACKAGES=(
 )
 # The rest has a user each: the tests (scripts/test.sh: a PostgreSQL server, pg_dump, Node
 # below), bench/ (sqlite3, wrk, nginx, gnuplot, perf, valgrind), fuzz/ (clang, its
-# sanitizer runtimes) or scripts/lint.sh (clang-format, clang-tidy).
+# sanitizer runtimes), scripts/lint.sh (clang-format, clang-tidy) or the console's browser
+# test (chromium, driven by puppeteer-core: tests/e2e/console.test.mjs).
 TEST_PACKAGES=(
   sqlite3
-  postgresql-15 postgresql-client-15
+  postgresql-15 postgresql-client-15 chromium
   wrk nginx-light gnuplot-nox linux-perf valgrind
   clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
 )
 PACKAGES=("${BUILD_PACKAGES[@]}")
-if [ "$only_build" = 0 ]; then
-  PACKAGES+=("${TEST_PACKAGES[@]}")
-  # Node may come from NodeSource (npm bundled, conflicting with Debian's npm package).
-  if ! command -v node >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
-fi
+# Node may come from NodeSource (npm bundled, conflicting with Debian's npm package).
+if ! command -v node >/dev/null 2>&1; then PACKAGES+=(nodejs npm); fi
+if [ "$only_build" = 0 ]; then PACKAGES+=("${TEST_PACKAGES[@]}"); fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -67,6 +67,12 @@ if [ ${#missing[@]} -gt 0 ] || [ "${CAIRVA_SETUP_UPGRADE:-1}" = 1 ]; then
     apt_get install -y -qq --no-install-recommends "${missing[@]}"
   fi
   apt_get install -y -qq --only-upgrade libssl-dev openssl libpq5 libpq-dev >/dev/null || true
+fi
+
+# The web console's build (console/package.json, exact versions: esbuild, uPlot, papaparse),
+# which the CMake build runs (src/console/CMakeLists.txt).
+if ! (cd console && npm ls >/dev/null 2>&1) || [ ! -f console/node_modules/.package-lock.json ]; then
+  (cd console && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 if [ "$only_build" = 1 ]; then

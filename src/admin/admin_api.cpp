@@ -8,7 +8,10 @@
 #include <map>
 
 #include "admin/body.h"
+#include "admin/console_routes.h"
 #include "admin/entity_json.h"
+#include "admin/handler_support.h"
+#include "admin/listings.h"
 #include "admin/limits.h"
 #include "base/ids.h"
 
@@ -43,7 +46,6 @@ struct Route {
 };
 
 using Segments = std::vector<std::string>;
-using Query = std::map<std::string, std::string, std::less<>>;
 
 // The route table of SPEC §7 (plus GET of single agreements and requests, and backup).
 std::optional<Route> match(const Segments& s) {
@@ -81,24 +83,6 @@ std::optional<Route> match(const Segments& s) {
   return std::nullopt;
 }
 
-AdminResponse error_response(ErrorCode code, std::string_view message) {
-  return AdminResponse{http_status(code), error_json(code, message)};
-}
-
-AdminResponse error_response(const Error& e) { return error_response(e.code, e.message); }
-
-AdminResponse json_response(int status, const json::value& v) {
-  return AdminResponse{status, json::serialize(v)};
-}
-
-template <class T, class F>
-json::object list_of(const std::vector<T>& rows, F render) {
-  json::array data;
-  data.reserve(rows.size());
-  for (const auto& r : rows) data.emplace_back(render(r));
-  return json::object{{"object", "list"}, {"data", std::move(data)}};
-}
-
 bool authorized(std::string_view header, const std::string& token) {
   constexpr std::string_view scheme = "bearer ";
   if (token.empty() || header.size() <= scheme.size()) return false;
@@ -106,35 +90,6 @@ bool authorized(std::string_view header, const std::string& token) {
     if (std::tolower(static_cast<unsigned char>(header[i])) != scheme[i]) return false;
   }
   return constant_time_equal(header.substr(scheme.size()), token);
-}
-
-// Refuses query parameters outside `known` (a typo must not silently list everything).
-Status check_query(const Query& q, std::initializer_list<std::string_view> known) {
-  for (const auto& [k, v] : q) {
-    bool found = false;
-    for (auto name : known) found = found || k == name;
-    if (!found) return make_error(ErrorCode::invalid_request, "unknown query parameter: " + k);
-  }
-  return {};
-}
-
-std::optional<std::string> non_empty(const Query& q, std::string_view key) {
-  auto it = q.find(key);
-  if (it == q.end() || it->second.empty()) return std::nullopt;
-  return it->second;
-}
-
-Result<size_t> page_size(const Query& q) {
-  auto it = q.find("limit");
-  if (it == q.end() || it->second.empty()) return page_size_default;
-  size_t v = 0;
-  const std::string& s = it->second;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size() || v < 1 || v > page_size_max) {
-    return make_error(ErrorCode::invalid_request, "limit: must be an integer between 1 and " +
-                                                      std::to_string(page_size_max) + ", got " + s);
-  }
-  return v;
 }
 
 // Action routes take no body; a non-empty one must at least be an empty JSON object.
@@ -202,60 +157,20 @@ class Handler {
   }
 
   AdminResponse reconcile(const std::string& request_id, const std::string& body) {
-    BodyReader r(body, {"input_tokens", "output_tokens", "evidence", "use_reported"});
+    BodyReader r(body, {"input_tokens", "output_tokens", "evidence", "use_reported", "force"});
     // use_reported books the counts kept on the request (its reported_usage) instead.
     const bool use_reported = r.boolean("use_reported", false).value_or(false);
+    // Counts far above the request's hold need it (store/validate.h, reconcile_hold_ratio_max).
+    const bool force = r.boolean("force", false).value_or(false);
     auto input = r.integer("input_tokens", 0, quantity_max, !use_reported);
     auto output = r.integer("output_tokens", 0, quantity_max, !use_reported);
     auto evidence = r.string("evidence", evidence_bytes_max, true);
     if (use_reported && (input || output)) r.fail("use_reported: books the request's reported_usage; give no token counts");
     if (!r.ok()) return error_response(r.error());
     auto event = store_.reconcile(
-        store::Reconciliation{request_id, {input.value_or(0), output.value_or(0)}, *evidence, use_reported});
+        store::Reconciliation{request_id, {input.value_or(0), output.value_or(0)}, *evidence, use_reported, force});
     if (!event) return error_response(event.error());
     return json_response(200, json::object{{"event", event_object(*event)}});
-  }
-
-  AdminResponse list_requests(const Query& q) {
-    if (auto s = check_query(q, {"allocation_id", "state", "limit"}); !s)
-      return error_response(s.error());
-    store::RequestFilter f;
-    f.allocation_id = non_empty(q, "allocation_id");
-    if (auto state = non_empty(q, "state")) {
-      f.state = core::parse_request_state(*state);
-      if (!f.state) {
-        return error_response(
-            ErrorCode::invalid_request,
-            "state: must be in_flight, booked, usage_pending or failed, got " + *state);
-      }
-    }
-    auto limit = page_size(q);
-    if (!limit) return error_response(limit.error());
-    f.limit = *limit;
-    auto rows = store_.list_requests(f);
-    if (!rows) return error_response(rows.error());
-    return json_response(200, list_of(*rows, request_object));
-  }
-
-  AdminResponse list_events(const Query& q) {
-    if (auto s = check_query(q, {"allocation_id", "after", "limit"}); !s)
-      return error_response(s.error());
-    store::EventFilter f;
-    f.allocation_id = non_empty(q, "allocation_id");
-    f.after = non_empty(q, "after");
-    auto limit = page_size(q);
-    if (!limit) return error_response(limit.error());
-    f.limit = *limit;
-    auto rows = store_.list_events(f);
-    if (!rows) return error_response(rows.error());
-    return json_response(200, list_of(*rows, event_object));
-  }
-
-  AdminResponse list_conflicts(const Query& q) {
-    if (auto s = check_query(q, {"allocation_id"}); !s) return error_response(s.error());
-    auto rows = store_.list_conflicts(non_empty(q, "allocation_id"));
-    if (!rows) return error_response(rows.error());
-    return json_response(200, list_of(*rows, conflict_object));
   }
 
   // An online copy of the store into a new file on the gateway's machine (`cairva backup`).
@@ -292,11 +207,8 @@ class Handler {
         if (!a) return error_response(a.error());
         return json_response(200, json::object{{"agreement", agreement_object(*a)}});
       }
-      case Kind::list_allocations: {
-        auto rows = store_.list_allocations();
-        if (!rows) return error_response(rows.error());
-        return json_response(200, list_of(*rows, allocation_object));
-      }
+      case Kind::list_allocations:
+        return list_allocations(store_, q);
       case Kind::get_allocation:
         return allocation(store_.get_allocation(route.id));
       case Kind::create_key: {
@@ -318,7 +230,7 @@ class Handler {
         return json_response(200, json::object{{"api_key", api_key_object(*k)}});
       }
       case Kind::list_requests:
-        return list_requests(q);
+        return list_requests(store_, q);
       case Kind::get_request: {
         auto r = store_.get_request(route.id);
         if (!r) return error_response(r.error());
@@ -327,9 +239,9 @@ class Handler {
       case Kind::reconcile:
         return reconcile(route.id, body);
       case Kind::list_events:
-        return list_events(q);
+        return list_events(store_, q);
       case Kind::list_conflicts:
-        return list_conflicts(q);
+        return list_conflicts(store_, q);
       case Kind::backup:
         return backup(body);
     }
@@ -348,23 +260,27 @@ AdminResponse AdminApi::handle(const AdminRequest& request) const {
   if (!url) return error_response(ErrorCode::not_found, "unknown path " + request.target);
   Segments segments;
   for (auto seg : url->segments()) segments.push_back(std::string(seg));
-  const auto route = match(segments);
-  if (!route)
+  // SPEC-CONSOLE's routes first (console_routes.h), then SPEC §7's table.
+  const auto console = match_console(segments, request.method);
+  const auto route = console ? std::nullopt : match(segments);
+  if (!route && !console)
     return error_response(ErrorCode::not_found, "unknown path " + std::string(url->path()));
-  if (request.method != route->method) {
+  const std::string_view method = console ? console->method : route->method;
+  if (request.method != method) {
     return error_response(ErrorCode::method_not_allowed, request.method + " is not allowed on " +
                                                              std::string(url->path()) + " (use " +
-                                                             std::string(route->method) + ")");
+                                                             std::string(method) + ")");
   }
   if (!authorized(request.authorization, admin_token_)) {
     return error_response(ErrorCode::invalid_admin_token,
                           "missing or wrong admin token: send Authorization: Bearer <token>");
   }
-  if (route->kind == Kind::metrics)
+  if (route && route->kind == Kind::metrics)
     return AdminResponse{200, metrics_text_(), metrics_content_type};
   Query query;
   for (auto p : url->params()) query[std::string(p.key)] = p.has_value ? std::string(p.value) : "";
   try {
+    if (console) return handle_console(*console, query, request.body, store_, *clock_);
     return Handler(store_, *clock_).dispatch(*route, query, request.body);
   } catch (const std::exception& e) {
     // Library exceptions (allocation failure, ...) end here, never in the listener.

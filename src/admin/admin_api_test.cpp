@@ -120,10 +120,10 @@ TEST_F(AdminApiTest, UnknownPathIs404BeforeAuthentication) {
 }
 
 TEST_F(AdminApiTest, WrongMethodIs405BeforeAuthentication) {
-  const std::pair<std::string, std::string> cases[] = {{"GET", "/admin/v1/agreements"},
+  const std::pair<std::string, std::string> cases[] = {{"PUT", "/admin/v1/agreements"},
                                                        {"DELETE", "/admin/v1/allocations"},
                                                        {"POST", "/admin/v1/allocations/alloc_1"},
-                                                       {"GET", "/admin/v1/allocations/a/keys"},
+                                                       {"PUT", "/admin/v1/allocations/a/keys"},
                                                        {"POST", "/admin/v1/keys/key_1"},
                                                        {"GET", "/admin/v1/requests/r/reconcile"},
                                                        {"POST", "/admin/v1/events"},
@@ -380,7 +380,7 @@ TEST_F(AdminApiTest, RefusesBadQueryParameters) {
   for (const std::string q :
        {"/admin/v1/requests?state=done", "/admin/v1/requests?allocation=a",
         "/admin/v1/requests?limit=0", "/admin/v1/events?limit=1001", "/admin/v1/events?limit=x",
-        "/admin/v1/events?state=booked", "/admin/v1/conflicts?after=evt_1"}) {
+        "/admin/v1/events?state=booked", "/admin/v1/conflicts?state=x"}) {
     Reply r = call("GET", q);
     EXPECT_EQ(r.status, 400) << q;
     EXPECT_EQ(r.code(), "invalid_request") << q;
@@ -514,6 +514,135 @@ TEST_F(AdminApiTest, BackupBodyIsCheckedFirst) {
     EXPECT_EQ(r.code(), "invalid_request") << body;
     EXPECT_EQ(r.message().find("pg_dump"), std::string::npos) << body << ": " << r.text;
   }
+}
+
+// ---------------------------------------------------------------- SPEC-CONSOLE routes
+
+TEST_F(AdminApiTest, TheNewListsAnswerPagesBesideTheirCreationRoutes) {
+  auto created = create();
+  const std::string alloc = std::string(created.at("allocation").at("id").as_string());
+  Reply agreements = call("GET", "/admin/v1/agreements?limit=5");
+  ASSERT_EQ(agreements.status, 200) << agreements.text;
+  EXPECT_EQ(agreements.body.at("object"), "list");
+  EXPECT_EQ(agreements.body.at("has_more"), false);
+  EXPECT_EQ(agreements.body.at("data").as_array().size(), 1u);
+  Reply keys = call("GET", "/admin/v1/allocations/" + alloc + "/keys");
+  ASSERT_EQ(keys.status, 200) << keys.text;
+  const auto& key = keys.body.at("data").at(0).as_object();
+  EXPECT_EQ(key.at("object"), "api_key");
+  EXPECT_FALSE(key.contains("secret"));
+  EXPECT_TRUE(key.contains("created_at"));
+  EXPECT_EQ(call("POST", "/admin/v1/allocations/" + alloc + "/keys").status, 201) << "POST still creates";
+  EXPECT_EQ(call("GET", "/admin/v1/allocations/alloc_nope/keys").status, 404);
+  EXPECT_EQ(call("GET", "/admin/v1/agreements?limit=0").status, 400);
+  EXPECT_EQ(call("GET", "/admin/v1/agreements?state=x").status, 400);
+  EXPECT_EQ(call("GET", "/admin/v1/agreements", "", "Bearer wrong").status, 401);
+}
+
+TEST_F(AdminApiTest, ListsPassPageAndTimeFiltersToTheStore) {
+  Reply r = call("GET", "/admin/v1/requests?allocation_id=a&state=failed&from=2026-12-01T00:00:00Z"
+                         "&to=2026-12-02T00:00:00Z&after=req_1&limit=7");
+  ASSERT_EQ(r.status, 200) << r.text;
+  const auto& f = store_.last_request_filter;
+  EXPECT_EQ(f.allocation_id, "a");
+  EXPECT_EQ(f.after, "req_1");
+  EXPECT_EQ(f.limit, 7u);
+  EXPECT_EQ(f.from, t0);
+  EXPECT_EQ(f.to, t0 + 86'400 * micros_per_second);
+  EXPECT_EQ(call("GET", "/admin/v1/events?from=yesterday").status, 400);
+  EXPECT_EQ(call("GET", "/admin/v1/events?allocation_id=a&to=2026-12-02T00:00:00Z").status, 200);
+  EXPECT_EQ(store_.last_event_filter.to, t0 + 86'400 * micros_per_second);
+}
+
+TEST_F(AdminApiTest, UsageSeriesReadsBucketFromAndToAlignedToUtc) {
+  auto created = create();
+  const std::string alloc = std::string(created.at("allocation").at("id").as_string());
+  const std::string base = "/admin/v1/allocations/" + alloc + "/usage";
+  clock_->set(t0 + 90 * 60 * micros_per_second + 5);  // 01:30:00.000005
+  Reply r = call("GET", base);
+  ASSERT_EQ(r.status, 200) << r.text;
+  EXPECT_EQ(r.body.at("object"), "usage_series");
+  EXPECT_EQ(r.body.at("bucket"), "hour");
+  const auto& q = store_.last_usage_query;
+  EXPECT_EQ(q.bucket_us, 3600 * micros_per_second);
+  EXPECT_EQ(q.to, clock_->now());
+  EXPECT_EQ(q.from, t0 + 3600 * micros_per_second - 23 * 3600 * micros_per_second) << "24 buckets, the last holding now";
+  EXPECT_EQ(r.body.at("data").as_array().size(), 24u);
+  ASSERT_EQ(call("GET", base + "?bucket=minute&from=2026-12-01T00:00:30Z&to=2026-12-01T00:10:00Z").status, 200);
+  EXPECT_EQ(store_.last_usage_query.from, t0) << "from aligned down to its minute";
+  EXPECT_EQ(store_.last_usage_query.bucket_us, 60 * micros_per_second);
+  for (const std::string bad : {"?bucket=week", "?from=x", "?bucket=minute&from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z",
+                                "?from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z", "?unknown=1"}) {
+    Reply b = call("GET", base + bad);
+    EXPECT_EQ(b.status, 400) << bad;
+    EXPECT_EQ(b.code(), "invalid_request") << bad;
+  }
+  EXPECT_EQ(call("GET", "/admin/v1/allocations/alloc_nope/usage").status, 404);
+  EXPECT_EQ(call("POST", base).status, 405);
+}
+
+TEST_F(AdminApiTest, ReconciliationsReadEveryItemBeforeAnything) {
+  add_request("req_p", core::RequestState::usage_pending);
+  const auto post = [&](const std::string& body) { return call("POST", "/admin/v1/reconciliations", body); };
+  Reply bad = post(R"({"evidence":"e","items":[{"request_id":"req_p","input_tokens":1,"output_tokens":1},)"
+                   R"({"request_id":"req_p","provider_request_id":"p","input_tokens":1,"output_tokens":1}]})");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.message().rfind("items[1]: give exactly one of request_id and provider_request_id", 0), 0u)
+      << bad.message();
+  EXPECT_EQ(store_.get_request("req_p")->state, core::RequestState::usage_pending);
+  for (const std::string body :
+       {R"({"items":[]})", R"({"evidence":"e"})", R"({"evidence":"e","items":{}})",
+        R"({"evidence":"e","items":[7]})", R"({"evidence":"e","items":[{"request_id":"r","input_tokens":-1,"output_tokens":1}]})",
+        R"({"evidence":"e","items":[{"request_id":"r","input_tokens":1}]})",
+        R"({"evidence":"e","items":[{"request_id":"r","input_tokens":1,"output_tokens":1,"extra":1}]})",
+        R"({"evidence":"e","surprise":1,"items":[]})"}) {
+    Reply r = post(body);
+    EXPECT_EQ(r.status, 400) << body;
+    EXPECT_EQ(r.code(), "invalid_request") << body;
+  }
+  std::string many = R"({"evidence":"e","items":[)";
+  for (int i = 0; i <= 10000; ++i) many += std::string(i ? "," : "") + R"({"request_id":"r","input_tokens":1,"output_tokens":1})";
+  Reply too_many = post(many + "]}");
+  EXPECT_EQ(too_many.status, 400);
+  EXPECT_NE(too_many.message().find("at most 10000"), std::string::npos) << too_many.message();
+  Reply ok = post(R"({"evidence":"export","items":[{"request_id":"req_p","input_tokens":3,"output_tokens":4},)"
+                  R"({"request_id":"req_nope","input_tokens":1,"output_tokens":1}]})");
+  ASSERT_EQ(ok.status, 200) << ok.text;
+  EXPECT_EQ(ok.body.at("results").at(0).at("outcome"), "booked");
+  EXPECT_EQ(ok.body.at("results").at(0).at("event").at("source"), "reconciliation");
+  EXPECT_EQ(ok.body.at("results").at(1).at("outcome"), "not_found");
+  EXPECT_EQ(ok.body.at("summary").at("booked"), 1);
+  EXPECT_EQ(ok.body.at("summary").at("not_found"), 1);
+  EXPECT_EQ(ok.body.at("summary").at("conflict"), 0);
+}
+
+TEST_F(AdminApiTest, AdjustChecksItsBodyAndAnswers201WithTheAdjustment) {
+  add_request("req_p", core::RequestState::usage_pending);
+  Reply rec = call("POST", "/admin/v1/requests/req_p/reconcile", R"({"input_tokens":5,"output_tokens":6,"evidence":"e"})");
+  ASSERT_EQ(rec.status, 200) << rec.text;
+  const std::string evt = std::string(rec.body.at("event").at("id").as_string());
+  const std::string path = "/admin/v1/events/" + evt + "/adjust";
+  EXPECT_EQ(call("POST", path, R"({"input_tokens":-1})").status, 400) << "evidence is required";
+  EXPECT_EQ(call("POST", path, R"({"evidence":"x"})").status, 400) << "a count is required";
+  EXPECT_EQ(call("POST", path, R"({"evidence":"x","input_tokens":1.5})").status, 400);
+  EXPECT_EQ(call("GET", path).status, 405);
+  Reply r = call("POST", path, R"({"input_tokens":-2,"output_tokens":3,"evidence":"credit note"})");
+  ASSERT_EQ(r.status, 201) << r.text;
+  const auto& e = r.body.at("event");
+  EXPECT_EQ(e.at("source"), "adjustment");
+  EXPECT_EQ(e.at("finality"), "confirmed");
+  EXPECT_EQ(e.at("corrects").as_string(), evt);
+  EXPECT_EQ(e.at("input_tokens"), -2);
+  EXPECT_EQ(e.at("evidence"), "credit note");
+  EXPECT_EQ(call("POST", "/admin/v1/events/evt_nope/adjust", R"({"input_tokens":1,"evidence":"x"})").status, 404);
+}
+
+TEST_F(AdminApiTest, ReconcileForwardsForce) {
+  add_request("req_p", core::RequestState::usage_pending);
+  EXPECT_EQ(call("POST", "/admin/v1/requests/req_p/reconcile",
+                 R"({"input_tokens":5,"output_tokens":6,"evidence":"e","force":"yes"})").status, 400);
+  EXPECT_EQ(call("POST", "/admin/v1/requests/req_p/reconcile",
+                 R"({"input_tokens":5,"output_tokens":6,"evidence":"e","force":true})").status, 200);
 }
 
 }  // namespace

@@ -50,6 +50,15 @@ BodyReader::BodyReader(std::string_view body, std::initializer_list<std::string_
     return;
   }
   object_ = std::move(v.as_object());
+  refuse_unknown(known);
+}
+
+BodyReader::BodyReader(const json::object& object, std::initializer_list<std::string_view> known, std::string path)
+    : path_(std::move(path)), object_(object) {
+  refuse_unknown(known);
+}
+
+void BodyReader::refuse_unknown(std::initializer_list<std::string_view> known) {
   std::string unknown;
   for (const auto& kv : object_) {
     bool found = false;
@@ -145,6 +154,21 @@ std::optional<std::vector<std::string>> BodyReader::string_list(std::string_view
     out.emplace_back(item.get_string());
   }
   return out;
+}
+
+const json::array* BodyReader::array(std::string_view key, size_t max_items, bool required) {
+  const json::value* v = field(key, required);
+  if (v == nullptr) return nullptr;
+  if (!v->is_array()) {
+    fail(std::string(key) + ": must be an array, got " + kind_of(*v));
+    return nullptr;
+  }
+  if (v->get_array().size() > max_items) {
+    fail(std::string(key) + ": at most " + std::to_string(max_items) + " per call, got " +
+         std::to_string(v->get_array().size()));
+    return nullptr;
+  }
+  return &v->get_array();
 }
 
 Error BodyReader::error() const {

@@ -91,6 +91,14 @@ json::object api_key_object(const store::ApiKeyRow& k) {
   return json::object{{"id", k.id}, {"allocation_id", k.allocation_id}, {"revoked", k.revoked}};
 }
 
+json::object key_object(const store::ApiKeyRow& k) {
+  return json::object{{"object", "api_key"},
+                      {"id", k.id},
+                      {"allocation_id", k.allocation_id},
+                      {"created_at", format_rfc3339(k.created_at)},
+                      {"revoked", k.revoked}};
+}
+
 json::object request_object(const store::RequestRow& r) {
   json::object o;
   o["object"] = "request";
@@ -126,8 +134,9 @@ json::object event_object(const store::UsageEventRow& e) {
   o["output_tokens"] = e.tokens.output;
   o["source"] = core::to_string(e.source);
   o["finality"] = core::to_string(e.finality);
-  o["evidence"] = e.source == core::EventSource::reconciliation ? json::value(e.evidence) : nullptr;
+  o["evidence"] = e.source == core::EventSource::provider ? nullptr : json::value(e.evidence);
   o["booked_at"] = format_rfc3339(e.booked_at);
+  if (e.source == core::EventSource::adjustment) o["corrects"] = e.corrects;
   return o;
 }
 

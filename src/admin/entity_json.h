@@ -29,6 +29,9 @@ boost::json::object new_key_object(const std::string& key_id, const std::string&
                                    const std::string& secret);
 // {"id","allocation_id","revoked"}.
 boost::json::object api_key_object(const store::ApiKeyRow& k);
+// A key as listed: {"object":"api_key","id","allocation_id","created_at","revoked"}; never
+// the secret or its hash.
+boost::json::object key_object(const store::ApiKeyRow& k);
 
 // {"object":"request","id","allocation_id","state","started_at","finished_at","model",
 //  "stream","hold":{…},"provider_request_id"}; absent values are null.
@@ -36,8 +39,8 @@ boost::json::object request_object(const store::RequestRow& r);
 std::string request_json(const store::RequestRow& r);
 
 // {"object":"usage_event","id","allocation_id","request_id","provider_request_id",
-//  "input_tokens","output_tokens","source","finality","evidence","booked_at"};
-// evidence is null unless the event is a reconciliation.
+//  "input_tokens","output_tokens","source","finality","evidence","booked_at"}, and
+// "corrects" for an adjustment; evidence is null for a provider's event.
 boost::json::object event_object(const store::UsageEventRow& e);
 std::string event_json(const store::UsageEventRow& e);
 

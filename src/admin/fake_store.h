@@ -23,6 +23,7 @@ class FakeStore final : public store::Store {
   bool fail_everything = false;  // every admin call answers store_unavailable
   store::RequestFilter last_request_filter;
   store::EventFilter last_event_filter;
+  store::UsageQuery last_usage_query;
 
   void authenticate(const std::string&, store::Callback<store::KeyGrant> done) override {
     done(make_error(ErrorCode::invalid_api_key, "fake"));
@@ -126,14 +127,18 @@ class FakeStore final : public store::Store {
     it->second.revoked = true;
     return it->second;
   }
-  Result<std::vector<store::RequestRow>> list_requests(const store::RequestFilter& f) override {
+  Result<store::Paged<store::RequestRow>> list_requests(const store::RequestFilter& f) override {
     if (fail_everything) return down();
     last_request_filter = f;
-    std::vector<store::RequestRow> out;
+    store::Paged<store::RequestRow> out;
     for (const auto& [id, r] : requests_) {
       if (f.allocation_id && r.allocation_id != *f.allocation_id) continue;
       if (f.state && r.state != *f.state) continue;
-      if (out.size() < f.limit) out.push_back(r);
+      if (out.data.size() < f.limit) {
+        out.data.push_back(r);
+      } else {
+        out.has_more = true;
+      }
     }
     return out;
   }
@@ -165,10 +170,10 @@ class FakeStore final : public store::Store {
     events_.push_back(e);
     return e;
   }
-  Result<std::vector<store::UsageEventRow>> list_events(const store::EventFilter& f) override {
+  Result<store::Paged<store::UsageEventRow>> list_events(const store::EventFilter& f) override {
     if (fail_everything) return down();
     last_event_filter = f;
-    std::vector<store::UsageEventRow> out;
+    store::Paged<store::UsageEventRow> out;
     bool past_after = !f.after.has_value();
     for (const auto& e : events_) {
       if (!past_after) {
@@ -176,18 +181,82 @@ class FakeStore final : public store::Store {
         continue;
       }
       if (f.allocation_id && e.allocation_id != *f.allocation_id) continue;
-      if (out.size() < f.limit) out.push_back(e);
+      if (out.data.size() < f.limit) {
+        out.data.push_back(e);
+      } else {
+        out.has_more = true;
+      }
     }
     return out;
   }
-  Result<std::vector<store::ConflictRow>> list_conflicts(
-      const std::optional<std::string>& alloc) override {
+  Result<store::Paged<store::ConflictRow>> list_conflicts(const store::ConflictFilter& f) override {
     if (fail_everything) return down();
-    std::vector<store::ConflictRow> out;
+    store::Paged<store::ConflictRow> out;
     for (const auto& c : conflicts_) {
-      if (!alloc || c.allocation_id == *alloc) out.push_back(c);
+      if (!f.allocation_id || c.allocation_id == *f.allocation_id) out.data.push_back(c);
     }
     return out;
+  }
+  Result<store::Paged<store::AgreementRow>> list_agreements(const store::PageFilter&) override {
+    if (fail_everything) return down();
+    store::Paged<store::AgreementRow> out;
+    for (const auto& [id, a] : agreements_) out.data.push_back(a);
+    return out;
+  }
+  Result<store::Paged<store::AllocationStatus>> list_allocations_page(const store::PageFilter&) override {
+    if (fail_everything) return down();
+    store::Paged<store::AllocationStatus> out;
+    for (const auto& [id, a] : allocations_) out.data.push_back(a);
+    return out;
+  }
+  Result<store::Paged<store::ApiKeyRow>> list_keys(const std::string& allocation_id,
+                                                   const store::PageFilter&) override {
+    if (fail_everything) return down();
+    if (!allocations_.count(allocation_id)) return missing(allocation_id);
+    store::Paged<store::ApiKeyRow> out;
+    for (const auto& [id, k] : keys_) {
+      if (k.allocation_id == allocation_id) out.data.push_back(k);
+    }
+    return out;
+  }
+  void usage_series(store::UsageQuery q, store::Callback<store::UsageSeries> done) override {
+    if (fail_everything) return done(down());
+    last_usage_query = q;
+    if (!allocations_.count(q.allocation_id)) return done(missing(q.allocation_id));
+    store::UsageSeries s{q.allocation_id, {}};
+    for (UnixMicros t = q.from; t < q.to; t += q.bucket_us) s.buckets.push_back({t, {}, 0, 0, 0});
+    done(s);
+  }
+  Result<std::vector<store::BookedMatch>> find_bookings(const std::optional<std::string>&,
+                                                        const std::string&) override {
+    if (fail_everything) return down();
+    return std::vector<store::BookedMatch>{};
+  }
+  Result<std::vector<store::RequestRow>> find_pending(const std::optional<std::string>&,
+                                                      const std::string&) override {
+    if (fail_everything) return down();
+    return std::vector<store::RequestRow>{};
+  }
+  Result<int64_t> record_conflicts(std::vector<store::ConflictRow> rows) override {
+    if (fail_everything) return down();
+    for (auto& c : rows) conflicts_.push_back(c);
+    return static_cast<int64_t>(rows.size());
+  }
+  Result<store::UsageEventRow> adjust(const store::Adjustment& a) override {
+    if (fail_everything) return down();
+    for (const auto& e : events_) {
+      if (e.id != a.event_id) continue;
+      store::UsageEventRow out = e;
+      out.id = new_id("evt");
+      out.tokens = a.delta;
+      out.source = core::EventSource::adjustment;
+      out.finality = core::Finality::confirmed;
+      out.evidence = a.evidence;
+      out.corrects = e.id;
+      events_.push_back(out);
+      return out;
+    }
+    return missing(a.event_id);
   }
   Result<int64_t> sweep_stale() override { return int64_t{0}; }
   Result<store::AuditReport> audit() override { return store::AuditReport{}; }

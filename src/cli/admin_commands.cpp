@@ -249,6 +249,23 @@ std::string render_allocation_list(const json::value& list) {
   return t.str();
 }
 
+std::string render_agreement_list(const json::value& list) {
+  Table t({"AGREEMENT", "STATE", "SUPPLIER", "BUYER", "PROVIDER", "ALLOWANCE IN/OUT", "ENDS_AT"});
+  for (const auto& g : data_of(list)) {
+    t.add({field(g, "id"), field(g, "state"), field(g, "supplier"), field(g, "buyer"), field(g, "provider"),
+           field(g, "input_tokens") + "/" + field(g, "output_tokens"), field(g, "ends_at")});
+  }
+  return t.str();
+}
+
+std::string render_key_list(const json::value& list) {
+  Table t({"KEY", "ALLOCATION", "CREATED_AT", "REVOKED"});
+  for (const auto& k : data_of(list)) {
+    t.add({field(k, "id"), field(k, "allocation_id"), field(k, "created_at"), field(k, "revoked")});
+  }
+  return t.str();
+}
+
 std::string render_new_key(const json::value& v) {
   const json::value none;
   const json::value* k = v.is_object() ? v.get_object().if_contains("api_key") : nullptr;
@@ -277,12 +294,14 @@ std::string render_event(const json::value& v) {
   const json::value none;
   const json::value* e = v.is_object() ? v.get_object().if_contains("event") : nullptr;
   const json::value& ev = e ? *e : none;
-  return kv_lines({{"event", field(ev, "id")},
+  std::vector<std::pair<std::string, std::string>> rows = {{"event", field(ev, "id")},
                    {"request", field(ev, "request_id")},
                    {"booked in/out", field(ev, "input_tokens") + "/" + field(ev, "output_tokens")},
                    {"source", field(ev, "source") + " (" + field(ev, "finality") + ")"},
                    {"evidence", field(ev, "evidence")},
-                   {"booked at", field(ev, "booked_at")}});
+                   {"booked at", field(ev, "booked_at")}};
+  if (ev.is_object() && ev.get_object().contains("corrects")) rows.push_back({"corrects", field(ev, "corrects")});
+  return kv_lines(rows);
 }
 
 std::string render_event_list(const json::value& list) {

@@ -39,6 +39,8 @@ std::string render_agreement(const boost::json::value& agreement);
 std::string render_cancelled_agreement(const boost::json::value& v);
 std::string render_allocation(const boost::json::value& allocation);
 std::string render_allocation_list(const boost::json::value& list);
+std::string render_agreement_list(const boost::json::value& list);
+std::string render_key_list(const boost::json::value& list);
 std::string render_new_key(const boost::json::value& v);
 std::string render_revoked_key(const boost::json::value& v);
 std::string render_request_list(const boost::json::value& list);

@@ -10,19 +10,15 @@
 #include <filesystem>
 #include <iostream>
 
+#include "cli/admin_call.h"
 #include "cli/admin_commands.h"
+#include "cli/console_commands.h"
 #include "cli/printable.h"
 
 namespace cairva::cli {
 namespace {
 
 namespace json = boost::json;
-
-// The process's exit codes (docs/operations.md, "Deploy with systemd"): the unit restarts
-// on 1 and never on 2, which no restart can mend.
-constexpr int exit_ok = 0;
-constexpr int exit_refused = 1;     // a runtime error, or the admin API said no / was not reached
-constexpr int exit_bad_config = 2;  // a bad config file or command line
 
 constexpr const char* description =
     "Cairva: an OpenAI-compatible gateway that sells LLM capacity exactly.\n"
@@ -42,77 +38,11 @@ constexpr const char* footer =
     "2026-11-30\"\n"
     "  cairva reconcile req_... --reported --evidence \"the provider's report, kept by the gateway\"\n"
     "  cairva backup --to /var/lib/cairva/backup/cairva-$(date +%F).db\n"
+    "  cairva reconcile import metering.csv --evidence \"provider export 2026-11-30\" --dry-run\n"
+    "  cairva adjust evt_... --input -1200 --output 0 --evidence \"credit note 17\"\n"
+    "  cairva events export --allocation alloc_... --from 2026-11-01T00:00:00Z > events.csv\n"
+    "List commands follow every page of the admin API (--limit N stops after N rows).\n"
     "Run `cairva COMMAND --help` for a command's options.";
-
-struct AdminOptions {
-  std::string url;  // empty: env CAIRVA_ADMIN_URL, else admin_url_default
-  bool json = false;
-  int timeout_s = admin_call_timeout_s;
-};
-
-void add_admin_options(CLI::App* cmd, AdminOptions& o) {
-  cmd->add_option("--admin-url", o.url,
-                  std::string("Admin API base URL (default: env ") + admin_url_env + ", else " +
-                      admin_url_default + ")");
-  cmd->add_flag("--json", o.json, "Print the API's JSON answer instead of a table");
-  cmd->add_option("--admin-timeout", o.timeout_s,
-                  "Seconds the whole call to the admin API may take (default " +
-                      std::to_string(o.timeout_s) + ")")
-      ->check(CLI::Range(1, admin_call_timeout_s_max));
-}
-
-using Renderer = std::string (*)(const json::value&);
-
-// One admin API call: prints the rendered (or raw) answer; API errors go to stderr.
-int admin_call(const Hooks& hooks, const AdminOptions& o, HttpCall call, Renderer render) {
-  call.timeout_s = o.timeout_s;
-  const char* token = std::getenv(admin_token_env);
-  if (token == nullptr || *token == '\0') {
-    std::cerr << "cairva: set " << admin_token_env
-              << " to the admin token (the gateway reads it from the "
-              << "env var named by admin.token_env)\n";
-    return exit_refused;
-  }
-  std::string url = o.url;
-  if (url.empty()) {
-    const char* env = std::getenv(admin_url_env);
-    url = env != nullptr && *env != '\0' ? env : admin_url_default;
-  }
-  auto reply = hooks.admin_http ? hooks.admin_http(url, token, call) : admin_http(url, token, call);
-  if (!reply) {
-    std::cerr << "cairva: " << printable(reply.error().message) << "\n";
-    return exit_refused;
-  }
-  if (reply->status < 200 || reply->status > 299) {
-    std::cerr << render_error(reply->status, reply->body) << "\n";
-    return exit_refused;
-  }
-  if (o.json) {
-    std::cout << printable(reply->body, Escaping::json) << "\n";
-    return exit_ok;
-  }
-  boost::system::error_code ec;
-  json::value v = json::parse(reply->body, ec);
-  if (ec) {
-    std::cerr << "cairva: the admin API answered " << reply->status
-              << " with a body that is not JSON\n";
-    return exit_refused;
-  }
-  std::cout << render(v);
-  return exit_ok;
-}
-
-// "/admin/v1/" + segments, each percent-encoded, + query parameters that are set.
-std::string admin_target(std::initializer_list<std::string> segments,
-                         std::initializer_list<std::pair<std::string, std::string>> query = {}) {
-  boost::urls::url u;
-  u.set_path("/admin/v1");
-  for (const auto& s : segments) u.segments().push_back(s);
-  for (const auto& [k, v] : query) {
-    if (!v.empty()) u.params().append({k, v});
-  }
-  return std::string(u.buffer());
-}
 
 Result<config::Config> load_config(const std::string& path, const config::LoadOptions& options = {}) {
   if (path.empty()) return config::default_config();
@@ -338,13 +268,13 @@ int run(int argc, char** argv, const Hooks& hooks) {
 
   auto* allocation = app.add_subcommand("allocation", "List, show, suspend or resume allocations");
   allocation->require_subcommand(1);
-  auto* al_list = allocation->add_subcommand("list", "List every allocation with its usage");
+  std::optional<size_t> rows_max;  // --limit: stop after this many rows (default: every page)
+  auto* al_list = allocation->add_subcommand("list", "List every allocation with its usage (every page)");
+  al_list->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
   add_admin_options(al_list, admin);
-  al_list->callback(admin_action(
-      [&] {
-        return HttpCall{"GET", admin_target({"allocations"}), ""};
-      },
-      render_allocation_list));
+  al_list->callback([&] {
+    action = [&] { return admin_list(hooks, admin, "/admin/v1/allocations", {}, std::nullopt, rows_max, render_allocation_list); };
+  });
   for (const char* verb : {"show", "suspend", "resume"}) {
     const std::string v = verb;
     auto* cmd = allocation->add_subcommand(
@@ -383,44 +313,44 @@ int run(int argc, char** argv, const Hooks& hooks) {
       },
       render_revoked_key));
 
-  std::string alloc_filter, state_filter, after, limit;
-  auto* requests = app.add_subcommand("requests", "List requests");
+  std::string alloc_filter, state_filter, after;
+  auto* requests = app.add_subcommand("requests", "List or export requests");
   requests->require_subcommand(1);
   auto* pending =
-      requests->add_subcommand("pending", "Requests waiting for reconciliation (usage_pending)");
+      requests->add_subcommand("pending", "Requests waiting for reconciliation (usage_pending), every page");
   pending->add_option("--allocation", alloc_filter, "Only this allocation");
-  pending->add_option("--limit", limit, "At most this many (default 100)");
+  pending->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
   add_admin_options(pending, admin);
-  pending->callback(admin_action(
-      [&] {
-        return HttpCall{"GET",
-                        admin_target({"requests"}, {{"allocation_id", alloc_filter},
-                                                    {"state", "usage_pending"},
-                                                    {"limit", limit}}),
-                        ""};
-      },
-      render_request_list));
-  auto* req_list = requests->add_subcommand("list", "Requests in any state");
+  pending->callback([&] {
+    action = [&] {
+      return admin_list(hooks, admin, "/admin/v1/requests",
+                        {{"allocation_id", alloc_filter}, {"state", "usage_pending"}}, std::nullopt, rows_max,
+                        render_request_list);
+    };
+  });
+  auto* req_list = requests->add_subcommand("list", "Requests in any state, every page");
   req_list->add_option("--allocation", alloc_filter, "Only this allocation");
   req_list->add_option("--state", state_filter, "in_flight, booked, usage_pending or failed");
-  req_list->add_option("--limit", limit, "At most this many (default 100)");
+  req_list->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
   add_admin_options(req_list, admin);
-  req_list->callback(admin_action(
-      [&] {
-        return HttpCall{"GET",
-                        admin_target({"requests"}, {{"allocation_id", alloc_filter},
-                                                    {"state", state_filter},
-                                                    {"limit", limit}}),
-                        ""};
-      },
-      render_request_list));
+  req_list->callback([&] {
+    action = [&] {
+      return admin_list(hooks, admin, "/admin/v1/requests",
+                        {{"allocation_id", alloc_filter}, {"state", state_filter}}, std::nullopt, rows_max,
+                        render_request_list);
+    };
+  });
 
   int64_t rec_input = -1, rec_output = -1;
   bool rec_reported = false;
   std::string evidence;
   auto* reconcile = app.add_subcommand(
-      "reconcile", "Book the real counts of a usage_pending request, with written evidence");
-  reconcile->add_option("REQUEST", id, "Request id (req_...)")->required();
+      "reconcile", "Book the real counts of a usage_pending request, with written evidence (or import a file)");
+  // Not required here: `cairva reconcile import FILE` names none.
+  reconcile->add_option("REQUEST", id, "Request id (req_...)");
+  bool rec_force = false;
+  reconcile->add_flag("--force", rec_force,
+                      "Book counts above 10x the request's hold (reconcile_hold_ratio_max)");
   auto* rec_in = reconcile->add_option("--input", rec_input, "Input tokens the provider metered");
   auto* rec_out = reconcile->add_option("--output", rec_output, "Output tokens the provider metered");
   auto* rec_rep = reconcile->add_flag("--reported", rec_reported,
@@ -428,13 +358,22 @@ int run(int argc, char** argv, const Hooks& hooks) {
   rec_rep->excludes(rec_in)->excludes(rec_out);
   rec_in->needs(rec_out);
   rec_out->needs(rec_in);
-  reconcile
-      ->add_option("--evidence", evidence, "Where the counts come from (kept with the booking)")
-      ->required();
+  // Required, but checked in the action: `reconcile import` takes its own.
+  reconcile->add_option("--evidence", evidence, "Where the counts come from (kept with the booking; required)");
   add_admin_options(reconcile, admin);
   reconcile->callback([&] {
+    if (!reconcile->get_subcommands().empty()) return;  // `reconcile import` set its own action
     action = [&] {
+      if (id.empty()) {
+        std::cerr << "cairva: reconcile: give a request id (or `cairva reconcile import FILE`)\n";
+        return exit_refused;
+      }
+      if (evidence.empty()) {
+        std::cerr << "cairva: reconcile: --evidence is required\n";
+        return exit_refused;
+      }
       json::object body{{"evidence", evidence}};
+      if (rec_force) body["force"] = true;
       if (rec_reported) {
         body["use_reported"] = true;
       } else if (rec_in->count() == 0) {
@@ -449,31 +388,36 @@ int run(int argc, char** argv, const Hooks& hooks) {
     };
   });
 
-  auto* events =
-      app.add_subcommand("events", "List usage events in booking order (page with --after)");
+  auto* events = app.add_subcommand(
+      "events", "List usage events in booking order, every page (or `events export`)");
   events->add_option("--allocation", alloc_filter, "Only this allocation");
   events->add_option("--after", after, "Only events after this event id (exclusive)");
-  events->add_option("--limit", limit, "At most this many (default 100)");
+  events->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
   add_admin_options(events, admin);
-  events->callback(admin_action(
-      [&] {
-        return HttpCall{
-            "GET",
-            admin_target({"events"},
-                         {{"allocation_id", alloc_filter}, {"after", after}, {"limit", limit}}),
-            ""};
-      },
-      render_event_list));
+  events->callback([&] {
+    if (!events->get_subcommands().empty()) return;  // `events export` set its own action
+    action = [&] {
+      return admin_list(hooks, admin, "/admin/v1/events", {{"allocation_id", alloc_filter}},
+                        after.empty() ? std::nullopt : std::optional<std::string>(after), rows_max, render_event_list);
+    };
+  });
 
   auto* conflicts = app.add_subcommand(
-      "conflicts", "Provider reports that repeated a booked provider request id with other counts");
+      "conflicts", "Provider reports (or imports) that repeated a booked provider request id with other counts");
   conflicts->add_option("--allocation", alloc_filter, "Only this allocation");
+  conflicts->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
   add_admin_options(conflicts, admin);
-  conflicts->callback(admin_action(
-      [&] {
-        return HttpCall{"GET", admin_target({"conflicts"}, {{"allocation_id", alloc_filter}}), ""};
-      },
-      render_conflict_list));
+  conflicts->callback([&] {
+    action = [&] {
+      return admin_list(hooks, admin, "/admin/v1/conflicts", {{"allocation_id", alloc_filter}}, std::nullopt, rows_max,
+                        render_conflict_list);
+    };
+  });
+
+  // SPEC-CONSOLE's commands: lists of agreements and keys, exports, bulk reconciliation,
+  // adjustments (console_commands.cpp).
+  ConsoleCommands console{app, hooks, admin, action, *agreement, *key, *requests, *events, *reconcile};
+  add_console_commands(console);
 
   // Its own options: a copy of a large store takes longer than other admin calls.
   AdminOptions backup_admin{.timeout_s = backup_call_timeout_s};

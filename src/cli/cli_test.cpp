@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+#include <boost/url/parse.hpp>
 #include <cstdlib>
 #include <fstream>
 
 #include "cli/admin_commands.h"
+#include "cli/console_formats.h"
 #include "cli/printable.h"
 
 namespace cairva::cli {
@@ -148,7 +151,8 @@ TEST_F(CliTest, JsonFlagPrintsTheRawAnswer) {
   reply_ = {200, R"({"object":"list","data":[]})"};
   Outcome o = run_cli({"allocation", "list", "--json"});
   EXPECT_EQ(o.code, 0);
-  EXPECT_EQ(o.out, "{\"object\":\"list\",\"data\":[]}\n");
+  // Every page merged into one list.
+  EXPECT_EQ(o.out, "{\"object\":\"list\",\"data\":[],\"has_more\":false}\n");
 }
 
 TEST_F(CliTest, AdminUrlComesFromFlagThenEnv) {
@@ -240,14 +244,17 @@ TEST_F(CliTest, EachAdminCommandCallsItsRoute) {
       {{"agreement", "show", "agr_1"}, "GET /admin/v1/agreements/agr_1"},
       {{"key", "create", "alloc_1"}, "POST /admin/v1/allocations/alloc_1/keys"},
       {{"key", "revoke", "key_1"}, "DELETE /admin/v1/keys/key_1"},
-      {{"requests", "pending"}, "GET /admin/v1/requests?state=usage_pending"},
+      {{"requests", "pending"}, "GET /admin/v1/requests?state=usage_pending&limit=1000"},
       {{"requests", "pending", "--allocation", "alloc_1"},
-       "GET /admin/v1/requests?allocation_id=alloc_1&state=usage_pending"},
+       "GET /admin/v1/requests?allocation_id=alloc_1&state=usage_pending&limit=1000"},
       {{"requests", "list", "--state", "failed", "--limit", "5"},
        "GET /admin/v1/requests?state=failed&limit=5"},
       {{"events", "--allocation", "alloc_1", "--after", "evt_9"},
-       "GET /admin/v1/events?allocation_id=alloc_1&after=evt_9"},
-      {{"conflicts"}, "GET /admin/v1/conflicts"},
+       "GET /admin/v1/events?allocation_id=alloc_1&after=evt_9&limit=1000"},
+      {{"conflicts"}, "GET /admin/v1/conflicts?limit=1000"},
+      {{"agreement", "list"}, "GET /admin/v1/agreements?limit=1000"},
+      {{"key", "list", "alloc_1"}, "GET /admin/v1/allocations/alloc_1/keys?limit=1000"},
+      {{"adjust", "evt_1", "--input", "-5", "--evidence", "credit"}, "POST /admin/v1/events/evt_1/adjust"},
   };
   for (const auto& [args, want] : cases) {
     calls_.clear();
@@ -455,7 +462,7 @@ TEST_F(CliTest, EveryOutputEscapesStoredStrings) {
   EXPECT_NE(table.out.find("m\\x1b[2K\\x0d"), std::string::npos) << table.out;
   reply_ = {200, "{\"data\":[{\"model\":\"m\x7f\xc2\x9b\"}]}"};
   Outcome raw = run_cli({"requests", "list", "--json"});
-  EXPECT_EQ(raw.out, "{\"data\":[{\"model\":\"m\\u007f\\u009b\"}]}\n");
+  EXPECT_EQ(raw.out, "{\"object\":\"list\",\"data\":[{\"model\":\"m\\u007f\\u009b\"}],\"has_more\":false}\n");
   reply_ = {409, R"({"error":{"code":"not_pending","message":"request m\u001b[2K is not"}})"};
   Outcome error = run_cli({"requests", "list"});
   EXPECT_EQ(error.err, "cairva: 409 not_pending: request m\\x1b[2K is not\n");
@@ -467,6 +474,208 @@ TEST_F(CliTest, EveryOutputEscapesStoredStrings) {
   };
   EXPECT_NE(run_cli({"audit"}).out.find("violation: request req_\\x1b[2K: state"),
             std::string::npos);
+}
+
+
+// ---------------------------------------------------------------- SPEC-CONSOLE commands
+
+// A fake listing of `rows` ids served `page` at a time, as the admin API pages.
+HttpReply page_of(const HttpCall& call, const std::vector<std::string>& rows) {
+  auto url = boost::urls::parse_origin_form(call.target);
+  size_t limit = 100, start = 0;
+  for (auto p : url->params()) {
+    if (p.key == "limit") limit = std::stoul(std::string(p.value));
+    if (p.key == "after") {
+      start = static_cast<size_t>(std::find(rows.begin(), rows.end(), std::string(p.value)) - rows.begin()) + 1;
+    }
+  }
+  json::array data;
+  for (size_t i = start; i < rows.size() && i < start + limit; ++i) {
+    data.push_back(json::object{{"id", rows[i]}, {"evidence", "a,\"b\"\nc"}, {"input_tokens", 1},
+                                {"hold", json::object{{"input_tokens", 2}, {"output_tokens", 3}}}});
+  }
+  const bool more = start + limit < rows.size();
+  return {200, json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}, {"has_more", more}})};
+}
+
+TEST_F(CliTest, ListsFollowEveryPageAndLimitStopsEarly) {
+  std::vector<std::string> rows;
+  for (int i = 0; i < 2500; ++i) rows.push_back("req_" + std::to_string(i));
+  hooks_.admin_http = [&](const std::string&, const std::string&, const HttpCall& call) {
+    calls_.push_back(call);
+    return Result<HttpReply>(page_of(call, rows));
+  };
+  Outcome all = run_cli({"requests", "pending"});
+  ASSERT_EQ(all.code, 0) << all.err;
+  ASSERT_EQ(calls_.size(), 3u);
+  EXPECT_EQ(calls_[1].target, "/admin/v1/requests?state=usage_pending&after=req_999&limit=1000");
+  EXPECT_NE(all.out.find("req_2499"), std::string::npos);
+  EXPECT_EQ(std::count(all.out.begin(), all.out.end(), '\n'), 2501);  // the header and every row once
+  calls_.clear();
+  Outcome some = run_cli({"requests", "pending", "--limit", "1500"});
+  ASSERT_EQ(some.code, 0);
+  ASSERT_EQ(calls_.size(), 2u);
+  EXPECT_EQ(calls_[1].target, "/admin/v1/requests?state=usage_pending&after=req_999&limit=500");
+  EXPECT_EQ(std::count(some.out.begin(), some.out.end(), '\n'), 1501);
+}
+
+TEST_F(CliTest, ExportsWriteCsvWithItsHeaderOrJsonLinesFollowingPages) {
+  std::vector<std::string> rows = {"evt_1", "evt_2", "evt_3"};
+  hooks_.admin_http = [&](const std::string&, const std::string&, const HttpCall& call) {
+    calls_.push_back(call);
+    HttpCall small = call;
+    small.target += "&limit=2";  // the fake pages by two whatever is asked
+    return Result<HttpReply>(page_of(small, rows));
+  };
+  Outcome csv = run_cli({"events", "export", "--allocation", "alloc_1", "--from", "2026-01-01T00:00:00Z"});
+  ASSERT_EQ(csv.code, 0) << csv.err;
+  EXPECT_EQ(calls_[0].target, "/admin/v1/events?allocation_id=alloc_1&from=2026-01-01T00:00:00Z&limit=1000");
+  EXPECT_EQ(csv.out,
+            "id,allocation_id,request_id,provider_request_id,input_tokens,output_tokens,source,finality,evidence,"
+            "booked_at\r\n"
+            "evt_1,,,,1,,,,\"a,\"\"b\"\"\nc\",\r\n"
+            "evt_2,,,,1,,,,\"a,\"\"b\"\"\nc\",\r\n"
+            "evt_3,,,,1,,,,\"a,\"\"b\"\"\nc\",\r\n");
+  calls_.clear();
+  Outcome jsonl = run_cli({"requests", "export", "--allocation", "alloc_1", "--format", "jsonl"});
+  ASSERT_EQ(jsonl.code, 0) << jsonl.err;
+  EXPECT_EQ(calls_[0].target, "/admin/v1/requests?allocation_id=alloc_1&limit=1000");
+  EXPECT_EQ(std::count(jsonl.out.begin(), jsonl.out.end(), '\n'), 3);
+  EXPECT_EQ(json::parse(jsonl.out.substr(0, jsonl.out.find('\n'))).at("id"), "evt_1");
+  EXPECT_EQ(run_cli({"events", "export", "--allocation", "a", "--format", "xml"}).code, 2) << "bad usage";
+}
+
+TEST(ExportLine, RequestsSplitTheHoldAndQuoteByRfc4180) {
+  json::value r = json::parse(R"({"id":"req_1","allocation_id":"a","state":"booked","started_at":"t0",)"
+                              R"("finished_at":null,"model":"m,1","stream":false,)"
+                              R"("hold":{"input_tokens":5,"output_tokens":7},"provider_request_id":"p"})");
+  EXPECT_EQ(csv_header(ExportKind::requests),
+            "id,allocation_id,state,started_at,finished_at,model,stream,hold_input_tokens,hold_output_tokens,"
+            "provider_request_id\r\n");
+  EXPECT_EQ(export_line(ExportKind::requests, ExportFormat::csv, r), "req_1,a,booked,t0,,\"m,1\",false,5,7,p\r\n");
+  EXPECT_EQ(csv_field("plain"), "plain");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_field("a\r\nb"), "\"a\r\nb\"");
+}
+
+TEST(ReconcileFile, ReadsCsvAndJsonlNamingTheLineOfAnyProblem) {
+  auto csv = parse_reconcile_file(
+      "\xEF\xBB\xBFrequest_id,provider_request_id,input_tokens,output_tokens\r\n"
+      "req_1,,10,20\r\n\r\n"
+      ",\"chat,\"\"cmpl\"\"\n-2\",3,4\n",
+      ExportFormat::csv);
+  ASSERT_TRUE(csv.ok()) << csv.error().message;
+  ASSERT_EQ(csv->size(), 2u);
+  EXPECT_EQ((*csv)[0].line, 2u);
+  EXPECT_EQ(json::value((*csv)[0].item), json::parse(R"({"request_id":"req_1","input_tokens":10,"output_tokens":20})"));
+  EXPECT_EQ((*csv)[1].line, 4u);
+  EXPECT_EQ((*csv)[1].item.at("provider_request_id"), "chat,\"cmpl\"\n-2");
+  auto jsonl = parse_reconcile_file("{\"request_id\":\"r\",\"input_tokens\":1,\"output_tokens\":2}\n\n"
+                                    "{\"provider_request_id\":\"p\",\"allocation_id\":\"a\",\"input_tokens\":0,"
+                                    "\"output_tokens\":0}",
+                                    ExportFormat::jsonl);
+  ASSERT_TRUE(jsonl.ok()) << jsonl.error().message;
+  ASSERT_EQ(jsonl->size(), 2u);
+  EXPECT_EQ((*jsonl)[1].line, 3u);
+  const std::pair<std::string, std::string> bad[] = {
+      {"request_id,input_tokens,output_tokens\nr,1\n", "line 2: 2 fields"},
+      {"request_id,input_tokens,output_tokens\nr,-1,2\n", "line 2: input_tokens"},
+      {"request_id,input_tokens,output_tokens\nr,x,2\n", "line 2: input_tokens"},
+      {"request_id,input_token,output_tokens\n", "line 1: unknown column"},
+      {"request_id,provider_request_id,input_tokens,output_tokens\nr,p,1,2\n", "line 2: give exactly one"},
+      {"request_id,input_tokens,output_tokens\n\"r,1,2\n", "line 2: a quoted field is not closed"},
+  };
+  for (const auto& [text, want] : bad) {
+    auto r = parse_reconcile_file(text, ExportFormat::csv);
+    ASSERT_FALSE(r.ok()) << text;
+    EXPECT_EQ(r.error().message.rfind(want, 0), 0u) << r.error().message;
+  }
+  auto j = parse_reconcile_file("{\"request_id\":\"r\",\"input_tokens\":1.5,\"output_tokens\":2}\n", ExportFormat::jsonl);
+  ASSERT_FALSE(j.ok());
+  EXPECT_EQ(j.error().message.rfind("line 1: input_tokens", 0), 0u);
+  EXPECT_EQ(guess_import_format("x.csv", "{"), ExportFormat::csv);
+  EXPECT_EQ(guess_import_format("x", "  {\"a\":1}"), ExportFormat::jsonl);
+}
+
+class ReconcileImportTest : public CliTest {
+ protected:
+  std::string write_file(const std::string& text) {
+    const std::string path = ::testing::TempDir() + "cairva-import-test.csv";
+    std::ofstream(path) << text;
+    return path;
+  }
+};
+
+TEST_F(ReconcileImportTest, DryRunsEveryBatchFirstThenBooksAndSummarises) {
+  std::vector<bool> dry_runs;
+  hooks_.admin_http = [&](const std::string&, const std::string&, const HttpCall& call) {
+    calls_.push_back(call);
+    json::value body = json::parse(call.body);
+    dry_runs.push_back(body.at("dry_run").as_bool());
+    json::array results;
+    const auto& items = body.at("items").as_array();
+    for (size_t i = 0; i < items.size(); ++i) {
+      results.push_back(json::object{{"item", i}, {"outcome", i == 1 ? "conflict" : "booked"}});
+    }
+    return Result<HttpReply>(HttpReply{200, json::serialize(json::object{{"results", std::move(results)}})});
+  };
+  std::string text = "provider_request_id,input_tokens,output_tokens\n";
+  for (int i = 0; i < 1500; ++i) text += "p" + std::to_string(i) + ",1,2\n";
+  Outcome o = run_cli({"reconcile", "import", write_file(text), "--evidence", "export 12", "--force"});
+  EXPECT_EQ(o.code, 1) << "a conflict needs attention";
+  ASSERT_EQ(calls_.size(), 4u);  // two batches checked, then two booked
+  EXPECT_EQ(dry_runs, (std::vector<bool>{true, true, false, false}));
+  EXPECT_EQ(calls_[0].target, "/admin/v1/reconciliations");
+  json::value first = json::parse(calls_[2].body);
+  EXPECT_EQ(first.at("items").as_array().size(), reconcile_import_batch_items);
+  EXPECT_EQ(first.at("evidence"), "export 12");
+  EXPECT_EQ(first.at("force"), true);
+  EXPECT_EQ(first.at("items").at(0), json::parse(R"({"provider_request_id":"p0","input_tokens":1,"output_tokens":2})"));
+  EXPECT_EQ(o.out.rfind("imported 1500 items\n", 0), 0u) << o.out;
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1 + 5 + 2) << "a line per outcome and per note";
+  EXPECT_NE(o.out.find("booked          1498"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("conflict        2"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("line 3: conflict (provider_request_id p1)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("line 1003: conflict (provider_request_id p1001)"), std::string::npos) << o.out;
+  calls_.clear();
+  dry_runs.clear();
+  Outcome dry = run_cli({"reconcile", "import", write_file(text), "--evidence", "e", "--dry-run"});
+  EXPECT_EQ(dry_runs, (std::vector<bool>{true, true}));
+  EXPECT_NE(dry.out.find("dry run, nothing booked"), std::string::npos);
+}
+
+TEST_F(ReconcileImportTest, ARefusedItemStopsTheImportBeforeAnythingIsBookedAndNamesItsLine) {
+  hooks_.admin_http = [&](const std::string&, const std::string&, const HttpCall& call) {
+    calls_.push_back(call);
+    return Result<HttpReply>(HttpReply{
+        400, R"({"error":{"code":"invalid_request","message":"items[1]: output_tokens 5000 is 100.0x the request's hold"}})"});
+  };
+  Outcome o = run_cli({"reconcile", "import", write_file("request_id,input_tokens,output_tokens\nr1,1,2\n\nr2,1,5000\n"),
+                       "--evidence", "e"});
+  EXPECT_EQ(o.code, 1);
+  ASSERT_EQ(calls_.size(), 1u);
+  EXPECT_TRUE(json::parse(calls_[0].body).at("dry_run").as_bool());
+  EXPECT_NE(o.err.find("line 4: output_tokens 5000"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find("nothing of"), std::string::npos) << o.err;
+  // A file that does not parse is refused before any call.
+  calls_.clear();
+  Outcome bad = run_cli({"reconcile", "import", write_file("request_id,input_tokens,output_tokens\nr1,one,2\n"),
+                         "--evidence", "e"});
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_TRUE(calls_.empty());
+  EXPECT_NE(bad.err.find("line 2: input_tokens"), std::string::npos) << bad.err;
+}
+
+TEST_F(CliTest, AdjustSendsSignedCountsAndReconcileForce) {
+  reply_ = {201, R"({"event":{"id":"evt_2","source":"adjustment","corrects":"evt_1","input_tokens":-5}})"};
+  Outcome o = run_cli({"adjust", "evt_1", "--input", "-5", "--output", "3", "--evidence", "credit note"});
+  ASSERT_EQ(o.code, 0) << o.err;
+  EXPECT_EQ(json::parse(calls_[0].body), json::parse(R"({"input_tokens":-5,"output_tokens":3,"evidence":"credit note"})"));
+  EXPECT_NE(o.out.find("corrects"), std::string::npos) << o.out;
+  reply_ = {200, R"({"event":{"id":"evt_3"}})"};
+  ASSERT_EQ(run_cli({"reconcile", "req_1", "--input", "1", "--output", "2", "--evidence", "e", "--force"}).code, 0);
+  EXPECT_EQ(json::parse(calls_[1].body).at("force"), true);
+  EXPECT_NE(run_cli({"reconcile", "--evidence", "e"}).code, 0) << "a request id or import";
 }
 
 }  // namespace

@@ -337,6 +337,18 @@ std::vector<std::string> AllocationLedger::sweep_stale(UnixMicros now,
   return swept;
 }
 
+// ---------------------------------------------------------------- corrections
+
+AdjustmentPlan AllocationLedger::adjust(const Tokens& delta) {
+  const AdjustmentPlan p = plan_adjustment(state_, agreement_state_, terms_.allowance, booked_, delta);
+  if (!p.allowed) return p;
+  booked_ = p.booked_after;
+  state_ = p.state;
+  agreement_state_ = p.agreement_state;
+  check_invariants();
+  return p;
+}
+
 // ---------------------------------------------------------------- operator changes
 
 bool AllocationLedger::suspend() {

@@ -15,6 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/adjustment.h"
 #include "core/admission.h"
 #include "core/booked_ids.h"
 #include "core/settlement.h"
@@ -100,6 +101,11 @@ class AllocationLedger {
   // In-flight requests started at or before now - timeout become usage_pending; their
   // ids are returned so the store can persist the change.
   std::vector<std::string> sweep_stale(UnixMicros now, int64_t in_flight_timeout_s);
+
+  // --- Corrections (core/adjustment.h). ---
+  // Moves the booked totals by `delta` and the states as plan_adjustment decides; nothing
+  // when the plan is not allowed. An adjustment counts toward no trailing window.
+  AdjustmentPlan adjust(const Tokens& delta);
 
   // --- Operator state changes. Each returns false when the current state forbids it. ---
   bool suspend();

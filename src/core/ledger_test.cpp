@@ -689,3 +689,34 @@ TEST(Ledger, RestoredBookingKeysKeepCountsAtAndAboveUint32MaxExactly) {
 
 }  // namespace
 }  // namespace cairva::core
+
+namespace cairva::core {
+namespace {
+
+// ---------------------------------------------------------------- corrections
+
+TEST(Ledger, AnAdjustmentMovesBookedAndRemainingButNoTrailingWindow) {
+  AllocationLedger l(terms());
+  ASSERT_TRUE(l.admit("a", facts(100, 20), kNow).admitted());
+  ASSERT_EQ(l.book("a", "p-a", {60, 40}, kNow).result, BookResult::booked);
+  ASSERT_TRUE(l.adjust({-10, 25}).allowed);
+  const AllocationSnapshot s = l.snapshot(kNow);
+  EXPECT_EQ(s.booked, (Tokens{50, 65}));
+  EXPECT_EQ(s.tokens_last_minute, 100);  // the booking's 60 + 40 only
+  EXPECT_FALSE(l.adjust({-51, 0}).allowed);
+  EXPECT_EQ(l.booked(), (Tokens{50, 65}));
+}
+
+TEST(Ledger, AnAdjustmentBelowTheAllowanceRevivesADepletedAllocation) {
+  AllocationLedger l(terms({100, 1'000'000, 10}, {100, 100}));
+  ASSERT_TRUE(l.admit("a", facts(50, 20), kNow).admitted());
+  ASSERT_TRUE(l.book("a", "p-a", {5000, 5000}, kNow).became_depleted);
+  EXPECT_EQ(l.agreement_state(), AgreementState::completed);
+  ASSERT_TRUE(l.adjust({-4950, -4950}).allowed);
+  EXPECT_EQ(l.state(), AllocationState::active);
+  EXPECT_EQ(l.agreement_state(), AgreementState::in_force);
+  EXPECT_TRUE(l.admit("b", facts(10, 10), kNow + kSecond).admitted());
+}
+
+}  // namespace
+}  // namespace cairva::core

@@ -12,13 +12,13 @@ constexpr std::array<std::string_view, 6> kAllocationNames{"ready",    "active",
                                                            "depleted", "expired", "cancelled"};
 constexpr std::array<std::string_view, 4> kRequestNames{"in_flight", "booked", "usage_pending",
                                                         "failed"};
-constexpr std::array<std::string_view, 2> kSourceNames{"provider", "reconciliation"};
+constexpr std::array<std::string_view, 3> kSourceNames{"provider", "reconciliation", "adjustment"};
 constexpr std::array<std::string_view, 2> kFinalityNames{"reported", "confirmed"};
 
 static_assert(static_cast<size_t>(AgreementState::cancelled) + 1 == kAgreementNames.size());
 static_assert(static_cast<size_t>(AllocationState::cancelled) + 1 == kAllocationNames.size());
 static_assert(static_cast<size_t>(RequestState::failed) + 1 == kRequestNames.size());
-static_assert(static_cast<size_t>(EventSource::reconciliation) + 1 == kSourceNames.size());
+static_assert(static_cast<size_t>(EventSource::adjustment) + 1 == kSourceNames.size());
 static_assert(static_cast<size_t>(Finality::confirmed) + 1 == kFinalityNames.size());
 
 template <class E, size_t N>

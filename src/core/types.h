@@ -15,7 +15,7 @@ enum class AgreementState : uint8_t { in_force, completed, expired, cancelled };
 // recorded, and shown_state() (core/admission.h) shows `cancelled` once its agreement is.
 enum class AllocationState : uint8_t { ready, active, suspended, depleted, expired, cancelled };
 enum class RequestState : uint8_t { in_flight, booked, usage_pending, failed };
-enum class EventSource : uint8_t { provider, reconciliation };
+enum class EventSource : uint8_t { provider, reconciliation, adjustment };
 enum class Finality : uint8_t { reported, confirmed };
 
 std::string_view to_string(AgreementState s);

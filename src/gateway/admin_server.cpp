@@ -6,6 +6,8 @@
 #include <boost/beast/http.hpp>
 
 #include "base/ids.h"
+#include "console/assets.h"
+#include "gateway/console_http.h"
 #include "http/limits.h"
 #include "http/linger.h"
 #include "http/message_reader.h"
@@ -62,7 +64,9 @@ net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptio
     auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, nothrow);
     if (ec == bhttp::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout) break;
     admin::AdminResponse out;
+    const console::Asset* asset = nullptr;  // a console file instead of `out`
     bool keep_alive = false;
+    bool head_only = false;
     const bool has_body = !ec && (parser.chunked() || parser.content_length().value_or(0) > 0);
     unread = true;  // until the body is read
     if (ec == bhttp::error::header_limit) {
@@ -71,7 +75,7 @@ net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptio
       out = error_response(ErrorCode::invalid_request,
                            "Transfer-Encoding must be chunked alone, without Content-Length (RFC 9112 section 6.1)");
     } else if (ec == bhttp::error::body_limit) {  // Beast checks an announced length with the header
-      out = error_response(ErrorCode::request_too_large, "admin request body exceeds 1 MiB");
+      out = error_response(ErrorCode::request_too_large, "admin request body exceeds 4 MiB");
     } else if (ec) {
       out = error_response(ErrorCode::invalid_request, "malformed HTTP request: " + ec.message());
     } else {
@@ -87,23 +91,38 @@ net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptio
       stream.expires_after(std::chrono::seconds(http::body_read_timeout_s));
       auto [bec, bn] = co_await bhttp::async_read(stream, buffer, parser, nothrow);
       if (bec == bhttp::error::body_limit) {
-        out = error_response(ErrorCode::request_too_large, "admin request body exceeds 1 MiB");
+        out = error_response(ErrorCode::request_too_large, "admin request body exceeds 4 MiB");
       } else if (bec) {
         break;  // gone, or too slow (the stream's timeout closed it)
       } else {
         unread = false;
         keep_alive = req.keep_alive();
-        admin::AdminRequest in{std::string(req.method_string()), std::string(req.target()),
-                               std::string(req[bhttp::field::authorization]), std::move(req.body())};
-        out = api.handle(in);
+        head_only = req.method() == bhttp::verb::head;
+        const std::string_view target(req.target().data(), req.target().size());
+        if (console::is_console_path(target)) {
+          const ConsoleAnswer answer = console_answer(console::Audience::operators, req.method(), target);
+          asset = answer.asset;
+          if (asset == nullptr) out = error_response(answer.error, answer.message);
+        } else {
+          admin::AdminRequest in{std::string(req.method_string()), std::string(target),
+                                 std::string(req[bhttp::field::authorization]), std::move(req.body())};
+          out = api.handle(in);
+        }
       }
     }
+    if (asset != nullptr) out = admin::AdminResponse{200, std::string(asset->body), std::string(asset->content_type)};
     bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(out.status), 11};
     res.set(bhttp::field::content_type, out.content_type);
     res.set("x-cairva-request-id", new_id("req"));
+    if (asset != nullptr) {
+      res.set(bhttp::field::cache_control, asset->cache_control);
+      for (const auto& [name, value] : console::security_headers) res.set(name, value);
+    }
     res.keep_alive(keep_alive);
-    res.body() = std::move(out.body);
+    const size_t body_size = out.body.size();
+    if (!head_only) res.body() = std::move(out.body);
     res.prepare_payload();
+    if (head_only) res.content_length(body_size);  // a HEAD's answer: the GET's length, no body
     stream.expires_after(std::chrono::seconds(http::client_write_timeout_s));
     auto [wec, wn] = co_await bhttp::async_write(stream, res, nothrow);
     if (wec || !keep_alive) break;

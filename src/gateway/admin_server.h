@@ -9,8 +9,9 @@
 
 namespace cairva::gateway {
 
-// Admin request bodies are small JSON documents.
-inline constexpr size_t admin_body_bytes_max = size_t{1} << 20;
+// A bulk reconciliation of store::reconciliation_items_max items (about 110 bytes each with
+// a provider's id) is the largest admin body.
+inline constexpr size_t admin_body_bytes_max = size_t{4} << 20;
 
 struct AdminSessionOptions {
   int64_t first_byte_timeout_s = 0;  // server.first_byte_timeout_s

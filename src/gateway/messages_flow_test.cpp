@@ -103,18 +103,29 @@ class LedgerStore final : public store::Store {
   Result<store::AllocationStatus> resume_allocation(const std::string&) override { return no(); }
   Result<store::CreatedKey> create_key(const std::string&) override { return no(); }
   Result<store::ApiKeyRow> revoke_key(const std::string&) override { return no(); }
-  Result<std::vector<store::RequestRow>> list_requests(const store::RequestFilter&) override {
-    return no();
-  }
+  Result<store::Paged<store::RequestRow>> list_requests(const store::RequestFilter&) override { return no(); }
   Result<store::RequestRow> get_request(const std::string&) override { return no(); }
   Result<store::UsageEventRow> reconcile(const store::Reconciliation&) override { return no(); }
-  Result<std::vector<store::UsageEventRow>> list_events(const store::EventFilter&) override {
+  Result<store::Paged<store::UsageEventRow>> list_events(const store::EventFilter&) override { return no(); }
+  Result<store::Paged<store::ConflictRow>> list_conflicts(const store::ConflictFilter&) override { return no(); }
+  Result<store::Paged<store::AgreementRow>> list_agreements(const store::PageFilter&) override { return no(); }
+  Result<store::Paged<store::AllocationStatus>> list_allocations_page(const store::PageFilter&) override {
     return no();
   }
-  Result<std::vector<store::ConflictRow>> list_conflicts(
-      const std::optional<std::string>&) override {
+  Result<store::Paged<store::ApiKeyRow>> list_keys(const std::string&, const store::PageFilter&) override {
     return no();
   }
+  void usage_series(store::UsageQuery, store::Callback<store::UsageSeries> done) override { done(no()); }
+  Result<std::vector<store::BookedMatch>> find_bookings(const std::optional<std::string>&,
+                                                        const std::string&) override {
+    return no();
+  }
+  Result<std::vector<store::RequestRow>> find_pending(const std::optional<std::string>&,
+                                                      const std::string&) override {
+    return no();
+  }
+  Result<int64_t> record_conflicts(std::vector<store::ConflictRow>) override { return no(); }
+  Result<store::UsageEventRow> adjust(const store::Adjustment&) override { return no(); }
   Result<int64_t> sweep_stale() override { return no(); }
   Result<store::AuditReport> audit() override { return no(); }
 

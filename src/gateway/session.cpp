@@ -12,6 +12,7 @@
 
 #include "base/ids.h"
 #include "gateway/chat.h"
+#include "gateway/console_http.h"
 #include "gateway/embeddings.h"
 #include "gateway/exchange.h"
 #include "gateway/flow.h"
@@ -27,6 +28,7 @@
 #include "http/limits.h"
 #include "upstream/connection.h"
 #include "admin/entity_json.h"
+#include "admin/usage_series.h"
 #include "wire/limits.h"
 
 namespace cairva::gateway {
@@ -50,7 +52,9 @@ enum class Route {
   messages,         // POST /v1/messages
   count_tokens,     // POST /v1/messages/count_tokens
   allocation,       // GET /v1/allocations/current
+  allocation_usage, // GET /v1/allocations/current/usage (SPEC-CONSOLE §2)
   healthz,          // GET, HEAD /healthz
+  console,          // GET, HEAD / and /console/... (gateway/console_http.h)
   unknown,
 };
 
@@ -90,6 +94,7 @@ Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
                          Exact{"/v1/messages", Route::messages, post},
                          Exact{"/v1/messages/count_tokens", Route::count_tokens, post},
                          Exact{"/v1/allocations/current", Route::allocation, get},
+                         Exact{"/v1/allocations/current/usage", Route::allocation_usage, get},
                          Exact{"/healthz", Route::healthz, get || method == bhttp::verb::head}}) {
     if (path == e.path) {
       method_ok = e.ok;
@@ -108,6 +113,10 @@ Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
       method_ok = get;
       return Route::response_object;
     }
+  }
+  if (console::is_console_path(path)) {
+    method_ok = get || method == bhttp::verb::head;
+    return Route::console;
   }
   method_ok = false;
   return Route::unknown;
@@ -229,6 +238,17 @@ Task<bool> allocation_current(const Gateway& gw, ClientExchange& ex, const store
   co_return co_await ex.send_json(200, admin::allocation_json(*status));
 }
 
+// The calling key's usage series, read off this loop by the store (Store::usage_series).
+Task<bool> allocation_usage(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant,
+                            std::string_view target) {
+  auto req = admin::usage_request(admin::query_of(target), grant.allocation_id, gw.clock.now());
+  if (!req) co_return co_await ex.send_error(req.error().code, req.error().message);
+  auto start = [&gw, &req](store::Callback<store::UsageSeries> cb) { gw.store.usage_series(req->query, std::move(cb)); };
+  auto series = co_await await_store<store::UsageSeries>(start);
+  if (!series) co_return co_await ex.send_store_error(series.error());
+  co_return co_await ex.send_json(200, admin::usage_series_json(*series, req->bucket));
+}
+
 // Writes the exchange's access log line when the request is done, however it ended.
 struct AccessLogLine {
   const ClientExchange& ex;
@@ -314,6 +334,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   // A draining process tells load balancers to move away (its listener is closed already).
   if (route == Route::healthz && gw.is_draining()) co_return co_await ex.send_json(503, R"({"status":"draining"})");
   if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
+  if (route == Route::console) co_return co_await send_console(ex, hp.method(), hp.target());
 
   auto grant = co_await authenticate(gw, keys, ex, api_key_of(hp), is_billable(route));
   // A store outage is not a revoked key: 503, never 401 (send_store_error).
@@ -322,6 +343,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   ex.rate = core::AllocationSnapshot{};
   ex.rate->terms.limits = grant->limits;  // refined by admission; enough for early errors
   if (route == Route::allocation) co_return co_await allocation_current(gw, ex, *grant);
+  if (route == Route::allocation_usage) co_return co_await allocation_usage(gw, ex, *grant, hp.target());
   // A path of the other dialect counts toward nothing (SPEC-APIS §1).
   if (const auto dialect = dialect_of(route)) {
     const upstream::ProviderEndpoint* provider = gw.find_provider(grant->provider);

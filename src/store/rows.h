@@ -37,6 +37,7 @@ struct ApiKeyRow {
   std::string id;  // key_…
   std::string allocation_id;
   bool revoked = false;
+  UnixMicros created_at = 0;  // listings (Store::list_keys); 0 where not read
 };
 
 // What a valid API key grants: the allocation and what a request needs to be checked
@@ -75,8 +76,11 @@ struct UsageEventRow {
   core::Tokens tokens;
   core::EventSource source = core::EventSource::provider;
   core::Finality finality = core::Finality::reported;
-  std::string evidence;  // reconciliation only
+  std::string evidence;  // reconciliation and adjustment only
   UnixMicros booked_at = 0;
+  // Adjustments only (SPEC-CONSOLE §4b): the event this one corrects. An adjustment's
+  // counts are signed; its request and provider request id are the corrected event's.
+  std::string corrects;
 };
 
 // A provider report that repeated a booked provider request id with other counts.

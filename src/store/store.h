@@ -96,15 +96,45 @@ struct CreatedKey {
   std::string key_secret;
 };
 
+// Listings page (SPEC-CONSOLE §1): at most `limit` rows (1..list_page_rows_max) after the
+// row `after` names (exclusive; an id no row of the listing has: ErrorCode::invalid_request),
+// in a stable order in which a row committed later never sorts before one already listed, so
+// that a reader following `after` to the end sees every row exactly once while rows are
+// added. The order is each listing's (store.h's list_* comments).
+inline constexpr size_t list_page_rows_max = 1000;
+
+template <class T>
+struct Paged {
+  std::vector<T> data;
+  bool has_more = false;  // rows follow the last one of `data` (as of the read)
+};
+
 struct RequestFilter {
   std::optional<std::string> allocation_id;
   std::optional<core::RequestState> state;
+  std::optional<UnixMicros> from;   // started_at >= from
+  std::optional<UnixMicros> to;     // started_at < to
+  std::optional<std::string> after;  // request id, exclusive
   size_t limit = 100;
 };
 
 struct EventFilter {
   std::optional<std::string> allocation_id;
+  std::optional<UnixMicros> from;   // booked_at >= from
+  std::optional<UnixMicros> to;     // booked_at < to
   std::optional<std::string> after;  // event id, exclusive
+  size_t limit = 100;
+};
+
+struct ConflictFilter {
+  std::optional<std::string> allocation_id;
+  std::optional<std::string> after;  // conflict id, exclusive
+  size_t limit = 100;
+};
+
+// An agreement, allocation or key listing's page (no filter).
+struct PageFilter {
+  std::optional<std::string> after;
   size_t limit = 100;
 };
 
@@ -115,6 +145,9 @@ struct Reconciliation {
   // Book the counts kept on the request (RequestRow::reported_usage) instead of `usage`;
   // a request without them: ErrorCode::invalid_request.
   bool use_reported = false;
+  // Counts above reconcile_hold_ratio_max times the request's hold in either direction are
+  // ErrorCode::invalid_request (naming the ratio) unless forced (store/reconcile_rules.h).
+  bool force = false;
 };
 
 // `cairva audit`'s findings.
@@ -139,6 +172,41 @@ struct BackupReport {
   // The copy holds every write acknowledged before started_at (and some after it).
   UnixMicros started_at = 0;
   UnixMicros finished_at = 0;
+};
+
+// An allocation's usage series (SPEC-CONSOLE §2): buckets [from + i·bucket_us, …) up to
+// `to`, the last one ending at `to` (store/usage_series.h builds and checks it).
+struct UsageQuery {
+  std::string allocation_id;
+  UnixMicros from = 0;  // aligned to bucket_us
+  UnixMicros to = 0;    // > from
+  int64_t bucket_us = 0;
+};
+
+struct UsageBucket {
+  UnixMicros start = 0;
+  core::Tokens tokens;    // booked (adjustments included) by booked_at
+  int64_t requests = 0;   // started in the bucket
+  int64_t failed = 0;     // of those, failed now
+  int64_t usage_pending = 0;  // of those, usage_pending now
+};
+
+struct UsageSeries {
+  std::string allocation_id;
+  std::vector<UsageBucket> buckets;
+};
+
+// The non-adjustment usage event under a provider request id (bulk reconciliation).
+struct BookedMatch {
+  std::string allocation_id;
+  std::string request_id;  // empty when the store did not look it up
+  core::Tokens counts;
+};
+
+struct Adjustment {
+  std::string event_id;  // the event corrected
+  core::Tokens delta;    // signed
+  std::string evidence;
 };
 
 class Store {
@@ -192,12 +260,48 @@ class Store {
   virtual Result<AllocationStatus> resume_allocation(const std::string& allocation_id) = 0;
   virtual Result<CreatedKey> create_key(const std::string& allocation_id) = 0;
   virtual Result<ApiKeyRow> revoke_key(const std::string& key_id) = 0;
-  virtual Result<std::vector<RequestRow>> list_requests(const RequestFilter& f) = 0;
+  // Creation order: one allocation's by start (started_at, then admission), every
+  // allocation's by commit.
+  virtual Result<Paged<RequestRow>> list_requests(const RequestFilter& f) = 0;
   virtual Result<RequestRow> get_request(const std::string& request_id) = 0;
   // Not usage_pending: ErrorCode::not_pending.
   virtual Result<UsageEventRow> reconcile(const Reconciliation& r) = 0;
-  virtual Result<std::vector<UsageEventRow>> list_events(const EventFilter& f) = 0;
-  virtual Result<std::vector<ConflictRow>> list_conflicts(const std::optional<std::string>& allocation_id) = 0;
+  // Booking order: one allocation's as booked under its lock, every allocation's by commit.
+  // Adjustments included.
+  virtual Result<Paged<UsageEventRow>> list_events(const EventFilter& f) = 0;
+  // Recording order (as list_events).
+  virtual Result<Paged<ConflictRow>> list_conflicts(const ConflictFilter& f) = 0;
+
+  // --- Operating at volume (SPEC-CONSOLE §1–§4b) ---
+  // Agreements and allocations in creation order (one allocation per agreement).
+  virtual Result<Paged<AgreementRow>> list_agreements(const PageFilter& f) = 0;
+  virtual Result<Paged<AllocationStatus>> list_allocations_page(const PageFilter& f) = 0;
+  // An allocation's keys in creation order (never a secret or its hash); unknown
+  // allocation: ErrorCode::not_found.
+  virtual Result<Paged<ApiKeyRow>> list_keys(const std::string& allocation_id, const PageFilter& f) = 0;
+  // An allocation's usage over time (store/usage_series.h). Asynchronous like the request
+  // path's calls, so that the public listener can serve it without blocking its loop; never
+  // under the allocation's lock. Unknown allocation: ErrorCode::not_found.
+  virtual void usage_series(UsageQuery q, Callback<UsageSeries> done) = 0;
+  // Bulk reconciliation's lookups (store/bulk_reconcile.h). The counts of the usage event
+  // booked under a provider request id (never an adjustment), in `allocation_id` or every
+  // allocation, with the request it booked when the store can tell it cheaply (PostgreSQL;
+  // the embedded store leaves request_id empty).
+  virtual Result<std::vector<BookedMatch>> find_bookings(const std::optional<std::string>& allocation_id,
+                                                         const std::string& provider_request_id) = 0;
+  // usage_pending requests that carry `provider_request_id`, in `allocation_id` or every
+  // allocation, oldest first.
+  virtual Result<std::vector<RequestRow>> find_pending(const std::optional<std::string>& allocation_id,
+                                                       const std::string& provider_request_id) = 0;
+  // Records conflicts an operator's import found (bulk reconciliation). A row whose
+  // request_id is empty gets the request of the event booked under its provider request id.
+  // A conflict recorded before with the same allocation, provider request id and counts is
+  // not recorded again. Returns how many were recorded.
+  virtual Result<int64_t> record_conflicts(std::vector<ConflictRow> conflicts) = 0;
+  // Books an adjustment (SPEC-CONSOLE §4b) correcting a provider or reconciliation event:
+  // unknown event: not_found; an adjustment, or no change: invalid_request; a booked total
+  // that would go below zero: conflict.
+  virtual Result<UsageEventRow> adjust(const Adjustment& a) = 0;
 
   // Maintenance.
   // In-flight requests older than the in-flight timeout become usage_pending. Returns how many.

@@ -1,6 +1,7 @@
 #include "store/validate.h"
 
 #include <algorithm>
+#include <tuple>
 
 namespace cairva::store {
 namespace {
@@ -55,6 +56,23 @@ Result<core::Tokens> reconciled_usage(const Reconciliation& r, const std::option
     return make_error(ErrorCode::invalid_request, "request " + r.request_id + " has no reported usage to book");
   }
   return reported->counts;
+}
+
+Status check_hold_ratio(const core::Tokens& usage, const core::Tokens& hold, bool force) {
+  if (force) return {};
+  for (const auto& [name, used, held] : {std::tuple{"input_tokens", usage.input, hold.input},
+                                         std::tuple{"output_tokens", usage.output, hold.output}}) {
+    if (used <= held * reconcile_hold_ratio_max) continue;
+    std::string ratio = "more than " + std::to_string(reconcile_hold_ratio_max) + "x";
+    if (held > 0) {
+      const int64_t tenths = used * 10 / held;  // both below 2^53: no overflow
+      ratio = std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "x";
+    }
+    return invalid(std::string(name) + " " + std::to_string(used) + " is " + ratio +
+                   " the request's hold of " + std::to_string(held) + ", above reconcile_hold_ratio_max (" +
+                   std::to_string(reconcile_hold_ratio_max) + "x): send \"force\": true (--force) if the counts are right");
+  }
+  return {};
 }
 
 }  // namespace cairva::store

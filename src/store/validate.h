@@ -19,6 +19,15 @@ Status validate_new_agreement(const NewAgreement& a, const std::vector<std::stri
 // reported_usage (invalid_request when the request has none).
 Result<core::Tokens> reconciled_usage(const Reconciliation& r, const std::optional<core::ReportedUsage>& reported);
 
+// A reconciliation far above what its request held is more likely a slip (5,000 typed for
+// 50) than a real overrun: counts above this many times the hold, in either direction,
+// are booked only when the call says `force` (SPEC-CONSOLE §4b).
+inline constexpr int64_t reconcile_hold_ratio_max = 10;
+
+// invalid_request naming the direction and the ratio when `usage` exceeds
+// reconcile_hold_ratio_max times `hold` and `force` is false.
+Status check_hold_ratio(const core::Tokens& usage, const core::Tokens& hold, bool force);
+
 // `url` with any password replaced by "***" (the userinfo's and a `password=` parameter's),
 // so a PostgreSQL URL can be printed.
 std::string redacted_store_url(std::string_view url);

@@ -544,10 +544,10 @@ TEST_P(StoreContract, UsageIsBookedOnceAsAProviderEvent) {
   EXPECT_EQ(row->state, RequestState::booked);
   EXPECT_EQ(row->provider_request_id, "chatcmpl-1");
   EXPECT_TRUE(row->finished_at.has_value());
-  auto events = store->list_events({a.allocation.id, std::nullopt, 100});
+  auto events = store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(events.ok());
-  ASSERT_EQ(events->size(), 1u);
-  const auto& e = events->front();
+  ASSERT_EQ(events->data.size(), 1u);
+  const auto& e = events->data.front();
   EXPECT_EQ(e.request_id, id);
   EXPECT_EQ(e.provider_request_id, "chatcmpl-1");
   EXPECT_EQ(e.tokens, (Tokens{7, 9}));
@@ -565,8 +565,8 @@ TEST_P(StoreContract, UsageIsBookedOnceAsAProviderEvent) {
     EXPECT_EQ(again->book, own ? core::BookResult::duplicate : core::BookResult::already_settled) << provider_id;
     EXPECT_EQ(again->request_state, RequestState::booked);
   }
-  EXPECT_TRUE(store->list_conflicts(a.allocation.id)->empty());
-  EXPECT_EQ(store->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
+  EXPECT_TRUE(store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id})->data.empty());
+  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
   auto s = status(a.allocation.id);
   EXPECT_EQ(s->snapshot.booked, (Tokens{7, 9}));
   EXPECT_EQ(s->snapshot.held, (Tokens{0, 0}));
@@ -597,27 +597,27 @@ TEST_P(StoreContract, AProviderIdReusedByOtherRequestsLeavesThemPendingWithTheir
     EXPECT_EQ(row->provider_request_id, id);  // the id is r1's: reconciliation books under the gateway's
     EXPECT_EQ(row->reported_usage, (core::ReportedUsage{counts, "same"}));
   }
-  EXPECT_EQ(store->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
+  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
   auto s = status(a.allocation.id);
   EXPECT_EQ(s->snapshot.booked, (Tokens{5, 5}));
   EXPECT_EQ(s->snapshot.held, (Tokens{20, 40}));
   EXPECT_EQ(s->snapshot.usage_pending, 2);
   EXPECT_EQ(s->snapshot.in_flight, 0);
-  auto conflicts = store->list_conflicts(a.allocation.id);
+  auto conflicts = store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id});
   ASSERT_TRUE(conflicts.ok());
-  ASSERT_EQ(conflicts->size(), 2u);
-  EXPECT_EQ(conflicts->at(0).request_id, r2);
-  EXPECT_EQ(conflicts->at(0).provider_request_id, "same");
-  EXPECT_EQ(conflicts->at(0).reported, (Tokens{5, 5}));
-  EXPECT_EQ(conflicts->at(0).booked, (Tokens{5, 5}));
-  EXPECT_EQ(conflicts->at(1).request_id, r3);
-  EXPECT_EQ(conflicts->at(1).reported, (Tokens{8, 9}));
-  EXPECT_EQ(conflicts->at(1).allocation_id, a.allocation.id);
-  EXPECT_EQ(store->list_conflicts(std::nullopt)->size(), 2u);
+  ASSERT_EQ(conflicts->data.size(), 2u);
+  EXPECT_EQ(conflicts->data.at(0).request_id, r2);
+  EXPECT_EQ(conflicts->data.at(0).provider_request_id, "same");
+  EXPECT_EQ(conflicts->data.at(0).reported, (Tokens{5, 5}));
+  EXPECT_EQ(conflicts->data.at(0).booked, (Tokens{5, 5}));
+  EXPECT_EQ(conflicts->data.at(1).request_id, r3);
+  EXPECT_EQ(conflicts->data.at(1).reported, (Tokens{8, 9}));
+  EXPECT_EQ(conflicts->data.at(1).allocation_id, a.allocation.id);
+  EXPECT_EQ(store->list_conflicts(store::ConflictFilter{.allocation_id = std::nullopt})->data.size(), 2u);
   // Each settled again (a retried settlement) writes nothing more.
   EXPECT_EQ(book(a, r1, "same", {5, 5})->book, core::BookResult::duplicate);
   EXPECT_EQ(book(a, r2, "same", {5, 5})->book, core::BookResult::reused_id);
-  EXPECT_EQ(store->list_conflicts(a.allocation.id)->size(), 2u);
+  EXPECT_EQ(store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id})->data.size(), 2u);
   EXPECT_EQ(store->get_request(r1)->state, RequestState::booked);
   // An operator books the kept counts; the gateway's id is the booking key.
   auto e = store->reconcile({r3, {}, "provider dashboard", /*use_reported=*/true});
@@ -635,12 +635,12 @@ TEST_P(StoreContract, ARequestsOwnEventReportedWithOtherCountsIsAConflictRecorde
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->book, core::BookResult::conflict);
   EXPECT_EQ(c->request_state, RequestState::booked);
-  EXPECT_EQ(store->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
+  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
   EXPECT_EQ(status(a.allocation.id)->snapshot.booked, (Tokens{5, 5}));
-  auto conflicts = store->list_conflicts(a.allocation.id);
+  auto conflicts = store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id});
   ASSERT_TRUE(conflicts.ok());
-  ASSERT_EQ(conflicts->size(), 1u);
-  const auto& cf = conflicts->front();
+  ASSERT_EQ(conflicts->data.size(), 1u);
+  const auto& cf = conflicts->data.front();
   EXPECT_EQ(cf.request_id, r1);
   EXPECT_EQ(cf.provider_request_id, "same");
   EXPECT_EQ(cf.reported, (Tokens{8, 9}));
@@ -694,7 +694,7 @@ TEST_P(StoreContract, CountsTheStoreCouldNotBookAreKeptOnThePendingRequest) {
   EXPECT_EQ(row->provider_request_id, "chatcmpl-u");
   EXPECT_EQ(row->reported_usage, (core::ReportedUsage{{12, 34}, "chatcmpl-u"}));
   EXPECT_EQ(status(a.allocation.id)->snapshot.held, (Tokens{10, 20}));
-  EXPECT_TRUE(store->list_conflicts(a.allocation.id)->empty());
+  EXPECT_TRUE(store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id})->data.empty());
   // Kept again: nothing changes. A request without kept counts cannot book them.
   EXPECT_EQ(settle({id, a.allocation.id, SettleKind::usage_unbooked, "chatcmpl-u", {12, 34}})->book,
             core::BookResult::pending);
@@ -727,7 +727,7 @@ TEST_P(StoreContract, EveryKindSettlesASettledRequestAsAlreadySettled) {
   EXPECT_EQ(settle({"req_none", a.allocation.id, SettleKind::failed, "", {}})->book, core::BookResult::unknown_request);
   EXPECT_EQ(store->get_request(id)->state, RequestState::failed);
   EXPECT_EQ(status(a.allocation.id)->snapshot.held, (Tokens{0, 0}));
-  EXPECT_TRUE(store->list_events({a.allocation.id, std::nullopt, 100})->empty());
+  EXPECT_TRUE(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.empty());
 }
 
 TEST_P(StoreContract, UsageMissingMakesTheRequestPendingAndKeepsItsHold) {
@@ -748,8 +748,8 @@ TEST_P(StoreContract, UsageMissingMakesTheRequestPendingAndKeepsItsHold) {
     f.state = RequestState::usage_pending;
     auto pending = store->list_requests(f);
     ASSERT_TRUE(pending.ok());
-    ASSERT_EQ(pending->size(), 1u);
-    EXPECT_EQ(pending->front().id, id);
+    ASSERT_EQ(pending->data.size(), 1u);
+    EXPECT_EQ(pending->data.front().id, id);
   }
 }
 
@@ -766,7 +766,7 @@ TEST_P(StoreContract, FailedRequestReleasesItsHoldAndBooksNothing) {
   EXPECT_EQ(s->snapshot.held, (Tokens{0, 0}));
   EXPECT_EQ(s->snapshot.booked, (Tokens{0, 0}));
   EXPECT_EQ(s->snapshot.requests_last_minute, 1);
-  EXPECT_TRUE(store->list_events({a.allocation.id, std::nullopt, 100})->empty());
+  EXPECT_TRUE(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.empty());
 }
 
 TEST_P(StoreContract, StaleInFlightRequestsBecomePendingAndLateUsageIsStillBooked) {
@@ -816,7 +816,7 @@ TEST_P(StoreContract, ReconcileBooksAConfirmedEventForAPendingRequest) {
   auto late = book(a, id, "late", {1, 1});
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(late->book, core::BookResult::already_settled);
-  EXPECT_EQ(store->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
+  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
 }
 
 TEST_P(StoreContract, ReconcileUsesTheProviderRequestIdWhenKnown) {
@@ -980,22 +980,22 @@ TEST_P(StoreContract, EventsArePagedInBookingOrderWithAfterExclusive) {
     ids.push_back(id);
     clock->advance_micros(1);
   }
-  auto first = store->list_events({a.allocation.id, std::nullopt, 2});
+  auto first = store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 2});
   ASSERT_TRUE(first.ok());
-  ASSERT_EQ(first->size(), 2u);
-  EXPECT_EQ((*first)[0].request_id, ids[0]);
-  EXPECT_EQ((*first)[1].request_id, ids[1]);
-  auto rest = store->list_events({a.allocation.id, first->back().id, 100});
+  ASSERT_EQ(first->data.size(), 2u);
+  EXPECT_EQ(first->data[0].request_id, ids[0]);
+  EXPECT_EQ(first->data[1].request_id, ids[1]);
+  auto rest = store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = first->data.back().id, .limit = 100});
   ASSERT_TRUE(rest.ok());
-  ASSERT_EQ(rest->size(), 3u);
-  EXPECT_EQ((*rest)[0].request_id, ids[2]);
-  EXPECT_EQ((*rest)[2].request_id, ids[4]);
-  auto none = store->list_events({a.allocation.id, rest->back().id, 100});
+  ASSERT_EQ(rest->data.size(), 3u);
+  EXPECT_EQ(rest->data[0].request_id, ids[2]);
+  EXPECT_EQ(rest->data[2].request_id, ids[4]);
+  auto none = store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = rest->data.back().id, .limit = 100});
   ASSERT_TRUE(none.ok());
-  EXPECT_TRUE(none->empty());
-  auto all = store->list_events({std::nullopt, std::nullopt, 100});
+  EXPECT_TRUE(none->data.empty());
+  auto all = store->list_events(store::EventFilter{.allocation_id = std::nullopt, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(all.ok());
-  EXPECT_EQ(all->size(), 10u);
+  EXPECT_EQ(all->data.size(), 10u);
 }
 
 TEST_P(StoreContract, ListRequestsFiltersByAllocationAndState) {
@@ -1007,11 +1007,11 @@ TEST_P(StoreContract, ListRequestsFiltersByAllocationAndState) {
   ASSERT_TRUE(settle({a2, a.allocation.id, SettleKind::failed, "", {}}).ok());
   store::RequestFilter f;
   f.allocation_id = a.allocation.id;
-  EXPECT_EQ(store->list_requests(f)->size(), 2u);
+  EXPECT_EQ(store->list_requests(f)->data.size(), 2u);
   f.state = RequestState::failed;
   auto failed = store->list_requests(f);
-  ASSERT_EQ(failed->size(), 1u);
-  EXPECT_EQ(failed->front().id, a2);
+  ASSERT_EQ(failed->data.size(), 1u);
+  EXPECT_EQ(failed->data.front().id, a2);
   ASSERT_TRUE(settle({a1, a.allocation.id, SettleKind::failed, "", {}}).ok());
   ASSERT_TRUE(settle({b1, b.allocation.id, SettleKind::failed, "", {}}).ok());
   EXPECT_EQ(store->list_allocations()->size(), 2u);
@@ -1058,7 +1058,7 @@ TEST_P(StoreContract, ReopenPreservesEverythingAcknowledged) {
   ASSERT_TRUE(dup.ok());
   EXPECT_EQ(dup->book, core::BookResult::duplicate);
   ASSERT_TRUE(settle({running, a.allocation.id, SettleKind::failed, "", {}}).ok());
-  EXPECT_EQ(store->list_events({a.allocation.id, std::nullopt, 100})->size(), 1u);
+  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
   EXPECT_EQ(store->reconcile({pending, {1, 1}, "ok"})->source, core::EventSource::reconciliation);
   EXPECT_EQ(status(a.allocation.id)->snapshot.held, (Tokens{0, 0}));
 }

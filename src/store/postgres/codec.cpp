@@ -87,6 +87,7 @@ Result<UsageEventRow> parse_event(const PGresult* r, int row) {
   out.finality = *fin;
   out.evidence = get_text(r, row, evt_evidence);
   out.booked_at = get_i64(r, row, evt_booked_at);
+  out.corrects = get_text(r, row, evt_corrects);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include "core/ledger.h"
 #include "store/validate.h"
 #include "store/postgres/codec.h"
+#include "store/postgres/console_statements.h"
 #include "store/postgres/postgres_store.h"
 #include "store/postgres/statements.h"
 #include "store/postgres/tx_helpers.h"
@@ -57,6 +58,8 @@ Result<CreatedAgreement> PostgresStore::create_agreement(const NewAgreement& a) 
     out.key_secret = new_secret();
     Transaction tx(c);
     if (Status s = tx.begin(); !s.ok()) return s.error();
+    // Allocations commit in the order of their seq, which listings page by.
+    if (auto locked = c.run(sql::creation_lock, Params().text("")); !locked.ok()) return locked.error();
     const auto& t = a.terms;
     auto ag = c.run(sql::insert_agreement, Params()
                                                .text(out.agreement.id)
@@ -175,12 +178,17 @@ Result<CreatedKey> PostgresStore::create_key(const std::string& allocation_id) {
     auto now = now_on(c, injected_now());
     if (!now.ok()) return now.error();
     CreatedKey out{new_id("key"), new_secret()};
+    // An allocation's keys commit in the order of their seq, which its key listing pages by.
+    Transaction tx(c);
+    if (Status s = tx.begin(); !s.ok()) return s.error();
+    if (auto locked = c.run(sql::creation_lock, Params().text(allocation_id)); !locked.ok()) return locked.error();
     auto r = c.run(sql::insert_key, Params()
                                         .text(out.key_id)
                                         .text(allocation_id)
                                         .text(hash_secret(out.key_secret))
                                         .i64(*now));
     if (!r.ok()) return r.error();
+    if (Status s = tx.commit(); !s.ok()) return s.error();
     return out;
   });
 }
@@ -192,26 +200,6 @@ Result<ApiKeyRow> PostgresStore::revoke_key(const std::string& key_id) {
     if (rows(*r) == 0) return make_error(ErrorCode::not_found, "key not found: " + key_id);
     forget_key(key_id);  // other processes' caches: their admissions read `revoked`
     return ApiKeyRow{get_text(r->get(), 0, 0), get_text(r->get(), 0, 1), true};
-  });
-}
-
-Result<std::vector<RequestRow>> PostgresStore::list_requests(const RequestFilter& f) {
-  return with_connection<std::vector<RequestRow>>([&](Connection& c) -> Result<std::vector<RequestRow>> {
-    std::optional<std::string> state;
-    if (f.state) state = std::string(core::to_string(*f.state));
-    auto r = c.run(sql::list_requests,
-                   Params()
-                       .opt_text(f.allocation_id)
-                       .opt_text(state)
-                       .i64(static_cast<int64_t>(std::min(f.limit, list_rows_max))));
-    if (!r.ok()) return r.error();
-    std::vector<RequestRow> out;
-    for (int i = 0; i < rows(*r); ++i) {
-      auto row = parse_request(r->get(), i);
-      if (!row.ok()) return row.error();
-      out.push_back(std::move(row).value());
-    }
-    return out;
   });
 }
 
@@ -237,6 +225,7 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
   const std::string allocation_id = get_text(owner->get(), 0, 0);
   Transaction tx(c);
   if (Status s = tx.begin(); !s.ok()) return s.error();
+  if (auto marked = c.exec(sql::mark_row_writer); !marked.ok()) return marked.error();
   auto alloc = lock(c, allocation_id);
   if (!alloc.ok()) return alloc.error();
   auto req = read_locked_request(c, r.request_id, allocation_id, injected_now());
@@ -245,6 +234,9 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
   const LockedRequest& rq = **req;
   const auto usage = reconciled_usage(r, rq.open.reported);
   if (!usage.ok()) return usage.error();
+  if (rq.state == core::RequestState::usage_pending) {
+    if (Status s = check_hold_ratio(*usage, rq.open.hold, r.force); !s.ok()) return s.error();
+  }
   core::AllocationLedger ledger = ledger_for(*alloc, r.request_id, &rq);
   const std::string provider_request_id =
       rq.provider_request_id.empty() ? r.request_id : rq.provider_request_id;
@@ -273,67 +265,6 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
   // Looked up above under the allocation's row lock, which every booking takes.
   if (!*w) return make_error(ErrorCode::conflict, "provider request id already booked: " + provider_request_id);
   return event;
-}
-
-Result<std::vector<UsageEventRow>> PostgresStore::list_events(const EventFilter& f) {
-  return with_connection<std::vector<UsageEventRow>>(
-      [&](Connection& c) -> Result<std::vector<UsageEventRow>> {
-        const int64_t limit = static_cast<int64_t>(std::min(f.limit, list_rows_max));
-        PgResult pos;
-        if (f.after) {
-          auto p = c.run(sql::event_position, Params().text(*f.after));
-          if (!p.ok()) return p.error();
-          if (rows(*p) == 0) return invalid("after: unknown event id " + *f.after);
-          pos = std::move(p).value();
-        }
-        Result<PgResult> r = make_error(ErrorCode::internal_error, "unreachable");
-        if (f.allocation_id) {
-          // Positions are per allocation: another allocation's event is no position here.
-          int64_t after_seq = 0;
-          if (pos) {
-            if (get_text(pos.get(), 0, 0) != *f.allocation_id) {
-              return invalid("after: event " + *f.after + " is not an event of " + *f.allocation_id);
-            }
-            after_seq = get_i64(pos.get(), 0, 1);
-          }
-          r = c.run(sql::list_allocation_events,
-                    Params().text(*f.allocation_id).i64(after_seq).i64(limit));
-        } else {
-          Params p;
-          if (pos) {
-            p.i64(get_i64(pos.get(), 0, 2)).i64(get_i64(pos.get(), 0, 3));
-          } else {
-            p.null().null();
-          }
-          r = c.run(sql::list_all_events, p.i64(limit));
-        }
-        if (!r.ok()) return r.error();
-        std::vector<UsageEventRow> out;
-        for (int i = 0; i < rows(*r); ++i) {
-          auto row = parse_event(r->get(), i);
-          if (!row.ok()) return row.error();
-          out.push_back(std::move(row).value());
-        }
-        return out;
-      });
-}
-
-Result<std::vector<ConflictRow>> PostgresStore::list_conflicts(
-    const std::optional<std::string>& allocation_id) {
-  return with_connection<std::vector<ConflictRow>>(
-      [&](Connection& c) -> Result<std::vector<ConflictRow>> {
-        auto r = c.run(sql::list_conflicts,
-                       Params().opt_text(allocation_id).i64(static_cast<int64_t>(list_rows_max)));
-        if (!r.ok()) return r.error();
-        std::vector<ConflictRow> out;
-        const PGresult* res = r->get();
-        for (int i = 0; i < rows(*r); ++i) {
-          out.push_back(ConflictRow{get_text(res, i, 0), get_text(res, i, 1), get_text(res, i, 2),
-                                    get_text(res, i, 3), {get_i64(res, i, 4), get_i64(res, i, 5)},
-                                    {get_i64(res, i, 6), get_i64(res, i, 7)}, get_i64(res, i, 8)});
-        }
-        return out;
-      });
 }
 
 }  // namespace cairva::store::pg

@@ -10,9 +10,11 @@
 #include "core/ledger.h"
 #include "core/limits.h"
 #include "store/postgres/codec.h"
+#include "store/postgres/console_statements.h"
 #include "store/postgres/schema.h"
 #include "store/postgres/statements.h"
 #include "store/postgres/tx_helpers.h"
+#include "store/usage_series.h"
 
 namespace cairva::store::pg {
 namespace {
@@ -125,6 +127,19 @@ Result<KeyGrant> PostgresStore::authenticate_on(Connection& c, const std::string
   return g;
 }
 
+namespace {
+
+// BEGIN, the writer's mark (console_statements.h: before the transaction has an id), then
+// `steps`, in one round trip; one result per step of `steps`.
+Result<std::vector<PgResult>> begin_writing(Transaction& tx, std::vector<Connection::Step> steps) {
+  steps.insert(steps.begin(), Connection::Step{nullptr, nullptr, sql::mark_row_writer});
+  auto r = tx.begin_with_all(std::move(steps));
+  if (r.ok()) r->erase(r->begin());
+  return r;
+}
+
+}  // namespace
+
 // Statements for one pipeline; the steps point into `params` (a deque: stable addresses).
 struct PostgresStore::Writes {
   std::deque<Params> params;
@@ -230,7 +245,7 @@ Result<std::vector<Result<AdmitResult>>> PostgresStore::admit_on(Connection& c, 
   // is visible.
   Writes reads;
   const std::vector<std::string> keys = admission_reads(batch, reads);
-  auto first = tx.begin_with_all(std::move(reads.steps));
+  auto first = begin_writing(tx, std::move(reads.steps));
   if (!first.ok()) return first.error();
   Writes w;
   auto out = decide_admissions(batch, keys, *first, 0, w);
@@ -350,7 +365,7 @@ Result<std::vector<SettleResult>> PostgresStore::settle_batch_on(Connection& c, 
   Writes reads;
   settlement_reads(batch, reads);
   // BEGIN and the reads in one round trip; see admit_on.
-  auto first = tx.begin_with_all(std::move(reads.steps));
+  auto first = begin_writing(tx, std::move(reads.steps));
   if (!first.ok()) return first.error();
   Writes w;
   auto out = decide_settlements(batch, *first, w);
@@ -367,7 +382,7 @@ Result<PostgresStore::SettledAndAdmitted> PostgresStore::settle_and_admit_on(
   Transaction tx(c);
   Writes reads;
   settlement_reads(settlements, reads);
-  auto first = tx.begin_with_all(std::move(reads.steps));
+  auto first = begin_writing(tx, std::move(reads.steps));
   if (!first.ok()) return first.error();
   SettledAndAdmitted out;
   Writes w;
@@ -512,6 +527,14 @@ Result<AllocationStatus> PostgresStore::one_status_on(Connection& c, const std::
   if (!all.ok()) return all.error();
   if (all->empty()) return make_error(ErrorCode::not_found, "allocation not found: " + id);
   return std::move(all->front());
+}
+
+void PostgresStore::usage_series(UsageQuery q, Callback<UsageSeries> done) {
+  if (Status s = check_usage_query(q); !s.ok()) {
+    done(s.error());
+    return;
+  }
+  run_async<UsageSeries>(std::move(done), [this, q = std::move(q)](Connection& c) { return usage_series_on(c, q); });
 }
 
 Result<int64_t> PostgresStore::sweep_stale() {

@@ -80,11 +80,25 @@ class PostgresStore final : public Store {
   Result<AllocationStatus> resume_allocation(const std::string& allocation_id) override;
   Result<CreatedKey> create_key(const std::string& allocation_id) override;
   Result<ApiKeyRow> revoke_key(const std::string& key_id) override;
-  Result<std::vector<RequestRow>> list_requests(const RequestFilter& f) override;
+  Result<Paged<RequestRow>> list_requests(const RequestFilter& f) override;
   Result<RequestRow> get_request(const std::string& request_id) override;
   Result<UsageEventRow> reconcile(const Reconciliation& r) override;
-  Result<std::vector<UsageEventRow>> list_events(const EventFilter& f) override;
-  Result<std::vector<ConflictRow>> list_conflicts(const std::optional<std::string>& allocation_id) override;
+  Result<Paged<UsageEventRow>> list_events(const EventFilter& f) override;
+  Result<Paged<ConflictRow>> list_conflicts(const ConflictFilter& f) override;
+
+  // Operating at volume (postgres_console.cpp).
+  Result<Paged<AgreementRow>> list_agreements(const PageFilter& f) override;
+  Result<Paged<AllocationStatus>> list_allocations_page(const PageFilter& f) override;
+  Result<Paged<ApiKeyRow>> list_keys(const std::string& allocation_id, const PageFilter& f) override;
+  // On a worker thread, in one read-only snapshot.
+  void usage_series(UsageQuery q, Callback<UsageSeries> done) override;
+  Result<std::vector<BookedMatch>> find_bookings(const std::optional<std::string>& allocation_id,
+                                                 const std::string& provider_request_id) override;
+  Result<std::vector<RequestRow>> find_pending(const std::optional<std::string>& allocation_id,
+                                               const std::string& provider_request_id) override;
+  // Each under its allocation's row lock (conflicts are listed per allocation by seq).
+  Result<int64_t> record_conflicts(std::vector<ConflictRow> conflicts) override;
+  Result<UsageEventRow> adjust(const Adjustment& a) override;
 
   Result<int64_t> sweep_stale() override;
   Result<AuditReport> audit() override;
@@ -188,6 +202,9 @@ class PostgresStore final : public Store {
   Result<AllocationStatus> change_state_on(Connection& c, const std::string& allocation_id,
                                            bool suspend);
   Result<UsageEventRow> reconcile_on(Connection& c, const Reconciliation& r);
+  Result<UsageEventRow> adjust_on(Connection& c, const Adjustment& a);
+  Result<UsageSeries> usage_series_on(Connection& c, const UsageQuery& q);
+  Result<bool> record_conflict_on(Connection& c, ConflictRow row);
 
   const StoreOptions options_;
   const std::shared_ptr<const Clock> clock_;

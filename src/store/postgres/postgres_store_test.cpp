@@ -35,6 +35,8 @@ Result<T> wait_for(F start) {
   return fut.get();
 }
 
+constexpr int64_t hour_us = 3600 * micros_per_second;
+
 class PostgresStoreTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(schema_.ok()) << schema_.error(); }
@@ -698,9 +700,9 @@ TEST_F(PostgresStoreTest, SameProviderResponseThroughTwoStoresIsBookedOnce) {
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->snapshot.booked, (core::Tokens{7, 9}));
   EXPECT_EQ(status->snapshot.held, b->get_request(r2)->hold);
-  auto events = b->list_events({created.allocation.id, std::nullopt, 100});
+  auto events = b->list_events(store::EventFilter{.allocation_id = created.allocation.id, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(events.ok());
-  EXPECT_EQ(events->size(), 1u);
+  EXPECT_EQ(events->data.size(), 1u);
 }
 
 TEST_F(PostgresStoreTest, FourStoresOpeningAtOnceApplyEachMigrationOnce) {
@@ -800,15 +802,15 @@ TEST_F(PostgresStoreTest, EventsListInBookingOrderPerAllocationWithAfterExclusiv
     ASSERT_TRUE(settle(*s, {id, created.allocation.id, SettleKind::usage, "p" + std::to_string(i), {1, 1}}).ok());
     ids.push_back(id);
   }
-  auto all = s->list_events({created.allocation.id, std::nullopt, 100});
+  auto all = s->list_events(store::EventFilter{.allocation_id = created.allocation.id, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(all.ok());
-  ASSERT_EQ(all->size(), 5u);
-  for (size_t i = 0; i < 5; ++i) EXPECT_EQ((*all)[i].request_id, ids[i]);
-  auto page = s->list_events({created.allocation.id, (*all)[1].id, 2});
+  ASSERT_EQ(all->data.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(all->data[i].request_id, ids[i]);
+  auto page = s->list_events(store::EventFilter{.allocation_id = created.allocation.id, .after = all->data[1].id, .limit = 2});
   ASSERT_TRUE(page.ok());
-  ASSERT_EQ(page->size(), 2u);
-  EXPECT_EQ((*page)[0].id, (*all)[2].id);
-  EXPECT_EQ((*page)[1].id, (*all)[3].id);
+  ASSERT_EQ(page->data.size(), 2u);
+  EXPECT_EQ(page->data[0].id, all->data[2].id);
+  EXPECT_EQ(page->data[1].id, all->data[3].id);
 }
 
 // The trailing windows are differences of running figures (schema.cpp, migration 2). These
@@ -991,16 +993,110 @@ TEST_F(PostgresStoreTest, ProviderIdReusedThroughAnotherStoreIsRecordedAsConflic
             core::BookResult::booked);
   ASSERT_EQ(settle(*b, {r2, created.allocation.id, SettleKind::usage, "same", {8, 9}})->book,
             core::BookResult::reused_id);
-  auto conflicts = a->list_conflicts(created.allocation.id);
+  auto conflicts = a->list_conflicts(store::ConflictFilter{.allocation_id = created.allocation.id});
   ASSERT_TRUE(conflicts.ok());
-  ASSERT_EQ(conflicts->size(), 1u);
-  EXPECT_EQ((*conflicts)[0].request_id, r2);
-  EXPECT_EQ((*conflicts)[0].reported, (core::Tokens{8, 9}));
-  EXPECT_EQ((*conflicts)[0].booked, (core::Tokens{7, 9}));
+  ASSERT_EQ(conflicts->data.size(), 1u);
+  EXPECT_EQ(conflicts->data[0].request_id, r2);
+  EXPECT_EQ(conflicts->data[0].reported, (core::Tokens{8, 9}));
+  EXPECT_EQ(conflicts->data[0].booked, (core::Tokens{7, 9}));
   auto status = b->get_allocation(created.allocation.id);
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->snapshot.booked, (core::Tokens{7, 9}));
   EXPECT_EQ(status->snapshot.held, b->get_request(r2)->hold);
+}
+
+// Another session with an open transaction that holds a transaction id (a psql session
+// left open, a row lock held, another database of the server). `writer`: one that marks
+// itself as this store's writers do (sql::mark_row_writer) before it has its id.
+class OpenTransaction {
+ public:
+  OpenTransaction(const std::string& url, bool writer) : conn_(PQconnectdb(url.c_str()), &PQfinish) {
+    open_ = PQstatus(conn_.get()) == CONNECTION_OK && run("BEGIN") &&
+            (!writer || run("LOCK TABLE row_writers IN ROW EXCLUSIVE MODE")) && run("SELECT pg_current_xact_id()");
+  }
+  bool open() const { return open_; }
+  void end() {
+    run("ROLLBACK");
+    conn_.reset();
+  }
+
+ private:
+  bool run(const std::string& sql) {
+    PGresult* r = PQexec(conn_.get(), sql.c_str());
+    const auto st = PQresultStatus(r);
+    PQclear(r);
+    return st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+  }
+  std::unique_ptr<PGconn, decltype(&PQfinish)> conn_;
+  bool open_ = false;
+};
+
+size_t listed_requests(Store& s) {
+  RequestFilter f;
+  f.limit = list_page_rows_max;
+  auto page = s.list_requests(f);
+  EXPECT_TRUE(page.ok()) << (page.ok() ? "" : page.error().message);
+  return page.ok() ? page->data.size() : 0;
+}
+
+// The listings across allocations show a row once every writer older than it has ended
+// (schema.cpp, migration 5): a writer still running holds newer rows back (it may yet add
+// a row before them), and a transaction that is no writer of this store holds nothing back.
+TEST_F(PostgresStoreTest, OnlyAnOlderWriterStillRunningHoldsBackTheListingsAcrossAllocations) {
+  auto s = open();
+  ASSERT_NE(s, nullptr);
+  auto [alloc, ids] = admitted(*s, 2);
+  EXPECT_EQ(listed_requests(*s), 2u);
+  OpenTransaction other(schema_.url(), false);
+  ASSERT_TRUE(other.open());
+  ASSERT_TRUE(admit(*s, command(alloc)).ok());
+  EXPECT_EQ(listed_requests(*s), 3u) << "a session that writes no listed rows holds nothing back";
+  OpenTransaction writer(schema_.url(), true);
+  ASSERT_TRUE(writer.open());
+  ASSERT_TRUE(admit(*s, command(alloc)).ok());
+  EXPECT_EQ(listed_requests(*s), 3u) << "the newest row waits for the older writer";
+  RequestFilter one;
+  one.allocation_id = alloc;
+  one.limit = 100;
+  EXPECT_EQ(s->list_requests(one)->data.size(), 4u) << "one allocation's listing never waits";
+  writer.end();
+  EXPECT_EQ(listed_requests(*s), 4u);
+  other.end();
+  auto rows = s->list_requests(one);
+  ASSERT_TRUE(rows.ok());
+  for (const auto& row : rows->data) {
+    ASSERT_TRUE(settle(*s, {row.id, alloc, SettleKind::failed, "", {}}).ok());
+  }
+  expect_audit_clean(*s);
+}
+
+// A gateway of schema 4 still serving during a rolling upgrade books with its own
+// statement, which knows no running totals: the trigger of migration 5 fills them, so usage
+// series and the audit stay right.
+TEST_F(PostgresStoreTest, ABookingWithoutRunningTotalsGetsThemFromTheTrigger) {
+  auto s = open();
+  ASSERT_NE(s, nullptr);
+  auto [alloc, ids] = admitted(*s, 2);
+  ASSERT_TRUE(settle(*s, {ids[0], alloc, SettleKind::usage, "p-new", {3, 4}}).ok());
+  // Schema 4's booking (statements.cpp before migration 5): no cum_input, no cum_output.
+  const std::string old_booking =
+      "WITH ev AS (INSERT INTO usage_events (id, allocation_id, seq, request_id, provider_request_id,"
+      " input_tokens, output_tokens, source, finality, evidence, booked_at, cum_tokens)"
+      " VALUES ('evt_schema4', '" + alloc + "', 2, '" + ids[1] + "', 'p-old', 5, 7, 'provider', 'reported', '', " +
+      std::to_string(t0 + 1) + ", 19) RETURNING cum_input, cum_output),"
+      " rq AS (UPDATE requests SET state = 'booked', finished_at = " + std::to_string(t0 + 1) +
+      ", provider_request_id = 'p-old' WHERE id = '" + ids[1] + "'),"
+      " al AS (UPDATE allocations SET booked_input = booked_input + 5, booked_output = booked_output + 7,"
+      " held_input = held_input - 10, held_output = held_output - 100, event_seq = 2 WHERE id = '" + alloc + "')"
+      " SELECT cum_input * 1000 + cum_output FROM ev";
+  EXPECT_EQ(testing::query_i64(schema_.url(), old_booking), 8 * 1000 + 11) << "the totals before it plus its counts";
+  expect_audit_clean(*s);
+  auto series = wait_for<UsageSeries>(
+      [&](auto done) { s->usage_series(UsageQuery{alloc, t0 - hour_us, t0 + hour_us, hour_us}, done); });
+  ASSERT_TRUE(series.ok()) << series.error().message;
+  core::Tokens total;
+  for (const auto& b : series->buckets) total = {total.input + b.tokens.input, total.output + b.tokens.output};
+  EXPECT_EQ(total, (core::Tokens{8, 11}));
 }
 
 }  // namespace

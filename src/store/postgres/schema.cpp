@@ -152,7 +152,91 @@ ALTER TABLE requests ADD COLUMN reported_output bigint;
 ALTER TABLE requests ADD COLUMN reported_provider_request_id text;
 )SQL";
 
-constexpr std::array<const char*, 4> migrations = {migration_1, migration_2, migration_3, migration_4};
+// 5: operating at volume (SPEC-CONSOLE). Additive only: a gateway of schema 4 keeps working
+// on it while a rolling upgrade goes on (its inserts get the new columns from defaults and a
+// trigger).
+//  - Listings across allocations page in commit order: each row keeps the id of the
+//    transaction that wrote it (txid), and a page lists only rows of transactions older
+//    than every writer still running, by (txid, seq). A row committed after a page was read
+//    therefore sorts after it; a global serial alone can commit out of order between
+//    processes. A writer is a transaction of this store that adds listed rows: it takes
+//    ROW EXCLUSIVE on the empty table row_writers before it has a transaction id, so the
+//    listings find the running ones in pg_locks (postgres_console.cpp), and a transaction
+//    of anything else on the server (a session left open, another database) holds nothing
+//    back. Within one allocation the row lock's orders serve: requests by
+//    (started_at, start_ordinal), events by (booked_at, seq), conflicts by seq. (A schema-4
+//    gateway takes no mark: while one still runs beside newer ones, a reader following a
+//    listing across allocations may miss a row it adds late.)
+//  - Failed and usage_pending requests, the few a usage series and a pending queue look for,
+//    get partial indexes.
+//  - Each event keeps the allocation's booked totals up to and including it (cum_input,
+//    cum_output), as cum_tokens does for tokens_per_minute, so a usage series reads two
+//    index probes per bucket (store/usage_series.h). A schema-4 gateway's inserts leave them
+//    NULL: the trigger fills them from the locked allocation row, which its statement
+//    updates after the insert.
+//  - Adjustments (SPEC-CONSOLE §4b) are events of their own table: the booking key's and the
+//    request's unique indexes on usage_events stay as schema-4 gateways use them. They take
+//    the allocation's next event seq, and count toward no trailing window.
+//  - Allocations are listed by seq, agreements with them, keys by a new seq; their creation
+//    takes an advisory lock so that seq order is commit order (postgres_admin.cpp).
+constexpr const char* migration_5 = R"SQL(
+CREATE TABLE row_writers ();
+ALTER TABLE requests ADD COLUMN txid bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
+CREATE INDEX requests_commit_order ON requests (txid, seq);
+CREATE INDEX requests_unsettled ON requests (allocation_id, started_at, start_ordinal) INCLUDE (state)
+  WHERE state IN ('failed', 'usage_pending');
+CREATE INDEX requests_unsettled_order ON requests (state, txid, seq)
+  WHERE state IN ('failed', 'usage_pending');
+CREATE INDEX requests_pending_provider ON requests (provider_request_id, allocation_id)
+  WHERE state = 'usage_pending';
+ALTER TABLE usage_events ADD COLUMN txid bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
+ALTER TABLE usage_events ADD COLUMN cum_input bigint;
+ALTER TABLE usage_events ADD COLUMN cum_output bigint;
+UPDATE usage_events e SET cum_input = o.ci, cum_output = o.co FROM (
+  SELECT id, sum(input_tokens) OVER w AS ci, sum(output_tokens) OVER w AS co FROM usage_events
+  WINDOW w AS (PARTITION BY allocation_id ORDER BY booked_at, seq ROWS UNBOUNDED PRECEDING)
+) o WHERE e.id = o.id;
+CREATE FUNCTION usage_events_running_totals() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+  SELECT booked_input + NEW.input_tokens, booked_output + NEW.output_tokens
+    INTO NEW.cum_input, NEW.cum_output FROM allocations WHERE id = NEW.allocation_id;
+  RETURN NEW;
+END
+$fn$;
+CREATE TRIGGER usage_events_running_totals BEFORE INSERT ON usage_events FOR EACH ROW
+  WHEN (NEW.cum_input IS NULL) EXECUTE FUNCTION usage_events_running_totals();
+ALTER TABLE usage_events ALTER COLUMN cum_input SET NOT NULL;
+ALTER TABLE usage_events ALTER COLUMN cum_output SET NOT NULL;
+DROP INDEX usage_events_global;
+CREATE INDEX usage_events_commit_order ON usage_events (txid, gseq);
+CREATE TABLE adjustments (
+  id text PRIMARY KEY,
+  allocation_id text NOT NULL REFERENCES allocations (id),
+  seq bigint NOT NULL,
+  corrects text NOT NULL REFERENCES usage_events (id),
+  request_id text NOT NULL,
+  provider_request_id text NOT NULL,
+  input_tokens bigint NOT NULL,
+  output_tokens bigint NOT NULL,
+  evidence text NOT NULL,
+  booked_at bigint NOT NULL,
+  cum_input bigint NOT NULL,
+  cum_output bigint NOT NULL,
+  gseq bigint NOT NULL DEFAULT nextval('usage_events_gseq_seq'),
+  txid bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint),
+  UNIQUE (allocation_id, seq)
+);
+CREATE INDEX adjustments_booked ON adjustments (allocation_id, booked_at, seq);
+CREATE INDEX adjustments_commit_order ON adjustments (txid, gseq);
+ALTER TABLE conflicts ADD COLUMN txid bigint NOT NULL DEFAULT (pg_current_xact_id()::text::bigint);
+CREATE INDEX conflicts_commit_order ON conflicts (txid, seq);
+CREATE INDEX conflicts_allocation_order ON conflicts (allocation_id, seq);
+ALTER TABLE api_keys ADD COLUMN seq bigserial;
+CREATE INDEX api_keys_allocation_order ON api_keys (allocation_id, seq);
+)SQL";
+
+constexpr std::array<const char*, 5> migrations = {migration_1, migration_2, migration_3, migration_4,
+                                                   migration_5};
 
 // First key of the two-key advisory lock; the second is the schema's name hash, so that
 // separate schemas (tests) migrate independently.

@@ -79,12 +79,6 @@ std::string counts(const std::string& alloc, const std::string& admissions) {
          " ORDER BY e.booked_at, e.seq LIMIT 1), 0) ELSE 0 END";
 }
 
-constexpr const char* request_columns =
-    "id, allocation_id, state, started_at, finished_at, model, stream, hold_input, hold_output, "
-    "provider_request_id, reported_input, reported_output, reported_provider_request_id";
-constexpr const char* event_columns =
-    "id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens, source, "
-    "finality, evidence, booked_at";
 
 // $1 event id, $2 allocation, $3 seq, $4 request, $5 provider request id, $6/$7 counts,
 // $8 source, $9 finality, $10 evidence, $11 booked_at, $12/$13 the request's hold,
@@ -92,11 +86,15 @@ constexpr const char* event_columns =
 // nothing when the allocation has an event under that provider request id already (the
 // unique index finds it, with no lookup before: write_booking) and updates one allocation
 // row only when it booked; without, that event fails the statement (unique violation).
+// The running totals (cum_input, cum_output: schema.cpp, migration 5) are the allocation's
+// booked totals before this statement plus the event's counts.
 std::string book_event_sql(const char* on_conflict) {
   return "WITH ev AS (INSERT INTO usage_events (id, allocation_id, seq, request_id,"
          " provider_request_id, input_tokens, output_tokens, source, finality, evidence, booked_at,"
-         " cum_tokens) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, " +
-         last_booking("cum_tokens", "$2") + " + $6 + $7)" + on_conflict +
+         " cum_tokens, cum_input, cum_output) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, " +
+         last_booking("cum_tokens", "$2") + " + $6 + $7,"
+         " (SELECT booked_input FROM allocations WHERE id = $2) + $6,"
+         " (SELECT booked_output FROM allocations WHERE id = $2) + $7)" + on_conflict +
          " RETURNING 1),"
          " rq AS (UPDATE requests SET state = 'booked', finished_at = $11, provider_request_id = $5"
          " WHERE id = $4 AND EXISTS (SELECT 1 FROM ev)),"
@@ -131,6 +129,16 @@ const Statement allocation_status{
         " ORDER BY p.created_at, p.seq LIMIT $5) page"
         " JOIN allocations al ON al.id = page.id JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c" +
         running_figures("al.id") + " ORDER BY al.created_at, al.seq"};
+
+// allocation_status in pages of creation order: $2 is the seq after (0 for the start), $5
+// the row limit; the other parameters and the columns are allocation_status's.
+const Statement allocation_status_page{
+    "cv_allocation_status_page",
+    "WITH c AS MATERIALIZED (SELECT " + now_param(1) + " AS now) SELECT al.id, " + lock_columns +
+        ", c.now, " + counts("al.id", "0") +
+        " FROM (SELECT p.id FROM allocations p WHERE p.seq > $2::bigint ORDER BY p.seq LIMIT $5) page"
+        " JOIN allocations al ON al.id = page.id JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c" +
+        running_figures("al.id") + " ORDER BY al.seq"};
 
 const Statement insert_request{
     "cv_insert_request",
@@ -266,44 +274,11 @@ const Statement revoke_key{
     "cv_revoke_key",
     "UPDATE api_keys SET revoked = true WHERE id = $1 RETURNING id, allocation_id"};
 
-const Statement list_requests{
-    "cv_list_requests",
-    std::string("SELECT ") + request_columns +
-        " FROM requests WHERE ($1::text IS NULL OR allocation_id = $1::text)"
-        " AND ($2::text IS NULL OR state = $2::text) ORDER BY started_at, seq LIMIT $3"};
-
 const Statement get_request{
     "cv_get_request", std::string("SELECT ") + request_columns + " FROM requests WHERE id = $1"};
 
 const Statement allocation_of_request{
     "cv_allocation_of_request", "SELECT allocation_id FROM requests WHERE id = $1"};
-
-// $1 event id. Columns: allocation_id, seq, booked_at, gseq.
-const Statement event_position{
-    "cv_event_position",
-    "SELECT allocation_id, seq, booked_at, gseq FROM usage_events WHERE id = $1"};
-
-// One allocation's events in booking order: seq was assigned under the allocation's row
-// lock, so a page never skips an event another process commits later.
-// $1 allocation, $2 seq after (0 for the start), $3 limit.
-const Statement list_allocation_events{
-    "cv_list_allocation_events",
-    std::string("SELECT ") + event_columns +
-        " FROM usage_events WHERE allocation_id = $1 AND seq > $2 ORDER BY seq LIMIT $3"};
-
-// Every allocation's events by booking time (ties: insertion). $1/$2 position after
-// (booked_at, gseq) or NULL, $3 limit.
-const Statement list_all_events{
-    "cv_list_all_events",
-    std::string("SELECT ") + event_columns +
-        " FROM usage_events WHERE ($1::bigint IS NULL OR (booked_at, gseq) > ($1::bigint, $2::bigint))"
-        " ORDER BY booked_at, gseq LIMIT $3"};
-
-const Statement list_conflicts{
-    "cv_list_conflicts",
-    "SELECT id, allocation_id, request_id, provider_request_id, reported_input, reported_output,"
-    " booked_input, booked_output, recorded_at FROM conflicts"
-    " WHERE ($1::text IS NULL OR allocation_id = $1::text) ORDER BY recorded_at, seq LIMIT $2"};
 
 const Statement get_event_of_request{
     "cv_get_event_of_request",

@@ -34,6 +34,7 @@ extern const Statement window_counts;
 // timeout µs, $4 window µs, $5 row limit. Columns: id, then LockCol at offset 1, then the
 // seven window_counts columns.
 extern const Statement allocation_status;
+extern const Statement allocation_status_page;  // the same by creation order: $2 seq after
 inline constexpr int status_lock_offset = 1;
 inline constexpr int status_counts_offset = status_lock_offset + lock_col_count;
 
@@ -63,25 +64,33 @@ extern const Statement get_agreement;
 extern const Statement allocation_of_agreement;
 extern const Statement allocation_exists;
 extern const Statement revoke_key;
-extern const Statement list_requests;
 extern const Statement get_request;
 extern const Statement allocation_of_request;
-extern const Statement event_position;
-extern const Statement list_allocation_events;
-extern const Statement list_all_events;
-extern const Statement list_conflicts;
 extern const Statement get_event_of_request;
 
-// Request row columns (list_requests, get_request).
+// The columns RequestCol and EventCol name, for SELECT lists.
+inline constexpr const char* request_columns =
+    "id, allocation_id, state, started_at, finished_at, model, stream, hold_input, hold_output, "
+    "provider_request_id, reported_input, reported_output, reported_provider_request_id";
+inline constexpr const char* event_columns =
+    "id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens, source, "
+    "finality, evidence, booked_at, NULL::text AS corrects";
+// An adjustment row as EventCol columns.
+inline constexpr const char* adjustment_columns =
+    "id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens, "
+    "'adjustment'::text AS source, 'confirmed'::text AS finality, evidence, booked_at, corrects";
+
+// Request row columns (the request listings, get_request).
 enum RequestCol {
   req_id, req_allocation_id, req_state, req_started_at, req_finished_at, req_model, req_stream,
   req_hold_input, req_hold_output, req_provider_request_id, req_reported_input, req_reported_output,
   req_reported_provider_request_id
 };
-// Usage event columns (list_events, get_event_of_request).
+// Usage event columns (the event listings, get_event_of_request); corrects is NULL but for
+// adjustments.
 enum EventCol {
   evt_id, evt_allocation_id, evt_request_id, evt_provider_request_id, evt_input, evt_output,
-  evt_source, evt_finality, evt_evidence, evt_booked_at
+  evt_source, evt_finality, evt_evidence, evt_booked_at, evt_corrects
 };
 
 }  // namespace cairva::store::pg::sql

@@ -8,7 +8,7 @@ namespace cairva::store::sqlite {
 namespace {
 
 // Never edit a migration once released: add a new one.
-constexpr std::array<const char*, 8> migrations = {
+constexpr std::array<const char*, 9> migrations = {
     R"sql(
 CREATE TABLE agreements (
   id TEXT PRIMARY KEY,
@@ -236,6 +236,64 @@ CREATE TABLE agreement_service_tiers (
 ALTER TABLE requests ADD COLUMN reported_input INTEGER;
 ALTER TABLE requests ADD COLUMN reported_output INTEGER;
 ALTER TABLE requests ADD COLUMN reported_provider_request_id TEXT;
+)sql",
+    // 9: operating at volume (SPEC-CONSOLE).
+    //  - requests.seq numbers requests in the order the applier wrote them (the order of
+    //    the one writer's queue): listings across allocations page by it and never skip a
+    //    row written later. start_ordinal numbers an allocation's requests 1, 2, … in start
+    //    order (started_at never runs backwards per allocation): a usage series counts the
+    //    starts before a time as one index probe (store/usage_series.h). Both are assigned
+    //    by the applier (writes.h, Sequencer).
+    //  - failed and usage_pending requests, the few a series and a pending queue look for,
+    //    get partial indexes (holding the state: a series counts from the index alone); a
+    //    request that is booked never enters them.
+    //  - usage_events takes adjustments (signed counts, `corrects`) and the allocation's
+    //    running booked totals after each event (cum_input, cum_output) for the series;
+    //    per allocation the index orders events as booked (booked_at, then seq).
+    R"sql(
+ALTER TABLE requests ADD COLUMN seq INTEGER;
+ALTER TABLE requests ADD COLUMN start_ordinal INTEGER;
+UPDATE requests SET seq = o.n, start_ordinal = o.k FROM (
+  SELECT id, row_number() OVER (ORDER BY started_at, id) AS n,
+         row_number() OVER (PARTITION BY allocation_id ORDER BY started_at, id) AS k FROM requests
+) AS o WHERE requests.id = o.id;
+DROP INDEX requests_allocation_started;
+CREATE INDEX requests_allocation_started ON requests (allocation_id, started_at, start_ordinal);
+CREATE INDEX requests_seq ON requests (seq);
+CREATE INDEX requests_unsettled ON requests (allocation_id, started_at, start_ordinal, state)
+  WHERE state = 'failed' OR state = 'usage_pending';
+CREATE INDEX requests_unsettled_seq ON requests (state, seq)
+  WHERE state = 'failed' OR state = 'usage_pending';
+CREATE INDEX requests_pending_provider ON requests (provider_request_id, allocation_id)
+  WHERE state = 'usage_pending';
+CREATE TABLE usage_events_v9 (
+  seq INTEGER PRIMARY KEY,  -- booking order; events are never deleted, so never reused
+  id TEXT NOT NULL UNIQUE,
+  allocation_id TEXT NOT NULL REFERENCES allocations(id),
+  request_id TEXT NOT NULL REFERENCES requests(id),
+  provider_request_id TEXT NOT NULL,
+  input_tokens INTEGER NOT NULL,
+  output_tokens INTEGER NOT NULL,
+  source TEXT NOT NULL
+    CHECK (source = 'provider' OR source = 'reconciliation' OR source = 'adjustment'),
+  finality TEXT NOT NULL CHECK (finality = 'reported' OR finality = 'confirmed'),
+  evidence TEXT NOT NULL DEFAULT '',
+  booked_at INTEGER NOT NULL,
+  corrects TEXT,
+  cum_input INTEGER NOT NULL,
+  cum_output INTEGER NOT NULL,
+  CHECK (source = 'adjustment' OR (input_tokens >= 0 AND output_tokens >= 0)),
+  CHECK ((source = 'adjustment') = (corrects IS NOT NULL))
+);
+INSERT INTO usage_events_v9 (seq, id, allocation_id, request_id, provider_request_id, input_tokens,
+  output_tokens, source, finality, evidence, booked_at, corrects, cum_input, cum_output)
+  SELECT seq, id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens,
+  source, finality, evidence, booked_at, NULL,
+  SUM(input_tokens) OVER w, SUM(output_tokens) OVER w FROM usage_events
+  WINDOW w AS (PARTITION BY allocation_id ORDER BY booked_at, seq ROWS UNBOUNDED PRECEDING);
+DROP TABLE usage_events;
+ALTER TABLE usage_events_v9 RENAME TO usage_events;
+CREATE INDEX usage_events_allocation ON usage_events (allocation_id, booked_at, seq);
 )sql",
 };
 

@@ -6,6 +6,7 @@
 #include "base/ids.h"
 #include "store/validate.h"
 #include "store/sqlite/limits.h"
+#include "store/sqlite/row_sql.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/writes.h"
 
@@ -17,41 +18,6 @@ Error not_found(const std::string& what, const std::string& id) {
   return make_error(ErrorCode::not_found, what + " not found: " + id);
 }
 
-
-RequestRow parse_request(Stmt& s) {
-  RequestRow r;
-  r.id = s.col_text(0);
-  r.allocation_id = s.col_text(1);
-  r.state = core::parse_request_state(s.col_text(2)).value_or(core::RequestState::failed);
-  r.started_at = s.col_i64(3);
-  if (!s.col_null(4)) r.finished_at = s.col_i64(4);
-  r.model = s.col_text(5);
-  r.stream = s.col_i64(6) != 0;
-  r.hold = {s.col_i64(7), s.col_i64(8)};
-  r.provider_request_id = s.col_text(9);
-  if (!s.col_null(10)) r.reported_usage = core::ReportedUsage{{s.col_i64(10), s.col_i64(11)}, s.col_text(12)};
-  return r;
-}
-constexpr const char* request_columns =
-    "SELECT id, allocation_id, state, started_at, finished_at, model, stream, hold_input,"
-    " hold_output, provider_request_id, reported_input, reported_output, reported_provider_request_id"
-    " FROM requests";
-
-UsageEventRow parse_event(Stmt& s) {
-  UsageEventRow e;
-  e.id = s.col_text(0);
-  e.allocation_id = s.col_text(1);
-  e.request_id = s.col_text(2);
-  e.provider_request_id = s.col_text(3);
-  e.tokens = {s.col_i64(4), s.col_i64(5)};
-  e.source = core::parse_event_source(s.col_text(6)).value_or(core::EventSource::provider);
-  e.finality = core::parse_finality(s.col_text(7)).value_or(core::Finality::reported);
-  e.evidence = s.col_text(8);
-  e.booked_at = s.col_i64(9);
-  return e;
-}
-
-size_t page(size_t limit) { return std::clamp<size_t>(limit, 1, list_rows_max); }
 
 }  // namespace
 
@@ -207,24 +173,6 @@ Result<ApiKeyRow> SqliteStore::revoke_key(const std::string& key_id) {
   return row;
 }
 
-Result<std::vector<RequestRow>> SqliteStore::list_requests(const RequestFilter& f) {
-  return read<std::vector<RequestRow>>([&](Db& db) -> Result<std::vector<RequestRow>> {
-    auto s = db.prepare(std::string(request_columns) +
-                        " WHERE (?1 IS NULL OR allocation_id = ?1) AND (?2 IS NULL OR state = ?2)"
-                        " ORDER BY started_at, id LIMIT ?3");
-    if (!s.ok()) return s.error();
-    s->opt_text(f.allocation_id);
-    s->opt_text(f.state ? std::optional<std::string>(std::string(core::to_string(*f.state))) : std::nullopt);
-    s->i64(static_cast<int64_t>(page(f.limit)));
-    std::vector<RequestRow> out;
-    for (;;) {
-      auto row = s->step();
-      if (!row.ok()) return row.error();
-      if (!*row) return out;
-      out.push_back(parse_request(*s));
-    }
-  });
-}
 
 Result<RequestRow> SqliteStore::get_request(const std::string& request_id) {
   return read<RequestRow>([&](Db& db) -> Result<RequestRow> {
@@ -247,12 +195,15 @@ Result<UsageEventRow> SqliteStore::reconcile(const Reconciliation& r) {
   if (!alloc) return not_found("request", r.request_id);
   auto usage = reconciled_usage(r, req->reported_usage);
   if (!usage.ok()) return usage.error();
+  if (req->state == core::RequestState::usage_pending) {
+    if (Status s = check_hold_ratio(*usage, req->hold, r.force); !s.ok()) return s.error();
+  }
   const std::string provider_request_id =
       req->provider_request_id.empty() ? r.request_id : req->provider_request_id;
   UsageEventRow event;
   {
     std::lock_guard lock(alloc->mu);
-    const UnixMicros now = clock_->now();
+    const UnixMicros now = booking_time_locked(*alloc);
     const auto before = alloc->ledger.state();
     const auto before_agreement = alloc->ledger.agreement_state();
     const core::ReconcileOutcome out = alloc->ledger.reconcile(r.request_id, provider_request_id, *usage, now);
@@ -275,52 +226,6 @@ Result<UsageEventRow> SqliteStore::reconcile(const Reconciliation& r) {
   return event;
 }
 
-Result<std::vector<UsageEventRow>> SqliteStore::list_events(const EventFilter& f) {
-  return read<std::vector<UsageEventRow>>([&](Db& db) -> Result<std::vector<UsageEventRow>> {
-    int64_t after_seq = 0;
-    if (f.after) {
-      auto pos = db.prepare("SELECT seq FROM usage_events WHERE id = ?");
-      if (!pos.ok()) return pos.error();
-      pos->text(*f.after);
-      auto row = pos->step();
-      if (!row.ok()) return row.error();
-      if (!*row) return invalid("after: unknown event id " + *f.after);
-      after_seq = pos->col_i64(0);
-    }
-    auto s = db.prepare(
-        "SELECT id, allocation_id, request_id, provider_request_id, input_tokens, output_tokens,"
-        " source, finality, evidence, booked_at FROM usage_events"
-        " WHERE (?1 IS NULL OR allocation_id = ?1) AND seq > ?2 ORDER BY seq LIMIT ?3");
-    if (!s.ok()) return s.error();
-    s->opt_text(f.allocation_id).i64(after_seq).i64(static_cast<int64_t>(page(f.limit)));
-    std::vector<UsageEventRow> out;
-    for (;;) {
-      auto row = s->step();
-      if (!row.ok()) return row.error();
-      if (!*row) return out;
-      out.push_back(parse_event(*s));
-    }
-  });
-}
 
-Result<std::vector<ConflictRow>> SqliteStore::list_conflicts(const std::optional<std::string>& allocation_id) {
-  return read<std::vector<ConflictRow>>([&](Db& db) -> Result<std::vector<ConflictRow>> {
-    auto s = db.prepare(
-        "SELECT id, allocation_id, request_id, provider_request_id, reported_input, reported_output,"
-        " booked_input, booked_output, recorded_at FROM conflicts"
-        " WHERE (?1 IS NULL OR allocation_id = ?1) ORDER BY seq LIMIT ?2");
-    if (!s.ok()) return s.error();
-    s->opt_text(allocation_id).i64(static_cast<int64_t>(list_rows_max));
-    std::vector<ConflictRow> out;
-    for (;;) {
-      auto row = s->step();
-      if (!row.ok()) return row.error();
-      if (!*row) return out;
-      out.push_back(ConflictRow{s->col_text(0), s->col_text(1), s->col_text(2), s->col_text(3),
-                                {s->col_i64(4), s->col_i64(5)}, {s->col_i64(6), s->col_i64(7)},
-                                s->col_i64(8)});
-    }
-  });
-}
 
 }  // namespace cairva::store::sqlite

@@ -46,9 +46,10 @@ constexpr Check checks[] = {
      " AND a.state != 'depleted'",
      "state: agreement"},
     {"SELECT allocation_id || '/' || provider_request_id, COUNT(*) || ' events' FROM usage_events"
-     " GROUP BY allocation_id, provider_request_id HAVING COUNT(*) > 1",
+     " WHERE source != 'adjustment' GROUP BY allocation_id, provider_request_id HAVING COUNT(*) > 1",
      "double booking: provider request id"},
-    {"SELECT request_id, COUNT(*) || ' events' FROM usage_events GROUP BY request_id HAVING COUNT(*) > 1",
+    {"SELECT request_id, COUNT(*) || ' events' FROM usage_events WHERE source != 'adjustment'"
+     " GROUP BY request_id HAVING COUNT(*) > 1",
      "double booking: request"},
     // No index on (allocation_id, provider_request_id) since schema 3 nor on request_id
     // since 6: NOT IN over a list SQLite builds once, not a search of the events per request.
@@ -70,15 +71,15 @@ constexpr Check checks[] = {
      " WHERE NOT EXISTS (SELECT 1 FROM allocations a WHERE a.id = r.allocation_id)",
      "reference: request"},
     {"SELECT e.id, 'has negative counts' FROM usage_events e"
-     " WHERE e.input_tokens < 0 OR e.output_tokens < 0"
+     " WHERE e.source != 'adjustment' AND (e.input_tokens < 0 OR e.output_tokens < 0)"
      " UNION ALL SELECT r.id, 'has a negative hold' FROM requests r"
      " WHERE r.hold_input < 0 OR r.hold_output < 0",
      "counts:"},
     // The events conflicts name, found in one pass over usage_events (see above; left to
     // itself the planner would search the allocation's events once per conflict).
     {"WITH e AS MATERIALIZED (SELECT id, allocation_id, provider_request_id, input_tokens, output_tokens"
-     " FROM usage_events NOT INDEXED"
-     " WHERE (allocation_id, provider_request_id) IN (SELECT allocation_id, provider_request_id FROM conflicts))"
+     " FROM usage_events NOT INDEXED WHERE source != 'adjustment'"
+     " AND (allocation_id, provider_request_id) IN (SELECT allocation_id, provider_request_id FROM conflicts))"
      " SELECT c.id, 'repeats ' || c.provider_request_id || ' but '"
      " || CASE WHEN e.id IS NULL THEN 'no event was booked under it'"
      " ELSE 'records booked ' || c.booked_input || '/' || c.booked_output || ' where the event has '"
@@ -87,6 +88,23 @@ constexpr Check checks[] = {
      " ON e.allocation_id = c.allocation_id AND e.provider_request_id = c.provider_request_id"
      " WHERE e.id IS NULL OR e.input_tokens != c.booked_input OR e.output_tokens != c.booked_output",
      "conflict:"},
+    // Adjustments (SPEC-CONSOLE §4b) correct a booked event of their own allocation.
+    {"SELECT a.id, 'corrects ' || a.corrects || ' which is '"
+     " || CASE WHEN e.id IS NULL THEN 'missing' WHEN e.source = 'adjustment' THEN 'an adjustment'"
+     " ELSE 'an event of ' || e.allocation_id END"
+     " FROM usage_events a LEFT JOIN usage_events e ON e.id = a.corrects WHERE a.source = 'adjustment'"
+     " AND (e.id IS NULL OR e.source = 'adjustment' OR e.allocation_id != a.allocation_id)",
+     "adjustment:"},
+    // The running totals usage series read (migration 9) end at the sum of the events.
+    {"SELECT s.allocation_id, 'events run to ' || e.cum_input || '/' || e.cum_output || ' but sum to '"
+     " || s.i || '/' || s.o FROM (SELECT allocation_id, SUM(input_tokens) AS i, SUM(output_tokens) AS o"
+     " FROM usage_events GROUP BY allocation_id) s JOIN usage_events e ON e.seq = (SELECT seq FROM usage_events"
+     " WHERE allocation_id = s.allocation_id ORDER BY booked_at DESC, seq DESC LIMIT 1)"
+     " WHERE e.cum_input != s.i OR e.cum_output != s.o",
+     "series: allocation"},
+    {"SELECT allocation_id, COUNT(*) || ' requests, ' || COUNT(DISTINCT start_ordinal) || ' start numbers'"
+     " FROM requests GROUP BY allocation_id HAVING COUNT(DISTINCT start_ordinal) != COUNT(*)",
+     "series: requests of allocation"},
     {"SELECT id, 'has state ' || state FROM requests"
      " WHERE state NOT IN ('in_flight','booked','usage_pending','failed')"
      " OR (state IN ('booked','failed') AND finished_at IS NULL)"

@@ -149,15 +149,15 @@ TEST_F(SqliteAuditTest, EachBrokenInvariantIsNamedAlone) {
       {"two events under one provider request id",
        without_unique_events() +
            "INSERT INTO usage_events SELECT seq + 1, 'evt_dup', allocation_id, '$F',"
-           " provider_request_id, input_tokens, output_tokens, source, finality, evidence, booked_at"
-           " FROM usage_events; UPDATE requests SET state = 'booked' WHERE id = '$F';"
+           " provider_request_id, input_tokens, output_tokens, source, finality, evidence, booked_at,"
+           " NULL, 2 * cum_input, 2 * cum_output FROM usage_events; UPDATE requests SET state = 'booked' WHERE id = '$F';"
            " UPDATE allocations SET used_input = 2 * used_input, used_output = 2 * used_output;",
        "double booking: provider request id $A/prov-1"},
       {"two events for one request",
        without_unique_events() +
            "INSERT INTO usage_events SELECT seq + 1, 'evt_dup', allocation_id, request_id,"
-           " 'prov-2', input_tokens, output_tokens, source, finality, evidence, booked_at"
-           " FROM usage_events;"
+           " 'prov-2', input_tokens, output_tokens, source, finality, evidence, booked_at,"
+           " NULL, 2 * cum_input, 2 * cum_output FROM usage_events;"
            " UPDATE allocations SET used_input = 2 * used_input, used_output = 2 * used_output;",
        "double booking: request $B"},
       {"booked without an event (of its own or under its provider id)",

@@ -137,12 +137,14 @@ TEST_F(SqliteBackupTest, CopyHoldsWritesAcknowledgedButStillOnlyInTheOperationLo
   // Restored, it is the same ledger; the live store still has its request in flight.
   auto restored = restore(backup_path());
   ASSERT_NE(restored, nullptr);
-  auto events = restored->list_events({a.allocation.id, std::nullopt, 100});
+  store::EventFilter only_a;
+  only_a.allocation_id = a.allocation.id;
+  auto events = restored->list_events(only_a);
   ASSERT_TRUE(events.ok());
-  ASSERT_EQ(events->size(), 2u);
-  EXPECT_EQ((*events)[0].provider_request_id, "prov-1");
-  EXPECT_EQ((*events)[0].tokens.input, 3);
-  EXPECT_EQ((*events)[1].tokens.output, 6);
+  ASSERT_EQ(events->data.size(), 2u);
+  EXPECT_EQ(events->data[0].provider_request_id, "prov-1");
+  EXPECT_EQ(events->data[0].tokens.input, 3);
+  EXPECT_EQ(events->data[1].tokens.output, 6);
   auto status = restored->get_allocation(a.allocation.id);
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->snapshot.booked.input, 8);

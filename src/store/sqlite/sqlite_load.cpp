@@ -87,9 +87,11 @@ Status SqliteStore::load() {
   }
 
   // Booked provider ids (the booking key), and bookings in the trailing window.
+  // Adjustments are neither a booking key nor in a trailing window (SPEC-CONSOLE §4b); the
+  // used totals above include them.
   auto ev = db.prepare(
       "SELECT allocation_id, provider_request_id, input_tokens, output_tokens, booked_at"
-      " FROM usage_events ORDER BY seq");
+      " FROM usage_events WHERE source != 'adjustment' ORDER BY seq");
   if (!ev.ok()) return ev.error();
   for (;;) {
     auto row = ev->step();
@@ -100,6 +102,20 @@ Status SqliteStore::load() {
     const core::Tokens t{ev->col_i64(2), ev->col_i64(3)};
     it->second->ledger.restore_booked_provider_id(ev->col_text(1), t);
     if (ev->col_i64(4) > window_start) it->second->ledger.restore_booking(ev->col_i64(4), t.total());
+  }
+
+  // The latest start and booking of each allocation (Allocation::last_start): two index
+  // probes each.
+  for (auto& [id, a] : allocations_) {
+    for (auto [sql, out] : {std::pair{"SELECT MAX(started_at) FROM requests WHERE allocation_id = ?", &a->last_start},
+                            std::pair{"SELECT MAX(booked_at) FROM usage_events WHERE allocation_id = ?", &a->last_booking}}) {
+      auto m = db.prepare(sql);
+      if (!m.ok()) return m.error();
+      m->text(id);
+      auto row = m->step();
+      if (!row.ok()) return row.error();
+      if (*row && !m->col_null(0)) *out = m->col_i64(0);
+    }
   }
 
   auto keys = db.prepare("SELECT id, allocation_id, secret_hash, revoked FROM api_keys");

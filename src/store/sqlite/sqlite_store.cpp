@@ -57,9 +57,11 @@ SqliteStore::SqliteStore(std::string path, StoreOptions options, std::shared_ptr
       clock_(std::move(clock)),
       lock_(std::move(lock)),
       reader_(std::move(reader)),
-      writer_(std::move(writer)) {}
+      writer_(std::move(writer)),
+      read_worker_(std::make_unique<ReadWorker>()) {}
 
 SqliteStore::~SqliteStore() {
+  read_worker_.reset();  // its reads use the writer
   writer_.reset();  // drains the queue before the file lock is released
 }
 
@@ -153,11 +155,13 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
   std::function<void(Status)> refused;  // an admitted start the writer would not queue
   {
     std::lock_guard lock(alloc->mu);
-    const UnixMicros now = clock_->now();
+    // Never before the allocation's last start (Allocation::last_start).
+    const UnixMicros now = std::max(clock_->now(), alloc->last_start);
     sweep_locked(*alloc, now);
     const auto before = alloc->ledger.state();
     const auto before_agreement = alloc->ledger.agreement_state();
     AdmitResult out{alloc->ledger.admit(cmd.request_id, cmd.facts, now), {}};
+    if (out.decision.admitted()) alloc->last_start = now;
     out.after = alloc->ledger.snapshot(now);
     persist_states_if_changed(*alloc, before, before_agreement);
     if (!out.decision.admitted()) {
@@ -207,7 +211,7 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
     settle_lookup(std::move(cmd), std::move(done));
     return;
   }
-  const UnixMicros now = clock_->now();
+  const UnixMicros now = booking_time_locked(*alloc);
   const auto before = alloc->ledger.state();
   const auto before_agreement = alloc->ledger.agreement_state();
   const core::SettlePlan plan =

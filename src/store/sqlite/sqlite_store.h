@@ -16,6 +16,7 @@
 // one allocation's mutex -> the writer's queue. Callbacks never run under these locks.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -26,6 +27,7 @@
 #include "core/ledger.h"
 #include "store/sqlite/db.h"
 #include "store/sqlite/file_lock.h"
+#include "store/sqlite/read_worker.h"
 #include "store/sqlite/writer.h"
 #include "store/store.h"
 
@@ -66,11 +68,25 @@ class SqliteStore final : public Store {
   Result<AllocationStatus> resume_allocation(const std::string& allocation_id) override;
   Result<CreatedKey> create_key(const std::string& allocation_id) override;
   Result<ApiKeyRow> revoke_key(const std::string& key_id) override;
-  Result<std::vector<RequestRow>> list_requests(const RequestFilter& f) override;
+  Result<Paged<RequestRow>> list_requests(const RequestFilter& f) override;
   Result<RequestRow> get_request(const std::string& request_id) override;
   Result<UsageEventRow> reconcile(const Reconciliation& r) override;
-  Result<std::vector<UsageEventRow>> list_events(const EventFilter& f) override;
-  Result<std::vector<ConflictRow>> list_conflicts(const std::optional<std::string>& allocation_id) override;
+  Result<Paged<UsageEventRow>> list_events(const EventFilter& f) override;
+  Result<Paged<ConflictRow>> list_conflicts(const ConflictFilter& f) override;
+
+  // Operating at volume (sqlite_console.cpp).
+  Result<Paged<AgreementRow>> list_agreements(const PageFilter& f) override;
+  Result<Paged<AllocationStatus>> list_allocations_page(const PageFilter& f) override;
+  Result<Paged<ApiKeyRow>> list_keys(const std::string& allocation_id, const PageFilter& f) override;
+  // On the read worker, after a writer flush, on the reader connection.
+  void usage_series(UsageQuery q, Callback<UsageSeries> done) override;
+  // From memory (the ledgers' booked ids): request_id left empty.
+  Result<std::vector<BookedMatch>> find_bookings(const std::optional<std::string>& allocation_id,
+                                                 const std::string& provider_request_id) override;
+  Result<std::vector<RequestRow>> find_pending(const std::optional<std::string>& allocation_id,
+                                               const std::string& provider_request_id) override;
+  Result<int64_t> record_conflicts(std::vector<ConflictRow> conflicts) override;
+  Result<UsageEventRow> adjust(const Adjustment& a) override;
 
   Result<int64_t> sweep_stale() override;
   Result<AuditReport> audit() override;
@@ -102,6 +118,11 @@ class SqliteStore final : public Store {
     const AgreementRow agreement;  // immutable facts; its state lives in the ledger
     std::mutex mu;
     core::AllocationLedger ledger;  // GUARDED_BY(mu)
+    // The latest start and booking: times stored for this allocation never run backwards
+    // (a clock stepping back is held at these), which the listings' and usage series'
+    // orders rely on (schema.cpp, migration 9). GUARDED_BY(mu)
+    UnixMicros last_start = 0;
+    UnixMicros last_booking = 0;
   };
   struct Key {
     std::string id;
@@ -139,6 +160,12 @@ class SqliteStore final : public Store {
   void persist(const SettleCommand& cmd, const core::SettlePlan& plan, UnixMicros now, Callback<SettleResult> done);
   Result<AllocationStatus> change_state(const std::string& allocation_id, bool suspend);
   Status load();
+  // REQUIRES: a.mu held. The time a booking made now is stored with.
+  UnixMicros booking_time_locked(Allocation& a) {
+    a.last_booking = std::max(a.last_booking, clock_->now());
+    return a.last_booking;
+  }
+  Result<UsageSeries> read_usage_series(const UsageQuery& q);
 
   const std::string path_;  // the database file
   const StoreOptions options_;
@@ -147,6 +174,7 @@ class SqliteStore final : public Store {
   std::mutex reader_mu_;
   Db reader_;  // GUARDED_BY(reader_mu_)
   std::unique_ptr<Writer> writer_;
+  std::unique_ptr<ReadWorker> read_worker_;  // after the writer: joined before it
 
   mutable std::shared_mutex map_mu_;
   std::unordered_map<std::string, std::shared_ptr<Allocation>> allocations_;  // GUARDED_BY(map_mu_)

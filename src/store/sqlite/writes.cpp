@@ -9,6 +9,54 @@ std::string_view str(auto v) { return core::to_string(v); }
 
 }  // namespace
 
+// ---------------------------------------------------------------- numbering
+
+Result<Sequencer::Start> Sequencer::next_start(Db& db, std::string_view allocation_id) {
+  if (!seq_) {
+    auto s = db.cached("SELECT COALESCE(MAX(seq), 0) FROM requests");
+    if (!s.ok()) return s.error();
+    auto row = s->step();
+    if (!row.ok()) return row.error();
+    seq_ = s->col_i64(0);
+  }
+  auto it = ordinals_.find(allocation_id);
+  if (it == ordinals_.end()) {
+    // The last start in the index's order: start_ordinal grows with it (migration 9).
+    auto s = db.cached(
+        "SELECT start_ordinal FROM requests WHERE allocation_id = ?"
+        " ORDER BY started_at DESC, start_ordinal DESC LIMIT 1");
+    if (!s.ok()) return s.error();
+    s->text_ref(allocation_id);
+    auto row = s->step();
+    if (!row.ok()) return row.error();
+    it = ordinals_.emplace(std::string(allocation_id), *row ? s->col_i64(0) : 0).first;
+  }
+  return Start{++*seq_, ++it->second};
+}
+
+Result<core::Tokens> Sequencer::next_totals(Db& db, std::string_view allocation_id, const core::Tokens& delta) {
+  auto it = totals_.find(allocation_id);
+  if (it == totals_.end()) {
+    auto s = db.cached(
+        "SELECT cum_input, cum_output FROM usage_events WHERE allocation_id = ?"
+        " ORDER BY booked_at DESC, seq DESC LIMIT 1");
+    if (!s.ok()) return s.error();
+    s->text_ref(allocation_id);
+    auto row = s->step();
+    if (!row.ok()) return row.error();
+    const core::Tokens last = *row ? core::Tokens{s->col_i64(0), s->col_i64(1)} : core::Tokens{};
+    it = totals_.emplace(std::string(allocation_id), last).first;
+  }
+  it->second = {it->second.input + delta.input, it->second.output + delta.output};
+  return it->second;
+}
+
+void Sequencer::forget() {
+  seq_.reset();
+  ordinals_.clear();
+  totals_.clear();
+}
+
 // ---------------------------------------------------------------- journaled records
 
 Record::Record(Kind k, std::initializer_list<std::string_view> values, std::array<int64_t, nums> numbers)
@@ -37,13 +85,15 @@ Record insert_request(const RequestRow& r, std::string_view key_id) {
           {r.started_at, r.stream ? 1 : 0, r.hold.input, r.hold.output, 0}};
 }
 
-static Status apply_insert_request(Db& db, const Record& r) {
+static Status apply_insert_request(Db& db, const Record& r, Sequencer& numbers) {
+  auto n = numbers.next_start(db, r.text(1));
+  if (!n.ok()) return n.error();
   auto s = db.cached(
       "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
-      " hold_input, hold_output) VALUES (?,?,?,?,?,?,?,?,?)");
+      " hold_input, hold_output, seq, start_ordinal) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return s.error();
   s->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3)).i64(r.num[0]);
-  s->text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]);
+  s->text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).i64(n->seq).i64(n->ordinal);
   return s->run();
 }
 
@@ -89,14 +139,17 @@ Record book(const UsageEventRow& e) {
           {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
 }
 
-static Status apply_book_event(Db& db, const Record& r) {
+static Status apply_book_event(Db& db, const Record& r, Sequencer& numbers) {
+  auto totals = numbers.next_totals(db, r.text(1), {r.num[0], r.num[1]});
+  if (!totals.ok()) return totals.error();
   auto ev = db.cached(
       "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
-      " input_tokens, output_tokens, source, finality, evidence, booked_at)"
-      " VALUES (?,?,?,?,?,?,?,?,?,?)");
+      " input_tokens, output_tokens, source, finality, evidence, booked_at, cum_input, cum_output)"
+      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!ev.ok()) return ev.error();
   ev->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3));
   ev->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(4)).text_ref(r.text(5)).text_ref(r.text(6)).i64(r.num[2]);
+  ev->i64(totals->input).i64(totals->output);
   return ev->run();
 }
 
@@ -116,8 +169,8 @@ static Status raise_used(Db& db, std::string_view allocation_id, int64_t input, 
   return al->run();
 }
 
-static Status apply_book(Db& db, const Record& r) {
-  if (Status s = apply_book_event(db, r); !s.ok()) return s;
+static Status apply_book(Db& db, const Record& r, Sequencer& numbers) {
+  if (Status s = apply_book_event(db, r, numbers); !s.ok()) return s;
   if (Status s = apply_book_request(db, r); !s.ok()) return s;
   return raise_used(db, r.text(1), r.num[0], r.num[1]);
 }
@@ -197,10 +250,12 @@ static Status apply_note_provider_id(Db& db, const Record& r) {
   return s->run();
 }
 
+// One record alone (replay): its numbers are read from what the tables hold.
 Status apply(Db& db, const Record& r) {
+  Sequencer numbers;
   switch (r.kind) {
-    case Record::Kind::insert_request: return apply_insert_request(db, r);
-    case Record::Kind::book: return apply_book(db, r);
+    case Record::Kind::insert_request: return apply_insert_request(db, r, numbers);
+    case Record::Kind::book: return apply_book(db, r, numbers);
     case Record::Kind::book_as_duplicate: return apply_book_as_duplicate(db, r);
     case Record::Kind::fail_request: return apply_fail_request(db, r);
     case Record::Kind::mark_usage_pending: return apply_mark_usage_pending(db, r);
@@ -233,11 +288,12 @@ Status Coalescer::write(Db& db, Start& s) {
   const Record& r = *s.record;
   auto st = db.cached(
       "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
-      " hold_input, hold_output, finished_at, provider_request_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+      " hold_input, hold_output, finished_at, provider_request_id, seq, start_ordinal)"
+      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!st.ok()) return st.error();
   st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(s.state).i64(r.num[0]);
   st->text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).opt_i64(s.finished_at);
-  st->text_ref(s.provider_request_id);
+  st->text_ref(s.provider_request_id).i64(s.numbers.seq).i64(s.numbers.ordinal);
   Status out = st->run();
   if (!out.ok()) failed_op_ = s.op;
   return out;
@@ -256,10 +312,14 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
     return write(db, *s);
   };
   switch (r.kind) {
-    case Record::Kind::insert_request:
+    case Record::Kind::insert_request: {
+      // Numbered now, in record order, though written later (or in its final state).
+      auto n = sequencer_.next_start(db, r.text(1));
+      if (!n.ok()) return n.error();
       start_of_[r.text(0)] = starts_.size();
-      starts_.push_back({&r, r.text(3), std::nullopt, {}, op, false});
+      starts_.push_back({&r, *n, r.text(3), std::nullopt, {}, op, false});
       return {};
+    }
     case Record::Kind::book: {
       auto& u = used_[r.text(1)];
       u.input += r.num[0];
@@ -267,9 +327,9 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       u.op = op;
       if (auto s = end_held(r.text(2), r.text(3), "booked", r.num[2])) {
         if (!s->ok()) return *s;
-        return apply_book_event(db, r);
+        return apply_book_event(db, r, sequencer_);
       }
-      if (Status s = apply_book_event(db, r); !s.ok()) return s;
+      if (Status s = apply_book_event(db, r, sequencer_); !s.ok()) return s;
       return apply_book_request(db, r);
     }
     case Record::Kind::book_as_duplicate:
@@ -315,6 +375,8 @@ Status Coalescer::flush(Db& db) {
     }
   }
   used_.clear();
+  // What runs next (an admin closure) may write rows the numbers have not seen.
+  sequencer_.forget();
   return {};
 }
 
@@ -362,6 +424,48 @@ Apply insert_key(const std::string& key_id, const std::string& allocation_id,
     if (!s.ok()) return s.error();
     s->text(key_id).text(allocation_id).text(key_hash).i64(now);
     return s->run();
+  };
+}
+
+Apply insert_adjustment(const UsageEventRow& e) {
+  return [e](Db& db) -> Status {
+    Sequencer numbers;  // inside the applier's transaction, after its records are written
+    auto totals = numbers.next_totals(db, e.allocation_id, e.tokens);
+    if (!totals.ok()) return totals.error();
+    auto s = db.cached(
+        "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
+        " input_tokens, output_tokens, source, finality, evidence, booked_at, corrects, cum_input,"
+        " cum_output) VALUES (?,?,?,?,?,?,'adjustment','confirmed',?,?,?,?,?)");
+    if (!s.ok()) return s.error();
+    s->text(e.id).text(e.allocation_id).text(e.request_id).text(e.provider_request_id);
+    s->i64(e.tokens.input).i64(e.tokens.output).text(e.evidence).i64(e.booked_at).text(e.corrects);
+    s->i64(totals->input).i64(totals->output);
+    if (Status r = s->run(); !r.ok()) return r;
+    return raise_used(db, e.allocation_id, e.tokens.input, e.tokens.output);
+  };
+}
+
+Apply insert_conflicts(std::vector<ConflictRow> rows, std::shared_ptr<int64_t> recorded) {
+  return [rows = std::move(rows), recorded](Db& db) -> Status {
+    for (const ConflictRow& c : rows) {
+      auto seen = db.cached(
+          "SELECT 1 FROM conflicts WHERE allocation_id = ? AND provider_request_id = ?"
+          " AND reported_input = ? AND reported_output = ? LIMIT 1");
+      if (!seen.ok()) return seen.error();
+      seen->text(c.allocation_id).text(c.provider_request_id).i64(c.reported.input).i64(c.reported.output);
+      auto row = seen->step();
+      if (!row.ok()) return row.error();
+      if (*row) continue;
+      auto s = db.cached(
+          "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
+          " reported_output, booked_input, booked_output, recorded_at) VALUES (?,?,?,?,?,?,?,?,?)");
+      if (!s.ok()) return s.error();
+      s->text(c.id).text(c.allocation_id).text(c.request_id).text(c.provider_request_id);
+      s->i64(c.reported.input).i64(c.reported.output).i64(c.booked.input).i64(c.booked.output).i64(c.recorded_at);
+      if (Status r = s->run(); !r.ok()) return r;
+      ++*recorded;
+    }
+    return {};
   };
 }
 

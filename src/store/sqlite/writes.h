@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <initializer_list>
 #include <optional>
 #include <span>
@@ -62,6 +63,35 @@ struct Record {
   std::array<uint32_t, texts> end_{};
 };
 
+// Numbers what the applier writes, in record order (schema.cpp, migration 9): each
+// request's seq and start_ordinal, each event's running totals (cum_input, cum_output).
+// It reads an allocation's last values once and counts on in memory, so it must see
+// every row written since: the Coalescer keeps one per transaction and forgets it whenever
+// a write outside it (an admin closure) may have added rows.
+class Sequencer {
+ public:
+  struct Start {
+    int64_t seq = 0;
+    int64_t ordinal = 0;
+  };
+  Result<Start> next_start(Db& db, std::string_view allocation_id);
+  // The allocation's booked totals once `delta` is booked.
+  Result<core::Tokens> next_totals(Db& db, std::string_view allocation_id, const core::Tokens& delta);
+  void forget();
+
+ private:
+  // Looked up by the records' string_views without making a string each time.
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  template <class V>
+  using ByAllocation = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
+  std::optional<int64_t> seq_;
+  ByAllocation<int64_t> ordinals_;
+  ByAllocation<core::Tokens> totals_;
+};
+
 // Runs the record's statements on `db` (inside the caller's transaction).
 Status apply(Db& db, const Record& r);
 
@@ -83,6 +113,7 @@ class Coalescer {
   // Views into the caller's records (add()'s contract): no string is copied per request.
   struct Start {
     const Record* record = nullptr;  // insert_request
+    Sequencer::Start numbers;
     std::string_view state;
     std::optional<int64_t> finished_at;
     std::string_view provider_request_id;
@@ -100,6 +131,7 @@ class Coalescer {
   std::vector<Start> starts_;
   std::unordered_map<std::string_view, size_t> start_of_;  // request id -> starts_ index (until ended)
   std::unordered_map<std::string_view, Used> used_;   // allocation id -> tokens booked
+  Sequencer sequencer_;
   size_t failed_op_ = 0;
 };
 
@@ -131,5 +163,11 @@ Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
 Apply insert_key(const std::string& key_id, const std::string& allocation_id,
                  const std::string& key_hash, UnixMicros now);
 Apply revoke_key(const std::string& key_id);
+// An adjustment event (SPEC-CONSOLE §4b): its row, and the allocation's used totals moved
+// by its signed counts.
+Apply insert_adjustment(const UsageEventRow& e);
+// Conflicts an operator's import found (Store::record_conflicts), each unless one with the
+// same allocation, provider request id and counts is recorded; `recorded` counts them.
+Apply insert_conflicts(std::vector<ConflictRow> rows, std::shared_ptr<int64_t> recorded);
 
 }  // namespace cairva::store::sqlite::writes
