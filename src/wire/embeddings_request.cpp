@@ -21,11 +21,18 @@ constexpr std::string_view input_must =
 enum Member : unsigned {
   member_model = 1u << 0,
   member_input = 1u << 1,
+  member_stream = 1u << 2,
 };
+
+// The Embeddings API has no stream: a client asking for one would wait for events that never
+// come (and OpenAI refuses the argument), so it is refused here rather than forwarded.
+constexpr std::string_view no_stream =
+    "stream: embeddings are not streamed; remove \"stream\" or set it to false";
 
 Member member_of(std::string_view key) {
   if (key == "model") return member_model;
   if (key == "input") return member_input;
+  if (key == "stream") return member_stream;
   return Member{0};
 }
 
@@ -124,6 +131,13 @@ Result<EmbeddingsRequest> read_request(std::string_view body, json::Scratch& scr
             return inspect::model(v, out.model);
           case member_input:
             return input(v, out, walk);  // counts its key by its form
+          case member_stream: {
+            walk.key(key);  // a boolean adds nothing
+            bool stream = false;
+            if (auto s = inspect::boolean(v, "stream", stream); !s) return s;
+            if (stream) return invalid(std::string(no_stream));
+            return {};
+          }
         }
         return checked(walk.member(key, v, member_depth));
       });

@@ -27,7 +27,8 @@ struct EmbeddingsRequest {
 // naming the field: malformed JSON, trailing bytes, a non-object body, nesting deeper than
 // json_depth_max, `model` or `input` repeated, `model` missing or not a string, `input`
 // missing or not one of: a string, a non-empty array of strings, a non-empty array of
-// token integers (>= 0), a non-empty array of non-empty token arrays. Every other member
+// token integers (>= 0), a non-empty array of non-empty token arrays; `stream` that is
+// not a boolean or null, or is true (embeddings have no stream). Every other member
 // (`dimensions`, `encoding_format`, `user`…) passes through and counts toward the estimate.
 Result<EmbeddingsRequest> inspect_embeddings_request(std::string_view body);
 

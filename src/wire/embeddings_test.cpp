@@ -64,6 +64,20 @@ TEST(InspectEmbeddingsRequest, RefusesEveryOtherShapeOfInput) {
             std::string::npos);
 }
 
+// Embeddings have no stream: a client asking for one is told so instead of being forwarded.
+TEST(InspectEmbeddingsRequest, RefusesStreamTrueAndAcceptsFalseOrNull) {
+  EXPECT_EQ(inspect_error(R"({"model":"m","input":"x","stream":true})"),
+            "stream: embeddings are not streamed; remove \"stream\" or set it to false");
+  EXPECT_EQ(inspect_error(R"({"model":"m","input":"x","stream":"yes"})"), "stream must be a boolean");
+  EXPECT_EQ(inspect_error(R"({"model":"m","input":"x","stream":false,"stream":false})"),
+            "member \"stream\" appears more than once");
+  // A false or null stream is no stream; its key counts as any other member's would.
+  EXPECT_EQ(inspect_ok(R"({"model":"m","input":"abc","stream":false})").prompt,
+            (core::PromptFacts{.chars = 5 + 5 + 3 + 6, .items = 1}));
+  EXPECT_EQ(inspect_ok(R"({"model":"m","input":"abc","stream":null})").prompt,
+            (core::PromptFacts{.chars = 5 + 5 + 3 + 6, .items = 1}));
+}
+
 TEST(EmbeddingsCodec, BooksPromptTokensAsInputAndNothingAsOutput) {
   const std::string body =
       R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1]}],"model":"m",)"
