@@ -42,6 +42,24 @@ bool only_chunked_coding(std::string_view transfer_encoding) {
 
 TextSpan RequestReader::keep(string_view value) { return append_kept(text_, value); }
 
+void RequestReader::keep_joined(TextSpan& span, string_view value) {
+  if (!span.found) {
+    span = keep(value);
+    return;
+  }
+  // The joined value must stay one run of the text: when another field was kept after it,
+  // it moves to the end once (the other kept fields are kept once each, so this copies a
+  // bounded number of times, never once per line).
+  if (span.begin + span.size != text_.size()) {
+    const size_t moved = text_.size();
+    text_.append(text_, span.begin, span.size);
+    span.begin = moved;
+  }
+  text_.append(list_separator);
+  text_.append(value.data(), value.size());
+  span.size = text_.size() - span.begin;
+}
+
 void RequestReader::on_request_impl(bhttp::verb method, string_view method_str, string_view target, int version,
                                     error_code&) {
   method_ = method;
@@ -64,8 +82,11 @@ void RequestReader::on_field_impl(bhttp::field name, string_view name_string, st
       break;
     case bhttp::field::unknown:
       // Fields Beast has no name for: the Anthropic dialect's key and version fields.
-      for (auto [field_name, span] : {std::pair{"x-api-key", &x_api_key_}, std::pair{"anthropic-version", &anthropic_version_},
-                                      std::pair{"anthropic-beta", &anthropic_beta_}}) {
+      if (boost::beast::iequals(name_string, "anthropic-beta")) {
+        keep_joined(anthropic_beta_, value);
+        break;
+      }
+      for (auto [field_name, span] : {std::pair{"x-api-key", &x_api_key_}, std::pair{"anthropic-version", &anthropic_version_}}) {
         if (!span->found && boost::beast::iequals(name_string, field_name)) *span = keep(value);
       }
       break;

@@ -54,8 +54,9 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
   // The first x-api-key field's value (the key as Anthropic's clients send it); empty
   // without one.
   std::string_view x_api_key() const { return view(x_api_key_); }
-  // The first anthropic-version and anthropic-beta fields' values, passed on to an
-  // Anthropic provider; empty without one.
+  // The first anthropic-version field's value and every anthropic-beta field's values
+  // joined into one list (", " between lines, as RFC 9110 section 5.3 combines a list field's
+  // lines), passed on to an Anthropic provider; empty without one.
   std::string_view anthropic_version() const { return view(anthropic_version_); }
   std::string_view anthropic_beta() const { return view(anthropic_beta_); }
   // The body read so far. Reserve before reading it to parse in place (wire::in_place_slack_bytes).
@@ -72,6 +73,10 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
   using error_code = boost::system::error_code;
   std::string_view view(const TextSpan& s) const { return std::string_view(text_).substr(s.begin, s.size); }
   TextSpan keep(string_view value);
+  // Keeps `value` as the first value of a list field, or appends it to `span`'s list.
+  void keep_joined(TextSpan& span, string_view value);
+  // What joins a list field's lines into one value (RFC 9110 section 5.3).
+  static constexpr std::string_view list_separator = ", ";
 
   void on_request_impl(boost::beast::http::verb method, string_view method_str, string_view target, int version,
                        error_code& ec) override;

@@ -59,10 +59,27 @@ TEST(RequestReader, KeepsTheFirstXApiKeyAndAnthropicFields) {
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(r.x_api_key(), "cv_one");
   EXPECT_EQ(r.anthropic_version(), "2023-06-01");
-  EXPECT_EQ(r.anthropic_beta(), "a,b");
+  EXPECT_EQ(r.anthropic_beta(), "a,b, c") << "every anthropic-beta line, one list";
   EXPECT_EQ(r.authorization(), "");
   EXPECT_EQ(r.target(), "/v1/messages");
   EXPECT_EQ(r.body(), "{}");
+}
+
+// Every anthropic-beta line reaches the provider, also when other kept fields come between
+// them (the joined list stays one run of the reader's text).
+TEST(RequestReader, JoinsEveryAnthropicBetaLineAroundOtherKeptFields) {
+  std::string text;
+  RequestReader r(text);
+  error_code ec;
+  const std::string msg =
+      "POST /v1/messages HTTP/1.1\r\nanthropic-beta: one\r\nx-api-key: cv_k\r\nAnthropic-Beta: two, three\r\n"
+      "Authorization: Bearer cv_b\r\nanthropic-beta: four\r\nanthropic-version: v\r\nContent-Length: 0\r\n\r\n";
+  EXPECT_EQ(feed(r, msg, 7, ec), msg.size());
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_EQ(r.anthropic_beta(), "one, two, three, four");
+  EXPECT_EQ(r.x_api_key(), "cv_k");
+  EXPECT_EQ(r.authorization(), "Bearer cv_b");
+  EXPECT_EQ(r.anthropic_version(), "v");
 }
 
 TEST(RequestReader, ReadsAChunkedBodyAndHttp10WithoutKeepAlive) {

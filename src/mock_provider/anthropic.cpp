@@ -322,7 +322,12 @@ void remember_fields(const Request& req) {
   l.x_api_key = std::string(req["x-api-key"]);
   l.authorization = std::string(req[bhttp::field::authorization]);
   l.version = std::string(req["anthropic-version"]);
-  l.beta = std::string(req["anthropic-beta"]);
+  // Every line, joined as a list field's lines are: the gateway must pass on each one.
+  l.beta.clear();
+  for (auto [it, end] = req.equal_range("anthropic-beta"); it != end; ++it) {
+    if (!l.beta.empty()) l.beta += ", ";
+    l.beta += std::string(it->value());
+  }
   l.target = std::string(req.method_string()) + " " + std::string(req.target());
 }
 

@@ -3,7 +3,8 @@
 // openai_apis.cpp, Responses (POST /v1/responses, streamed with the real event sequence;
 // each response stored for GET/DELETE /v1/responses/{id} and GET …/input_items),
 // Embeddings (deterministic unit vectors, float or base64, usage.prompt_tokens, an
-// x-request-id header) and GET /v1/models.
+// x-request-id header) and GET /v1/models (in Anthropic's list shape when asked with
+// anthropic-version, as Anthropic's API is).
 //
 // Switches ride in the request's `model`, after a '?', '&'-separated, so that they pass
 // through any gateway unchanged: "mock?no-usage&status=500&delay-ms=50".

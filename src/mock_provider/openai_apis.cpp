@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <deque>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "base/ids.h"
+#include "base/time.h"
 
 namespace cairva::mock_provider {
 namespace {
@@ -465,10 +467,29 @@ net::awaitable<bool> create_embeddings(beast::tcp_stream& stream, const Request&
 
 // ---------------------------------------------------------------- Models
 
-net::awaitable<bool> list_models(beast::tcp_stream& stream, const Request& req) {
+constexpr std::array<std::string_view, 2> listed_models = {"mock-model-a", "mock-model-b"};
+
+// Anthropic's GET /v1/models list: one page holding every model.
+std::string anthropic_models_body() {
+  const std::string created = format_rfc3339(created_at_s * micros_per_second);
   std::string data;
-  for (const char* id : {"mock-model-a", "mock-model-b"}) {
-    data += std::string(data.empty() ? "" : ",") + R"({"id":")" + id +
+  for (const std::string_view id : listed_models) {
+    data += std::string(data.empty() ? "" : ",") + R"({"type":"model","id":")" + std::string(id) +
+            R"(","display_name":")" + std::string(id) + R"(","created_at":")" + created + R"("})";
+  }
+  return R"({"data":[)" + data + R"(],"has_more":false,"first_id":")" + std::string(listed_models.front()) +
+         R"(","last_id":")" + std::string(listed_models.back()) + R"("})";
+}
+
+// GET /v1/models in the dialect it is asked in: Anthropic's API requires anthropic-version
+// on every call, OpenAI's never sees one.
+net::awaitable<bool> list_models(beast::tcp_stream& stream, const Request& req) {
+  if (req.find("anthropic-version") != req.end()) {
+    co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, anthropic_models_body());
+  }
+  std::string data;
+  for (const std::string_view id : listed_models) {
+    data += std::string(data.empty() ? "" : ",") + R"({"id":")" + std::string(id) +
             R"(","object":"model","created":)" + std::to_string(created_at_s) +
             R"(,"owned_by":"mock"})";
   }

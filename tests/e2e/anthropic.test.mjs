@@ -328,3 +328,106 @@ test('a stream cut before its usage settles usage_pending and keeps its hold', a
   assert.deepEqual(status.held, pending[0].hold);
   assert.deepEqual(status.used, { input_tokens: 0, output_tokens: 0 });
 });
+
+test('every anthropic-beta line reaches the provider, as one list', async () => {
+  const { secret } = await claudeAgreement();
+  const body = JSON.stringify({ model: 'claude-test', max_tokens: 10, messages: hi });
+  const raw = await rawHttp(gw.port,
+    `POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: ${secret}\r\nanthropic-beta: beta-one,beta-two\r\n` +
+    `anthropic-version: 2023-06-01\r\nanthropic-beta: beta-three\r\nContent-Type: application/json\r\n` +
+    `Connection: close\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+  assert.match(raw, /^HTTP\/1\.1 200/);
+  assert.equal((await lastAtProvider()).fields['anthropic-beta'], 'beta-one,beta-two, beta-three');
+});
+
+test('the Anthropic paths\' own errors are all in Anthropic\'s shape: unknown paths, 405, 401, 400, 413', async () => {
+  const isAnthropicError = async (res, status, type) => {
+    assert.equal(res.status, status);
+    const body = await res.json();
+    assert.equal(body.type, 'error', JSON.stringify(body));
+    assert.equal(body.error.type, type, JSON.stringify(body));
+    assert.equal(typeof body.error.message, 'string');
+    return body;
+  };
+  const { secret } = await claudeAgreement();
+  const auth = { 'x-api-key': secret, 'anthropic-version': '2023-06-01' };
+  // Anthropic API paths the gateway does not serve: 404 in Anthropic's shape, with its headers.
+  for (const [method, path] of [['GET', '/v1/messages/batches'], ['POST', '/v1/messages/batches'], ['GET', '/v1/messages/msg_1/x']]) {
+    const res = await fetch(gw.url + path, { method, headers: auth });
+    const body = await isAnthropicError(res, 404, 'not_found_error');
+    assert.equal(body.error.code, 'not_found', path);
+  }
+  const batches = await rejection(() => client(secret).messages.batches.list());
+  assert.ok(batches instanceof Anthropic.NotFoundError);
+  assert.equal(batches.error.type, 'error');
+  // 405 on both Anthropic paths.
+  await isAnthropicError(await fetch(gw.url + '/v1/messages', { headers: auth }), 405, 'invalid_request_error');
+  await isAnthropicError(await fetch(gw.url + '/v1/messages/count_tokens', { headers: auth }), 405, 'invalid_request_error');
+  // 401 with x-api-key or a Bearer, unknown key.
+  await isAnthropicError(await rawMessages('cv_unknown', {}), 401, 'authentication_error');
+  await isAnthropicError(await fetch(gw.url + '/v1/messages/count_tokens', {
+    method: 'POST', headers: { authorization: 'Bearer cv_unknown', 'content-type': 'application/json' }, body: '{}',
+  }), 401, 'authentication_error');
+  // 400 on a malformed body, on both paths; the anthropic-ratelimit-* headers come along.
+  for (const path of ['/v1/messages', '/v1/messages/count_tokens']) {
+    const res = await fetch(gw.url + path, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body: '{"model":' });
+    assert.ok(res.headers.get('anthropic-ratelimit-requests-limit'), path);
+    await isAnthropicError(res, 400, 'invalid_request_error');
+  }
+  // 413 on a chunked body past the limit (the announced-length case is tested above).
+  const big = 'x'.repeat(1 << 20);
+  const chunks = Array.from({ length: 17 }, () => `${big.length.toString(16)}\r\n${big}\r\n`).join('');
+  const tooLarge = await rawHttp(gw.port,
+    `POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: ${secret}\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n\r\n${chunks}0\r\n\r\n`);
+  assert.match(tooLarge, /^HTTP\/1\.1 413/);
+  assert.equal(JSON.parse(tooLarge.slice(tooLarge.indexOf('\r\n\r\n') + 4)).error.type, 'request_too_large');
+});
+
+test('GET /v1/models answers its errors in the caller\'s dialect: Anthropic\'s for an Anthropic client or allocation', async () => {
+  const anthropicError = async (res, status, type) => {
+    assert.equal(res.status, status);
+    const body = await res.json();
+    assert.equal(body.type, 'error', JSON.stringify(body));
+    assert.equal(body.error.type, type);
+  };
+  // Before the key is known, the client tells: Anthropic's SDKs send anthropic-version.
+  await anthropicError(await fetch(gw.url + '/v1/models', { headers: { 'x-api-key': 'cv_unknown', 'anthropic-version': '2023-06-01' } }),
+    401, 'authentication_error');
+  const sdk401 = await rejection(() => client('cv_unknown').models.list());
+  assert.ok(sdk401 instanceof Anthropic.AuthenticationError);
+  assert.equal(sdk401.error.error.type, 'authentication_error');
+  await anthropicError(await fetch(gw.url + '/v1/models', { method: 'POST', headers: { 'anthropic-version': '2023-06-01' } }),
+    405, 'invalid_request_error');
+  // An OpenAI client keeps OpenAI's shape.
+  const openai401 = await fetch(gw.url + '/v1/models', { headers: { authorization: 'Bearer cv_unknown' } });
+  assert.equal(openai401.status, 401);
+  assert.equal((await openai401.json()).error.code, 'invalid_api_key');
+  // Once the allocation is known, its provider's dialect: the list's and its errors'.
+  const { allocation, secret } = await claudeAgreement();
+  await gw.admin('POST', `/admin/v1/allocations/${allocation.id}/suspend`);
+  const suspended = await fetch(gw.url + '/v1/models', { headers: { authorization: `Bearer ${secret}` } });
+  assert.ok(suspended.headers.get('anthropic-ratelimit-requests-limit'));
+  await anthropicError(suspended, 403, 'permission_error');
+});
+
+test('models.list passed through from an Anthropic provider comes in Anthropic\'s shape', async () => {
+  const { secret } = await claudeAgreement();
+  const raw = await fetch(gw.url + '/v1/models', { headers: { 'x-api-key': secret } });
+  assert.equal(raw.status, 200);
+  const body = await raw.json();
+  assert.deepEqual(body, {
+    data: [
+      { type: 'model', id: 'mock-model-a', display_name: 'mock-model-a', created_at: '2023-11-14T22:13:20Z' },
+      { type: 'model', id: 'mock-model-b', display_name: 'mock-model-b', created_at: '2023-11-14T22:13:20Z' },
+    ],
+    has_more: false, first_id: 'mock-model-a', last_id: 'mock-model-b',
+  });
+  const ids = [];
+  for await (const model of client(secret).models.list()) ids.push([model.type, model.id, model.display_name]);
+  assert.deepEqual(ids, [['model', 'mock-model-a', 'mock-model-a'], ['model', 'mock-model-b', 'mock-model-b']]);
+  // An OpenAI provider's list stays OpenAI's.
+  const openaiSide = await createAgreement(gw);
+  const openaiList = await (await fetch(gw.url + '/v1/models', { headers: { authorization: `Bearer ${openaiSide.secret}` } })).json();
+  assert.equal(openaiList.object, 'list');
+  assert.equal(openaiList.data[0].object, 'model');
+});
