@@ -632,6 +632,7 @@ TEST_F(AdminApiTest, AdjustChecksItsBodyAndAnswers201WithTheAdjustment) {
   EXPECT_EQ(e.at("source"), "adjustment");
   EXPECT_EQ(e.at("finality"), "confirmed");
   EXPECT_EQ(e.at("corrects").as_string(), evt);
+  EXPECT_TRUE(rec.body.at("event").at("corrects").is_null()) << "every event has the field; null but for an adjustment";
   EXPECT_EQ(e.at("input_tokens"), -2);
   EXPECT_EQ(e.at("evidence"), "credit note");
   EXPECT_EQ(call("POST", "/admin/v1/events/evt_nope/adjust", R"({"input_tokens":1,"evidence":"x"})").status, 404);

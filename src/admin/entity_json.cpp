@@ -136,7 +136,8 @@ json::object event_object(const store::UsageEventRow& e) {
   o["finality"] = core::to_string(e.finality);
   o["evidence"] = e.source == core::EventSource::provider ? nullptr : json::value(e.evidence);
   o["booked_at"] = format_rfc3339(e.booked_at);
-  if (e.source == core::EventSource::adjustment) o["corrects"] = e.corrects;
+  // On every event, so that each line of a JSONL export has the same fields.
+  o["corrects"] = e.source == core::EventSource::adjustment ? json::value(e.corrects) : nullptr;
   return o;
 }
 

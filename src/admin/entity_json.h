@@ -39,8 +39,9 @@ boost::json::object request_object(const store::RequestRow& r);
 std::string request_json(const store::RequestRow& r);
 
 // {"object":"usage_event","id","allocation_id","request_id","provider_request_id",
-//  "input_tokens","output_tokens","source","finality","evidence","booked_at"}, and
-// "corrects" for an adjustment; evidence is null for a provider's event.
+//  "input_tokens","output_tokens","source","finality","evidence","booked_at","corrects"};
+// evidence is null for a provider's event, corrects (the event an adjustment corrects)
+// null but for an adjustment.
 boost::json::object event_object(const store::UsageEventRow& e);
 std::string event_json(const store::UsageEventRow& e);
 

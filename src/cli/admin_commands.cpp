@@ -300,7 +300,8 @@ std::string render_event(const json::value& v) {
                    {"source", field(ev, "source") + " (" + field(ev, "finality") + ")"},
                    {"evidence", field(ev, "evidence")},
                    {"booked at", field(ev, "booked_at")}};
-  if (ev.is_object() && ev.get_object().contains("corrects")) rows.push_back({"corrects", field(ev, "corrects")});
+  const json::value* corrects = ev.is_object() ? ev.get_object().if_contains("corrects") : nullptr;
+  if (corrects != nullptr && corrects->is_string()) rows.push_back({"corrects", field(ev, "corrects")});
   return kv_lines(rows);
 }
 

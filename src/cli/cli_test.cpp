@@ -532,10 +532,10 @@ TEST_F(CliTest, ExportsWriteCsvWithItsHeaderOrJsonLinesFollowingPages) {
   EXPECT_EQ(calls_[0].target, "/admin/v1/events?allocation_id=alloc_1&from=2026-01-01T00:00:00Z&limit=1000");
   EXPECT_EQ(csv.out,
             "id,allocation_id,request_id,provider_request_id,input_tokens,output_tokens,source,finality,evidence,"
-            "booked_at\r\n"
-            "evt_1,,,,1,,,,\"a,\"\"b\"\"\nc\",\r\n"
-            "evt_2,,,,1,,,,\"a,\"\"b\"\"\nc\",\r\n"
-            "evt_3,,,,1,,,,\"a,\"\"b\"\"\nc\",\r\n");
+            "booked_at,corrects\r\n"
+            "evt_1,,,,1,,,,\"a,\"\"b\"\"\nc\",,\r\n"
+            "evt_2,,,,1,,,,\"a,\"\"b\"\"\nc\",,\r\n"
+            "evt_3,,,,1,,,,\"a,\"\"b\"\"\nc\",,\r\n");
   calls_.clear();
   Outcome jsonl = run_cli({"requests", "export", "--allocation", "alloc_1", "--format", "jsonl"});
   ASSERT_EQ(jsonl.code, 0) << jsonl.err;
@@ -543,6 +543,23 @@ TEST_F(CliTest, ExportsWriteCsvWithItsHeaderOrJsonLinesFollowingPages) {
   EXPECT_EQ(std::count(jsonl.out.begin(), jsonl.out.end(), '\n'), 3);
   EXPECT_EQ(json::parse(jsonl.out.substr(0, jsonl.out.find('\n'))).at("id"), "evt_1");
   EXPECT_EQ(run_cli({"events", "export", "--allocation", "a", "--format", "xml"}).code, 2) << "bad usage";
+}
+
+// An adjustment's row names the event it corrects; any other event's leaves it empty.
+TEST(ExportLine, EventsEndWithTheEventAnAdjustmentCorrects) {
+  const json::value adjustment = json::parse(
+      R"({"object":"usage_event","id":"evt_2","allocation_id":"a","request_id":"req_1","provider_request_id":"p",)"
+      R"("input_tokens":-5,"output_tokens":0,"source":"adjustment","finality":"confirmed","evidence":"typo",)"
+      R"("booked_at":"t1","corrects":"evt_1"})");
+  const json::value booked = json::parse(
+      R"({"object":"usage_event","id":"evt_1","allocation_id":"a","request_id":"req_1","provider_request_id":"p",)"
+      R"("input_tokens":9,"output_tokens":2,"source":"provider","finality":"provisional","evidence":null,)"
+      R"("booked_at":"t0","corrects":null})");
+  EXPECT_TRUE(csv_header(ExportKind::events).ends_with(",booked_at,corrects\r\n"));
+  EXPECT_EQ(export_line(ExportKind::events, ExportFormat::csv, adjustment),
+            "evt_2,a,req_1,p,-5,0,adjustment,confirmed,typo,t1,evt_1\r\n");
+  EXPECT_EQ(export_line(ExportKind::events, ExportFormat::csv, booked), "evt_1,a,req_1,p,9,2,provider,provisional,,t0,\r\n");
+  EXPECT_EQ(json::parse(export_line(ExportKind::events, ExportFormat::jsonl, adjustment)).at("corrects"), "evt_1");
 }
 
 TEST(ExportLine, RequestsSplitTheHoldAndQuoteByRfc4180) {

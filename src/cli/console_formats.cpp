@@ -18,7 +18,7 @@ const std::vector<std::string>& event_columns() {
   static const std::vector<std::string> c = {
       "id",           "allocation_id", "request_id", "provider_request_id",
       "input_tokens", "output_tokens", "source",     "finality",
-      "evidence",     "booked_at"};
+      "evidence",     "booked_at",     "corrects"};
   return c;
 }
 

@@ -19,8 +19,9 @@ namespace cairva::cli {
 enum class ExportKind { events, requests };
 enum class ExportFormat { csv, jsonl };
 
-// The CSV header: an event's fields in SPEC §2's order (SPEC-CONSOLE §3); a request's, its
-// hold in two columns.
+// The CSV header: an event's fields in SPEC §2's order (SPEC-CONSOLE §3), then `corrects`
+// (the event an adjustment corrects; empty for any other event); a request's, its hold in
+// two columns.
 std::string csv_header(ExportKind kind);
 // One row (a usage event or request object as the admin API answers it), newline ended.
 std::string export_line(ExportKind kind, ExportFormat format, const boost::json::value& row);

@@ -18,7 +18,7 @@ const SHOTS = process.env.CAIRVA_CONSOLE_SCREENSHOTS;
 const desktop = { width: 1280, height: 800 };
 // Not isMobile: changing it reloads the page, and each step builds on the page's state.
 const phone = { width: 390, height: 844 };
-const event_columns = 'id,allocation_id,request_id,provider_request_id,input_tokens,output_tokens,source,finality,evidence,booked_at';
+const event_columns = 'id,allocation_id,request_id,provider_request_id,input_tokens,output_tokens,source,finality,evidence,booked_at,corrects';
 
 let mock, gw, browser, page, downloads, cdp;
 const problems = [];  // page errors and CSP violations: none may happen

@@ -338,6 +338,15 @@ test('adjustments correct a booking with a new event; reconciling far above the 
   assert.equal((await gw.admin('POST', `/admin/v1/events/${event.id}/adjust`, { input_tokens: 1 })).status, 400);
   const csv = await cairva(['events', 'export', '--allocation', allocation.id]);
   assert.match(csv.out, /,adjustment,confirmed,the export said 50\/40,/);
+  // Each adjustment names the event it corrects, in both formats; other events leave it empty.
+  const [header, ...lines] = csv.out.trim().split('\r\n');
+  assert.ok(header.endsWith(',booked_at,corrects'), header);
+  assert.ok(lines.find((l) => l.includes(',adjustment,')).endsWith(`,${event.id}`), csv.out);
+  assert.ok(lines.find((l) => l.startsWith(`${event.id},`)).endsWith(','), csv.out);
+  const jsonl = await cairva(['events', 'export', '--allocation', allocation.id, '--format', 'jsonl']);
+  const exported = jsonl.out.trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(exported.find((e) => e.source === 'adjustment').corrects, event.id);
+  assert.equal(exported.find((e) => e.id === event.id).corrects, null);
   const audit = await run(BIN, ['audit', '--store', gw.store]).catch((e) => e);
   assert.match(audit.stdout, /ok: no violation/);
 });

@@ -5,9 +5,10 @@ import { int, utc, localInputToIso } from '../lib/format.js';
 import { pager } from '../lib/pager.js';
 import { toCsv, download } from '../lib/csv.js';
 
-// SPEC-CONSOLE §3: the export's columns, in SPEC §2's order.
+// SPEC-CONSOLE §3: the export's columns, in SPEC §2's order, then the event an adjustment
+// corrects (as `cairva events export` writes them).
 const event_columns = ['id', 'allocation_id', 'request_id', 'provider_request_id', 'input_tokens', 'output_tokens',
-  'source', 'finality', 'evidence', 'booked_at'];
+  'source', 'finality', 'evidence', 'booked_at', 'corrects'];
 const conflict_columns = ['id', 'allocation_id', 'request_id', 'provider_request_id', 'reported_input_tokens',
   'reported_output_tokens', 'booked_input_tokens', 'booked_output_tokens', 'recorded_at'];
 
