@@ -1,12 +1,12 @@
 // Bulk reconciliation (SPEC-CONSOLE §4): paste or upload a provider's metering as CSV,
-// see the dry run's outcome per item, then apply exactly what was dry-run.
+// see the dry run's outcome per item, then apply exactly what was dry-run, the whole file or
+// nothing of it (bulk_import.js).
 import { h, fill, statusLine, table, confirmDialog } from '../lib/dom.js';
 import { int } from '../lib/format.js';
 import { parseCsv } from '../lib/csv.js';
 import { isMissingRoute } from '../lib/api.js';
+import { importItems } from './bulk_import.js';
 
-// Items per POST /admin/v1/reconciliations: well under the API's 10,000 and its 1 MiB body.
-const batch_items_max = 2000;
 const quantity_max = 2 ** 53;
 const outcomes = ['booked', 'already_booked', 'conflict', 'not_found', 'not_pending'];
 
@@ -67,13 +67,7 @@ export function reconcilePage({ api }) {
       status.say(problems.slice(0, 10).join('; ') + (problems.length > 10 ? `; and ${problems.length - 10} more` : ''), 'error');
       return null;
     }
-    const out = [];
-    for (let i = 0; i < items.length; i += batch_items_max) {
-      const batch = items.slice(i, i + batch_items_max);
-      const r = await api.post('/admin/v1/reconciliations', { evidence: ev, dry_run: dryRun, items: batch });
-      for (const x of r.results) out.push({ ...x, item: x.item + i, id: batch[x.item].request_id ?? batch[x.item].provider_request_id });
-    }
-    return out;
+    return importItems(api, ev, items, dryRun);
   }
 
   function show(out, dryRun) {
@@ -99,9 +93,12 @@ export function reconcilePage({ api }) {
       status.say('');
       dryRunOf = dryRun ? input : null;
     } catch (e) {
+      const booked = dryRun ? '' : e.applied
+        ? ` — ${int(e.applied)} items were booked before it; import the same file again to book the rest.`
+        : ' — nothing was booked.';
       status.say(isMissingRoute(e)
         ? 'Bulk reconciliation is not served by this gateway yet (POST /admin/v1/reconciliations answered 404).'
-        : `${e.code}: ${e.message}`, 'error');
+        : `${e.code}: ${e.message}${booked}`, 'error');
     } finally {
       dry.disabled = false;
       apply.disabled = current() !== dryRunOf;
@@ -119,7 +116,7 @@ export function reconcilePage({ api }) {
   const el = h('section', { class: 'page' }, h('h1', {}, 'Bulk reconciliation'),
     h('p', { class: 'help' }, 'Book usage_pending requests from a provider\'s metering: a CSV with a header row naming ',
       h('code', {}, 'request_id'), ' or ', h('code', {}, 'provider_request_id'), ', ', h('code', {}, 'input_tokens'), ' and ',
-      h('code', {}, 'output_tokens'), '. A dry run shows what would happen; Apply books it. Importing the same file again books nothing new.'),
+      h('code', {}, 'output_tokens'), '. A dry run shows what would happen; Apply books it, the whole file or nothing of it when any item is refused. Importing the same file again books nothing new.'),
     h('div', { class: 'card' },
       h('label', { for: 'bulk-evidence' }, 'Evidence'), evidence,
       h('label', { for: 'bulk-csv' }, 'CSV'), csv,
