@@ -190,7 +190,7 @@ test('events and requests export as CSV and JSONL, complete and without duplicat
   await load;
   assert.equal(csv.code, 0, csv.err);
   const lines = csv.out.split('\r\n').filter((l) => l);
-  assert.equal(lines[0], 'id,allocation_id,request_id,provider_request_id,input_tokens,output_tokens,source,finality,evidence,booked_at');
+  assert.equal(lines[0], 'id,allocation_id,request_id,provider_request_id,input_tokens,output_tokens,source,finality,evidence,booked_at,corrects');
   const exported = lines.slice(1).map((l) => l.split(',')[0]);
   assert.equal(new Set(exported).size, exported.length, 'no duplicates');
   for (const id of before) assert.ok(exported.includes(id), `${id} booked before the export began is in it`);
