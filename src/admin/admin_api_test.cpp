@@ -376,6 +376,25 @@ TEST_F(AdminApiTest, ListsRequestsWithFilters) {
   EXPECT_EQ(call("GET", "/admin/v1/requests/req_nope").status, 404);
 }
 
+TEST_F(AdminApiTest, ListsAllocationsFilteredByStateSupplierAndBuyer) {
+  Reply f = call("GET", "/admin/v1/allocations?state=suspended&supplier=Acme%20Corp&buyer=b%26c&limit=7");
+  ASSERT_EQ(f.status, 200) << f.text;
+  const store::AllocationFilter& asked = store_.last_allocation_filter;
+  EXPECT_EQ(asked.state, core::AllocationState::suspended);
+  EXPECT_EQ(asked.supplier, "Acme Corp");
+  EXPECT_EQ(asked.buyer, "b&c");
+  EXPECT_EQ(asked.limit, 7u);
+  ASSERT_EQ(call("GET", "/admin/v1/allocations?state=&supplier=").status, 200);
+  EXPECT_FALSE(store_.last_allocation_filter.state) << "an empty filter is no filter";
+  EXPECT_FALSE(store_.last_allocation_filter.supplier);
+  Reply bad = call("GET", "/admin/v1/allocations?state=sleeping");
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_NE(bad.text.find("state: must be ready, active, suspended, depleted, expired or cancelled"),
+            std::string::npos)
+      << bad.text;
+  EXPECT_EQ(call("GET", "/admin/v1/allocations?provider=x").status, 400) << "an unknown filter";
+}
+
 TEST_F(AdminApiTest, RefusesBadQueryParameters) {
   for (const std::string q :
        {"/admin/v1/requests?state=done", "/admin/v1/requests?allocation=a",

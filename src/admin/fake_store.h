@@ -203,12 +203,20 @@ class FakeStore final : public store::Store {
     for (const auto& [id, a] : agreements_) out.data.push_back(a);
     return out;
   }
-  Result<store::Paged<store::AllocationStatus>> list_allocations_page(const store::PageFilter&) override {
+  Result<store::Paged<store::AllocationStatus>> list_allocations_page(const store::AllocationFilter& f) override {
     if (fail_everything) return down();
+    last_allocation_filter = f;
     store::Paged<store::AllocationStatus> out;
-    for (const auto& [id, a] : allocations_) out.data.push_back(a);
+    for (const auto& [id, a] : allocations_) {
+      const auto agr = agreements_.find(a.agreement_id);
+      if (f.state && a.snapshot.state != *f.state) continue;
+      if (f.supplier && (agr == agreements_.end() || agr->second.supplier != *f.supplier)) continue;
+      if (f.buyer && (agr == agreements_.end() || agr->second.buyer != *f.buyer)) continue;
+      out.data.push_back(a);
+    }
     return out;
   }
+  store::AllocationFilter last_allocation_filter;  // what the last listing asked
   Result<store::Paged<store::ApiKeyRow>> list_keys(const std::string& allocation_id,
                                                    const store::PageFilter&) override {
     if (fail_everything) return down();

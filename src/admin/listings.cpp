@@ -50,8 +50,20 @@ AdminResponse list_agreements(store::Store& store, const Clock& clock, const Que
 }
 
 AdminResponse list_allocations(store::Store& store, const Query& q) {
-  if (auto s = check_query(q, {"after", "limit"}); !s) return error_response(s.error());
-  store::PageFilter f;
+  if (auto s = check_query(q, {"state", "supplier", "buyer", "after", "limit"}); !s) {
+    return error_response(s.error());
+  }
+  store::AllocationFilter f;
+  if (auto state = non_empty(q, "state")) {
+    f.state = core::parse_allocation_state(*state);
+    if (!f.state) {
+      return error_response(ErrorCode::invalid_request,
+                            "state: must be ready, active, suspended, depleted, expired or cancelled, got " +
+                                *state);
+    }
+  }
+  f.supplier = non_empty(q, "supplier");
+  f.buyer = non_empty(q, "buyer");
   if (auto s = read_page(q, f); !s) return error_response(s.error());
   return answer(store.list_allocations_page(f), allocation_object);
 }

@@ -10,6 +10,7 @@
 namespace cairva::admin {
 
 AdminResponse list_agreements(store::Store& store, const Clock& clock, const Query& q);
+// Filters: state (the effective state), supplier, buyer (the agreement's, exact).
 AdminResponse list_allocations(store::Store& store, const Query& q);
 AdminResponse list_keys(store::Store& store, const std::string& allocation_id, const Query& q);
 // Filters: allocation_id, state, from/to (started_at, RFC 3339).

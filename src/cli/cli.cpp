@@ -269,11 +269,19 @@ int run(int argc, char** argv, const Hooks& hooks) {
   auto* allocation = app.add_subcommand("allocation", "List, show, suspend or resume allocations");
   allocation->require_subcommand(1);
   std::optional<size_t> rows_max;  // --limit: stop after this many rows (default: every page)
+  std::string al_state, al_supplier, al_buyer;  // allocation list's filters (empty: any)
   auto* al_list = allocation->add_subcommand("list", "List every allocation with its usage (every page)");
+  al_list->add_option("--state", al_state, "Only this state: ready, active, suspended, depleted, expired or cancelled");
+  al_list->add_option("--supplier", al_supplier, "Only this supplier's (exact)");
+  al_list->add_option("--buyer", al_buyer, "Only this buyer's (exact)");
   al_list->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
   add_admin_options(al_list, admin);
   al_list->callback([&] {
-    action = [&] { return admin_list(hooks, admin, "/admin/v1/allocations", {}, std::nullopt, rows_max, render_allocation_list); };
+    action = [&] {
+      return admin_list(hooks, admin, "/admin/v1/allocations",
+                        {{"state", al_state}, {"supplier", al_supplier}, {"buyer", al_buyer}}, std::nullopt, rows_max,
+                        render_allocation_list);
+    };
   });
   for (const char* verb : {"show", "suspend", "resume"}) {
     const std::string v = verb;

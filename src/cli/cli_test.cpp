@@ -253,6 +253,8 @@ TEST_F(CliTest, EachAdminCommandCallsItsRoute) {
        "GET /admin/v1/events?allocation_id=alloc_1&after=evt_9&limit=1000"},
       {{"conflicts"}, "GET /admin/v1/conflicts?limit=1000"},
       {{"agreement", "list"}, "GET /admin/v1/agreements?limit=1000"},
+      {{"allocation", "list", "--state", "suspended", "--supplier", "Acme Corp", "--buyer", "b&c"},
+       "GET /admin/v1/allocations?state=suspended&supplier=Acme%20Corp&buyer=b%26c&limit=1000"},
       {{"key", "list", "alloc_1"}, "GET /admin/v1/allocations/alloc_1/keys?limit=1000"},
       {{"adjust", "evt_1", "--input", "-5", "--evidence", "credit"}, "POST /admin/v1/events/evt_1/adjust"},
   };

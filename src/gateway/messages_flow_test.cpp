@@ -109,7 +109,7 @@ class LedgerStore final : public store::Store {
   Result<store::Paged<store::UsageEventRow>> list_events(const store::EventFilter&) override { return no(); }
   Result<store::Paged<store::ConflictRow>> list_conflicts(const store::ConflictFilter&) override { return no(); }
   Result<store::Paged<store::AgreementRow>> list_agreements(const store::PageFilter&) override { return no(); }
-  Result<store::Paged<store::AllocationStatus>> list_allocations_page(const store::PageFilter&) override {
+  Result<store::Paged<store::AllocationStatus>> list_allocations_page(const store::AllocationFilter&) override {
     return no();
   }
   Result<store::Paged<store::ApiKeyRow>> list_keys(const std::string&, const store::PageFilter&) override {

@@ -132,9 +132,19 @@ struct ConflictFilter {
   size_t limit = 100;
 };
 
-// An agreement, allocation or key listing's page (no filter).
+// An agreement or key listing's page (no filter).
 struct PageFilter {
   std::optional<std::string> after;
+  size_t limit = 100;
+};
+
+// The allocation listing's page (SPEC-CONSOLE §5: the console's allocations table filters
+// by state, supplier and buyer). Each filter given must match exactly.
+struct AllocationFilter {
+  std::optional<core::AllocationState> state;  // the effective state, as the listing shows it
+  std::optional<std::string> supplier;         // the agreement's
+  std::optional<std::string> buyer;            // the agreement's
+  std::optional<std::string> after;            // allocation id, exclusive (any allocation's)
   size_t limit = 100;
 };
 
@@ -275,7 +285,9 @@ class Store {
   // --- Operating at volume (SPEC-CONSOLE §1–§4b) ---
   // Agreements and allocations in creation order (one allocation per agreement).
   virtual Result<Paged<AgreementRow>> list_agreements(const PageFilter& f) = 0;
-  virtual Result<Paged<AllocationStatus>> list_allocations_page(const PageFilter& f) = 0;
+  // Allocations matching every filter of `f`, in creation order; `after` may name an
+  // allocation that does not match.
+  virtual Result<Paged<AllocationStatus>> list_allocations_page(const AllocationFilter& f) = 0;
   // An allocation's keys in creation order (never a secret or its hash); unknown
   // allocation: ErrorCode::not_found.
   virtual Result<Paged<ApiKeyRow>> list_keys(const std::string& allocation_id, const PageFilter& f) = 0;

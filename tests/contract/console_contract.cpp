@@ -69,7 +69,7 @@ TEST_P(StoreContract, AgreementsAndAllocationsPageInCreationOrder) {
       2);
   auto allocations = follow<store::AllocationStatus>(
       [&](auto after, size_t limit) {
-        return store->list_allocations_page({after, limit});
+        return store->list_allocations_page({.after = after, .limit = limit});
       },
       2);
   ASSERT_EQ(agreements.size(), 5u);
@@ -82,11 +82,60 @@ TEST_P(StoreContract, AgreementsAndAllocationsPageInCreationOrder) {
   auto one = store->list_agreements({std::nullopt, 5});
   ASSERT_TRUE(one.ok());
   EXPECT_FALSE(one->has_more);
-  auto unknown = store->list_allocations_page({std::string("alloc_nope"), 2});
+  auto unknown = store->list_allocations_page({.after = std::string("alloc_nope"), .limit = 2});
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().code, ErrorCode::invalid_request);
   EXPECT_EQ(store->list_agreements({std::string("agr_nope"), 2}).error().code,
             ErrorCode::invalid_request);
+}
+
+// The console's allocations table filters on the server (SPEC-CONSOLE §5): by the effective
+// state, the supplier and the buyer, each exact, paged like the unfiltered listing.
+TEST_P(StoreContract, AllocationsFilterByStateSupplierAndBuyerAcrossPages) {
+  std::vector<store::CreatedAgreement> made;
+  for (int i = 0; i < 9; ++i) {
+    auto n = agreement({10, 1000, 2}, {100, 100});
+    n.supplier = i % 3 == 0 ? "acme" : "globex";
+    n.buyer = i % 2 == 0 ? "initech" : "Initech";
+    auto c = store->create_agreement(n);
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    made.push_back(std::move(c).value());
+  }
+  ASSERT_TRUE(store->suspend_allocation(made[1].allocation.id).ok());
+  ASSERT_TRUE(store->suspend_allocation(made[6].allocation.id).ok());
+  const auto id = admit_ok(made[4], 10, 10);
+  ASSERT_TRUE(book(made[4], id, "p-deplete", {100, 100}).ok());  // depleted: an effective state
+
+  auto listed = [&](store::AllocationFilter f, size_t limit) {
+    return ids_of(follow<store::AllocationStatus>(
+        [&](auto after, size_t n) {
+          f.after = after;
+          f.limit = n;
+          return store->list_allocations_page(f);
+        },
+        limit));
+  };
+  auto ids = [&](std::initializer_list<int> which) {
+    std::vector<std::string> out;
+    for (int i : which) out.push_back(made[i].allocation.id);
+    return out;
+  };
+  EXPECT_EQ(listed({.supplier = "acme"}, 2), ids({0, 3, 6}));
+  EXPECT_EQ(listed({.buyer = "Initech"}, 1), ids({1, 3, 5, 7})) << "exact, case included";
+  EXPECT_EQ(listed({.supplier = "globex", .buyer = "initech"}, 2), ids({2, 4, 8}));
+  EXPECT_EQ(listed({.state = AllocationState::suspended}, 1), ids({1, 6}));
+  EXPECT_EQ(listed({.state = AllocationState::depleted}, 2), ids({4}));
+  EXPECT_EQ(listed({.state = AllocationState::active, .supplier = "globex"}, 2), ids({2, 5, 7, 8}));
+  EXPECT_EQ(listed({.state = AllocationState::suspended, .supplier = "nobody"}, 2), ids({}));
+  // A page ends where the matches do: no has_more after the last match.
+  auto last = store->list_allocations_page({.state = AllocationState::suspended, .limit = 2});
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(ids_of(last->data), ids({1, 6}));
+  EXPECT_FALSE(last->has_more);
+  // `after` may name an allocation the filter does not match.
+  auto from = store->list_allocations_page({.supplier = "acme", .after = made[4].allocation.id, .limit = 5});
+  ASSERT_TRUE(from.ok());
+  EXPECT_EQ(ids_of(from->data), ids({6}));
 }
 
 TEST_P(StoreContract, KeysAreListedInCreationOrderWithoutSecrets) {

@@ -340,15 +340,32 @@ test('the allocations table filters by state, supplier and buyer', async () => {
   await page.click('a[data-nav=allocations]');
   await page.waitForSelector(`table.allocations tr[data-key="${other.allocation.id}"]`);
   await page.waitForSelector(`table.allocations tr[data-key="${state.allocation}"]`);
-  await page.type('#f-buyer', 'carol');
+  // The listing filters on the server: each filter is a query parameter of the one listing.
+  const listed = (name, value) => page.waitForRequest((r) => {
+    const u = new URL(r.url());
+    return u.pathname === '/admin/v1/allocations' && u.searchParams.get(name) === value;
+  });
+  const setFilter = async (sel, value) => {
+    await page.click(sel, { clickCount: 3 });
+    await page.keyboard.press('Backspace');
+    if (value) await page.type(sel, value);
+    await page.keyboard.press('Enter');
+  };
+  let asked = listed('buyer', 'carol');
+  await setFilter('#f-buyer', 'carol');
+  await asked;
   await page.waitForSelector(`table.allocations tr[data-key="${state.allocation}"]`, { hidden: true });
   await page.waitForSelector(`table.allocations tr[data-key="${other.allocation.id}"]`);
-  await fillField('#f-buyer', '');
-  await page.type('#f-supplier', 'acme');
+  await setFilter('#f-buyer', '');
+  asked = listed('supplier', 'acme-supply');
+  await setFilter('#f-supplier', 'acme-supply');
+  await asked;
   await page.waitForSelector(`table.allocations tr[data-key="${other.allocation.id}"]`, { hidden: true });
   await page.waitForSelector(`table.allocations tr[data-key="${state.allocation}"]`);
-  await fillField('#f-supplier', '');
+  await setFilter('#f-supplier', '');
+  asked = listed('state', 'suspended');
   await page.select('#f-state', 'suspended');
+  await asked;
   await textOf('.page .status', /No allocation matches/);
   await page.select('#f-state', '');
   await page.waitForSelector(`table.allocations tr[data-key="${other.allocation.id}"]`);

@@ -229,33 +229,52 @@ Result<Paged<AgreementRow>> PostgresStore::list_agreements(const PageFilter& f) 
   });
 }
 
-Result<Paged<AllocationStatus>> PostgresStore::list_allocations_page(const PageFilter& f) {
+// Rows of the allocation listing read per query when a state filter may skip many of them.
+constexpr size_t allocation_filter_chunk_rows = list_page_rows_max;
+
+// The supplier and buyer filters apply in the query; the state filter to the effective state
+// computed from each row, reading further rows until the page is full.
+Result<Paged<AllocationStatus>> PostgresStore::list_allocations_page(const AllocationFilter& f) {
   return with_connection<Paged<AllocationStatus>>(
       [&](Connection& c) -> Result<Paged<AllocationStatus>> {
         const size_t limit = page(f.limit);
+        const size_t chunk = f.state ? std::max(limit + 1, allocation_filter_chunk_rows) : limit + 1;
         int64_t after = 0;
         if (f.after) {
           auto p = position(c, sql::allocation_position, *f.after, "allocation");
           if (!p.ok()) return p.error();
           after = get_i64(p->get(), 0, 0);
         }
-        auto r = c.run(sql::allocation_status_page,
-                       Params()
-                           .opt_i64(injected_now())
-                           .i64(after)
-                           .i64(options_.in_flight_timeout_s * micros_per_second)
-                           .i64(core::rate_window_us)
-                           .i64(static_cast<int64_t>(limit) + 1));
-        if (!r.ok()) return r.error();
-        return collect<AllocationStatus>(
-            *r, limit, [](const PGresult* res, int i) -> Result<AllocationStatus> {
-              auto alloc = parse_allocation(res, i, sql::status_lock_offset);
-              if (!alloc.ok()) return alloc.error();
-              AllocationStatus s{get_text(res, i, 0), alloc->agreement_id, alloc->snap};
-              const UnixMicros now = parse_counts(res, i, sql::status_counts_offset, s.snapshot);
-              s.snapshot.state = core::effective_state(s.snapshot, now);
-              return s;
-            });
+        Paged<AllocationStatus> out;
+        for (;;) {
+          Params params;
+          params.opt_i64(injected_now())
+              .i64(after)
+              .i64(options_.in_flight_timeout_s * micros_per_second)
+              .i64(core::rate_window_us)
+              .i64(static_cast<int64_t>(chunk))
+              .opt_text(f.supplier)
+              .opt_text(f.buyer);
+          auto r = c.run(sql::allocation_status_page, params);
+          if (!r.ok()) return r.error();
+          const PGresult* res = r->get();
+          const int n = rows(*r);
+          for (int i = 0; i < n; ++i) {
+            auto alloc = parse_allocation(res, i, sql::status_lock_offset);
+            if (!alloc.ok()) return alloc.error();
+            AllocationStatus s{get_text(res, i, 0), alloc->agreement_id, alloc->snap};
+            const UnixMicros now = parse_counts(res, i, sql::status_counts_offset, s.snapshot);
+            s.snapshot.state = core::effective_state(s.snapshot, now);
+            after = get_i64(res, i, sql::status_page_seq_col);
+            if (f.state && s.snapshot.state != *f.state) continue;
+            if (out.data.size() == limit) {
+              out.has_more = true;
+              return out;
+            }
+            out.data.push_back(std::move(s));
+          }
+          if (static_cast<size_t>(n) < chunk) return out;
+        }
       });
 }
 

@@ -88,7 +88,7 @@ class PostgresStore final : public Store {
 
   // Operating at volume (postgres_console.cpp).
   Result<Paged<AgreementRow>> list_agreements(const PageFilter& f) override;
-  Result<Paged<AllocationStatus>> list_allocations_page(const PageFilter& f) override;
+  Result<Paged<AllocationStatus>> list_allocations_page(const AllocationFilter& f) override;
   Result<Paged<ApiKeyRow>> list_keys(const std::string& allocation_id, const PageFilter& f) override;
   // On a worker thread, in one read-only snapshot.
   void usage_series(UsageQuery q, Callback<UsageSeries> done) override;

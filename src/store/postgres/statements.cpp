@@ -131,12 +131,15 @@ const Statement allocation_status{
         running_figures("al.id") + " ORDER BY al.created_at, al.seq"};
 
 // allocation_status in pages of creation order: $2 is the seq after (0 for the start), $5
-// the row limit; the other parameters and the columns are allocation_status's.
+// the row limit, $6 / $7 the supplier / buyer (NULL: any); the other parameters and the
+// columns are allocation_status's, then the row's seq.
 const Statement allocation_status_page{
     "cv_allocation_status_page",
     "WITH c AS MATERIALIZED (SELECT " + now_param(1) + " AS now) SELECT al.id, " + lock_columns +
-        ", c.now, " + counts("al.id", "0") +
-        " FROM (SELECT p.id FROM allocations p WHERE p.seq > $2::bigint ORDER BY p.seq LIMIT $5) page"
+        ", c.now, " + counts("al.id", "0") + ", al.seq" +
+        " FROM (SELECT p.id FROM allocations p JOIN agreements pa ON pa.id = p.agreement_id"
+        " WHERE p.seq > $2::bigint AND ($6::text IS NULL OR pa.supplier = $6::text)"
+        " AND ($7::text IS NULL OR pa.buyer = $7::text) ORDER BY p.seq LIMIT $5) page"
         " JOIN allocations al ON al.id = page.id JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c" +
         running_figures("al.id") + " ORDER BY al.seq"};
 

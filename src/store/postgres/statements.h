@@ -34,9 +34,13 @@ extern const Statement window_counts;
 // timeout µs, $4 window µs, $5 row limit. Columns: id, then LockCol at offset 1, then the
 // seven window_counts columns.
 extern const Statement allocation_status;
-extern const Statement allocation_status_page;  // the same by creation order: $2 seq after
+// The same by creation order: $2 seq after, $6 supplier, $7 buyer (NULL: any), and the row's
+// seq after the window counts.
+extern const Statement allocation_status_page;
 inline constexpr int status_lock_offset = 1;
 inline constexpr int status_counts_offset = status_lock_offset + lock_col_count;
+inline constexpr int window_counts_col_count = 7;
+inline constexpr int status_page_seq_col = status_counts_offset + window_counts_col_count;
 
 extern const Statement insert_request;     // admitted: request row + hold on the allocation
 extern const Statement set_states;         // $1 allocation, $2 its state, $3 agreement, $4 its state

@@ -202,38 +202,74 @@ Result<Paged<ConflictRow>> SqliteStore::list_conflicts(const ConflictFilter& f) 
   });
 }
 
-// Agreements and allocations: the allocations table's written order gives the ids; memory
-// (authoritative for states and numbers) gives the rows. A row written but not yet in memory
-// (its creation is finishing) ends the page there: the next page starts with it.
-Result<Paged<AllocationStatus>> SqliteStore::list_allocations_page(const PageFilter& f) {
+// Rows of the allocation listing read per query when a state filter may skip many of them.
+constexpr size_t allocation_filter_chunk_rows = list_page_rows_max;
+
+// Agreements and allocations: the allocations table's written order gives the ids (the
+// supplier and buyer filters applied there); memory (authoritative for states and numbers)
+// gives the rows, and the state filter. A row written but not yet in memory (its creation is
+// finishing) ends the page there: the next page starts with it.
+Result<Paged<AllocationStatus>> SqliteStore::list_allocations_page(const AllocationFilter& f) {
   const size_t limit = page(f.limit);
-  auto ids = read<Paged<std::string>>([&](Db& db) -> Result<Paged<std::string>> {
-    int64_t after = 0;
-    if (f.after) {
-      auto p = position(db, "SELECT rowid FROM allocations WHERE id = ?", *f.after, "allocation");
-      if (!p.ok()) return p.error();
-      after = p->col_i64(0);
-    }
-    auto s = db.prepare("SELECT id FROM allocations WHERE rowid > ?1 ORDER BY rowid LIMIT ?2");
-    if (!s.ok()) return s.error();
-    s->i64(after).i64(static_cast<int64_t>(limit) + 1);
-    return collect<std::string>(*s, limit, [](Stmt& r) { return r.col_text(0); });
-  });
-  if (!ids.ok()) return ids.error();
-  Paged<AllocationStatus> out;
-  out.has_more = ids->has_more;
-  for (const auto& id : ids->data) {
-    const auto a = find(id);
-    if (!a) {
-      out.has_more = true;
-      break;
-    }
-    std::lock_guard lock(a->mu);
-    const UnixMicros now = clock_->now();
-    sweep_locked(*a, now);
-    out.data.push_back(status_locked(*a, now));
+  // Without a state filter every row read is shown: one read of limit + 1 rows decides.
+  const size_t chunk = f.state ? std::max(limit + 1, allocation_filter_chunk_rows) : limit + 1;
+  struct Listed {
+    std::string id;
+    int64_t rowid = 0;
+  };
+  int64_t after = 0;
+  if (f.after) {
+    auto p = read<int64_t>([&](Db& db) -> Result<int64_t> {
+      auto s = position(db, "SELECT rowid FROM allocations WHERE id = ?", *f.after, "allocation");
+      if (!s.ok()) return s.error();
+      return s->col_i64(0);
+    });
+    if (!p.ok()) return p.error();
+    after = *p;
   }
-  return out;
+  Paged<AllocationStatus> out;
+  for (;;) {
+    auto ids = read<Paged<Listed>>([&](Db& db) -> Result<Paged<Listed>> {
+      auto s = db.prepare(
+          "SELECT al.id, al.rowid FROM allocations al JOIN agreements ag ON ag.id = al.agreement_id"
+          " WHERE al.rowid > ?1 AND (?2 IS NULL OR ag.supplier = ?2) AND (?3 IS NULL OR ag.buyer = ?3)"
+          " ORDER BY al.rowid LIMIT ?4");
+      if (!s.ok()) return s.error();
+      s->i64(after);
+      for (const auto& v : {f.supplier, f.buyer}) {
+        if (v) {
+          s->text(*v);
+        } else {
+          s->null();
+        }
+      }
+      s->i64(static_cast<int64_t>(chunk) + 1);
+      return collect<Listed>(*s, chunk, [](Stmt& r) { return Listed{r.col_text(0), r.col_i64(1)}; });
+    });
+    if (!ids.ok()) return ids.error();
+    for (const auto& row : ids->data) {
+      const auto a = find(row.id);
+      if (!a) {
+        out.has_more = true;
+        return out;
+      }
+      AllocationStatus status;
+      {
+        std::lock_guard lock(a->mu);
+        const UnixMicros now = clock_->now();
+        sweep_locked(*a, now);
+        status = status_locked(*a, now);
+      }
+      after = row.rowid;
+      if (f.state && status.snapshot.state != *f.state) continue;
+      if (out.data.size() == limit) {
+        out.has_more = true;
+        return out;
+      }
+      out.data.push_back(std::move(status));
+    }
+    if (!ids->has_more) return out;
+  }
 }
 
 Result<Paged<AgreementRow>> SqliteStore::list_agreements(const PageFilter& f) {

@@ -76,7 +76,7 @@ class SqliteStore final : public Store {
 
   // Operating at volume (sqlite_console.cpp).
   Result<Paged<AgreementRow>> list_agreements(const PageFilter& f) override;
-  Result<Paged<AllocationStatus>> list_allocations_page(const PageFilter& f) override;
+  Result<Paged<AllocationStatus>> list_allocations_page(const AllocationFilter& f) override;
   Result<Paged<ApiKeyRow>> list_keys(const std::string& allocation_id, const PageFilter& f) override;
   // On the read worker, after a writer flush, on the reader connection.
   void usage_series(UsageQuery q, Callback<UsageSeries> done) override;
