@@ -122,23 +122,12 @@ Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
   return Route::unknown;
 }
 
-// The Anthropic API's paths that the gateway does not serve (Message Batches…): answered
-// 404 in Anthropic's shape, as the SDK calling them expects.
-constexpr std::string_view anthropic_messages_prefix = "/v1/messages/";
-
-// The shape of the gateway's own answers before the caller's allocation is known (SPEC-APIS
-// §4): the path's dialect; for a path every dialect has (GET /v1/models) or none has, the
-// client's: Anthropic's SDKs send anthropic-version on every call and OpenAI's never do.
-// Once the allocation is known, GET /v1/models answers in its provider's dialect too.
-wire::Dialect error_dialect(Route route, std::string_view path, const http::RequestReader& request) {
-  if (const auto dialect = dialect_of(route)) {
-    return *dialect == config::ProviderKind::anthropic ? wire::Dialect::anthropic : wire::Dialect::openai;
-  }
-  if (route == Route::unknown && path.starts_with(anthropic_messages_prefix)) return wire::Dialect::anthropic;
-  if ((route == Route::unknown || route == Route::models) && !request.anthropic_version().empty()) {
-    return wire::Dialect::anthropic;
-  }
-  return wire::Dialect::openai;
+// The shape of the gateway's own answers (SPEC-APIS §4): Anthropic's on the two Messages
+// paths, OpenAI's on every other path, whoever the caller is (the SDKs pick their error
+// class by status, so an unserved Anthropic path still raises NotFoundError).
+wire::Dialect error_dialect(Route route) {
+  const auto dialect = dialect_of(route);
+  return dialect && *dialect == config::ProviderKind::anthropic ? wire::Dialect::anthropic : wire::Dialect::openai;
 }
 
 // The paths a provider dialect serves, for the unsupported_api message.
@@ -344,7 +333,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   bool method_ok = false;
   const Route route = route_of(hp.target(), hp.method(), method_ok);
   // Every answer from here on, 404 to 503, is in the path's dialect (SPEC-APIS §4).
-  ex.dialect = error_dialect(route, log_line.path, hp);
+  ex.dialect = error_dialect(route);
   if (route == Route::unknown) co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
   if (!method_ok) {
     co_return co_await ex.send_error(ErrorCode::method_not_allowed,
@@ -363,11 +352,6 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   ex.rate->terms.limits = grant->limits;  // refined by admission; enough for early errors
   if (route == Route::allocation) co_return co_await allocation_current(gw, ex, *grant);
   if (route == Route::allocation_usage) co_return co_await allocation_usage(gw, ex, *grant, hp.target());
-  if (route == Route::models) {
-    // The list and its errors in one dialect: the allocation's provider's (SPEC-APIS §3).
-    const upstream::ProviderEndpoint* provider = gw.find_provider(grant->provider);
-    if (provider != nullptr && provider->kind == config::ProviderKind::anthropic) ex.dialect = wire::Dialect::anthropic;
-  }
   // A path of the other dialect counts toward nothing (SPEC-APIS §1).
   if (const auto dialect = dialect_of(route)) {
     const upstream::ProviderEndpoint* provider = gw.find_provider(grant->provider);

@@ -340,7 +340,7 @@ test('every anthropic-beta line reaches the provider, as one list', async () => 
   assert.equal((await lastAtProvider()).fields['anthropic-beta'], 'beta-one,beta-two, beta-three');
 });
 
-test('the Anthropic paths\' own errors are all in Anthropic\'s shape: unknown paths, 405, 401, 400, 413', async () => {
+test('the Messages paths\' own errors are all in Anthropic\'s shape: 405, 401, 400, 413; unserved paths 404', async () => {
   const isAnthropicError = async (res, status, type) => {
     assert.equal(res.status, status);
     const body = await res.json();
@@ -351,15 +351,15 @@ test('the Anthropic paths\' own errors are all in Anthropic\'s shape: unknown pa
   };
   const { secret } = await claudeAgreement();
   const auth = { 'x-api-key': secret, 'anthropic-version': '2023-06-01' };
-  // Anthropic API paths the gateway does not serve: 404 in Anthropic's shape, with its headers.
+  // Anthropic API paths the gateway does not serve: 404 in OpenAI's shape, as on every path
+  // but the two Messages paths (SPEC-APIS §4); the SDK still raises its NotFoundError.
   for (const [method, path] of [['GET', '/v1/messages/batches'], ['POST', '/v1/messages/batches'], ['GET', '/v1/messages/msg_1/x']]) {
     const res = await fetch(gw.url + path, { method, headers: auth });
-    const body = await isAnthropicError(res, 404, 'not_found_error');
-    assert.equal(body.error.code, 'not_found', path);
+    assert.equal(res.status, 404, path);
+    assert.equal((await res.json()).error.code, 'not_found', path);
   }
   const batches = await rejection(() => client(secret).messages.batches.list());
   assert.ok(batches instanceof Anthropic.NotFoundError);
-  assert.equal(batches.error.type, 'error');
   // 405 on both Anthropic paths.
   await isAnthropicError(await fetch(gw.url + '/v1/messages', { headers: auth }), 405, 'invalid_request_error');
   await isAnthropicError(await fetch(gw.url + '/v1/messages/count_tokens', { headers: auth }), 405, 'invalid_request_error');
@@ -383,31 +383,25 @@ test('the Anthropic paths\' own errors are all in Anthropic\'s shape: unknown pa
   assert.equal(JSON.parse(tooLarge.slice(tooLarge.indexOf('\r\n\r\n') + 4)).error.type, 'request_too_large');
 });
 
-test('GET /v1/models answers its errors in the caller\'s dialect: Anthropic\'s for an Anthropic client or allocation', async () => {
-  const anthropicError = async (res, status, type) => {
+test('GET /v1/models answers its errors in OpenAI\'s shape for every caller; the SDKs still raise by status', async () => {
+  const openAIError = async (res, status, code) => {
     assert.equal(res.status, status);
     const body = await res.json();
-    assert.equal(body.type, 'error', JSON.stringify(body));
-    assert.equal(body.error.type, type);
+    assert.equal(body.error.code, code, JSON.stringify(body));
+    assert.equal(body.type, undefined, JSON.stringify(body));
   };
-  // Before the key is known, the client tells: Anthropic's SDKs send anthropic-version.
-  await anthropicError(await fetch(gw.url + '/v1/models', { headers: { 'x-api-key': 'cv_unknown', 'anthropic-version': '2023-06-01' } }),
-    401, 'authentication_error');
+  await openAIError(await fetch(gw.url + '/v1/models', { headers: { 'x-api-key': 'cv_unknown', 'anthropic-version': '2023-06-01' } }),
+    401, 'invalid_api_key');
   const sdk401 = await rejection(() => client('cv_unknown').models.list());
   assert.ok(sdk401 instanceof Anthropic.AuthenticationError);
-  assert.equal(sdk401.error.error.type, 'authentication_error');
-  await anthropicError(await fetch(gw.url + '/v1/models', { method: 'POST', headers: { 'anthropic-version': '2023-06-01' } }),
-    405, 'invalid_request_error');
-  // An OpenAI client keeps OpenAI's shape.
-  const openai401 = await fetch(gw.url + '/v1/models', { headers: { authorization: 'Bearer cv_unknown' } });
-  assert.equal(openai401.status, 401);
-  assert.equal((await openai401.json()).error.code, 'invalid_api_key');
-  // Once the allocation is known, its provider's dialect: the list's and its errors'.
+  await openAIError(await fetch(gw.url + '/v1/models', { method: 'POST', headers: { 'anthropic-version': '2023-06-01' } }),
+    405, 'method_not_allowed');
   const { allocation, secret } = await claudeAgreement();
   await gw.admin('POST', `/admin/v1/allocations/${allocation.id}/suspend`);
-  const suspended = await fetch(gw.url + '/v1/models', { headers: { authorization: `Bearer ${secret}` } });
-  assert.ok(suspended.headers.get('anthropic-ratelimit-requests-limit'));
-  await anthropicError(suspended, 403, 'permission_error');
+  const suspended = await fetch(gw.url + '/v1/models', { headers: { 'x-api-key': secret } });
+  assert.equal(suspended.status, 403);
+  const sdk403 = await rejection(() => client(secret).models.list());
+  assert.ok(sdk403 instanceof Anthropic.PermissionDeniedError);
 });
 
 test('models.list passed through from an Anthropic provider comes in Anthropic\'s shape', async () => {
