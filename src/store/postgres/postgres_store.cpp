@@ -40,6 +40,15 @@ PostgresStore::~PostgresStore() = default;
 Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const StoreOptions& options,
                                                            std::shared_ptr<const Clock> clock) {
   std::unique_ptr<PostgresStore> store(new PostgresStore(options, std::move(clock)));
+  if (options.migrate) {
+    // A connection of its own for the store's life: its lock tells newer gateways this one
+    // serves (schema.h, hold_gateway_lock). Taken before the migrations are checked, so that
+    // a newer gateway migrating meanwhile either sees it or is seen by its check.
+    auto presence = Connection::open(options.url);
+    if (!presence.ok()) return presence.error();
+    if (Status held = hold_gateway_lock(**presence); !held.ok()) return held.error();
+    store->presence_ = std::move(presence).value();
+  }
   {
     auto lease = store->pool_.acquire();
     if (!lease.ok()) return lease.error();
@@ -48,6 +57,14 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const StoreOptions& o
     } else {
       auto version = schema_version(**lease);
       if (!version.ok()) return version.error();
+      // An older audit would miss what a newer schema adds (adjustments count toward the
+      // conservation it checks): only the matching version audits.
+      if (*version > schema_version_latest()) {
+        return make_error(ErrorCode::store_unavailable,
+                          "postgres: the schema is at version " + std::to_string(*version) +
+                              ", newer than this cairva audits (" + std::to_string(schema_version_latest()) +
+                              "): run `cairva audit` of the version that migrated it (nothing was changed)");
+      }
       if (*version != schema_version_latest()) {
         return make_error(ErrorCode::store_unavailable,
                           "postgres: the schema is at version " + std::to_string(*version) + ", this cairva audits version " +

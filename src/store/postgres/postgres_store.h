@@ -209,6 +209,8 @@ class PostgresStore final : public Store {
   const StoreOptions options_;
   const std::shared_ptr<const Clock> clock_;
   ConnectionPool pool_;
+  // A serving store's mark for newer gateways (schema.h, hold_gateway_lock); null for audit.
+  std::unique_ptr<Connection> presence_;
   std::mutex grants_mu_;
   std::unordered_map<std::string, KeyGrant> grants_;  // GUARDED_BY(grants_mu_): by secret hash
   Waiting<PendingAdmission> admissions_;

@@ -744,6 +744,77 @@ TEST_F(PostgresStoreTest, AnOpenThatMustNotMigrateRefusesAnOlderSchemaAndChanges
   EXPECT_TRUE(report->violations.empty());
 }
 
+// Rolling upgrades (schema.h): a schema newer than the build is served only when every
+// version above the build's was recorded compatible with it; otherwise serve and audit refuse
+// and change nothing.
+TEST_F(PostgresStoreTest, ASchemaNewerThanTheBuildIsServedOnlyWhenRecordedCompatible) {
+  ASSERT_NE(open(), nullptr);
+  const int latest = schema_version_latest();
+  const std::string next = std::to_string(latest + 1);
+  const std::string count_rows =
+      "SELECT (SELECT count(*) FROM schema_migrations) * 1000 + (SELECT count(*) FROM schema_compatibility)";
+  {
+    auto c = Connection::open(schema_.url());
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    ASSERT_TRUE((*c)->exec("INSERT INTO schema_migrations (version) VALUES (" + next + ");"
+                           "INSERT INTO schema_compatibility VALUES (" + next + ", " + next + ")").ok());
+  }
+  const int64_t before = testing::query_i64(schema_.url(), count_rows);
+  auto refused = PostgresStore::open(options(2), clock_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "postgres: the schema is at version " + next + ", newer than this cairva's (" + std::to_string(latest) +
+                "), and gateways older than schema version " + next +
+                " cannot use it: run a cairva of that version or newer (nothing was changed)");
+  StoreOptions audit = options(2);
+  audit.migrate = false;
+  auto audit_refused = PostgresStore::open(audit, clock_);
+  ASSERT_FALSE(audit_refused.ok());
+  EXPECT_NE(audit_refused.error().message.find("newer than this cairva audits"), std::string::npos)
+      << audit_refused.error().message;
+  EXPECT_EQ(testing::query_i64(schema_.url(), count_rows), before);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"), latest + 1);
+
+  // The same version recorded as one older gateways keep working on (an additive migration).
+  {
+    auto c = Connection::open(schema_.url());
+    ASSERT_TRUE(c.ok()) << c.error().message;
+    ASSERT_TRUE((*c)->exec("UPDATE schema_compatibility SET oldest_compatible = " + std::to_string(latest) +
+                           " WHERE version = " + next).ok());
+  }
+  auto served = PostgresStore::open(options(2), clock_);
+  EXPECT_TRUE(served.ok()) << served.error().message;
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"), latest + 1);
+}
+
+// A gateway never applies a migration that a gateway still serving the database cannot use;
+// an additive one goes ahead under it.
+TEST_F(PostgresStoreTest, AMigrationOlderRunningGatewaysCannotUseWaitsUntilTheyStop) {
+  auto setup = Connection::open(schema_.url());
+  ASSERT_TRUE(setup.ok()) << setup.error().message;
+  ASSERT_TRUE(migrate(**setup, 1).ok());
+  // A schema-1 gateway serving: the lock a gateway of that build would hold.
+  auto old_gateway = Connection::open(schema_.url());
+  ASSERT_TRUE(old_gateway.ok()) << old_gateway.error().message;
+  ASSERT_TRUE((*old_gateway)->exec("SELECT pg_advisory_lock_shared(hashtext(current_schema() || ':cairva-gateway'), 1)").ok());
+  auto refused = PostgresStore::open(options(2), clock_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().message,
+            "postgres: migrating the schema to version 2 would break the gateways of schema version 1 still"
+            " serving this database (they cannot use it): stop them, then start this cairva (nothing was changed)");
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"), 1);
+  old_gateway->reset();  // the old gateway stops
+
+  ASSERT_TRUE(migrate(**setup, 4).ok());
+  auto schema4_gateway = Connection::open(schema_.url());
+  ASSERT_TRUE(schema4_gateway.ok()) << schema4_gateway.error().message;
+  ASSERT_TRUE((*schema4_gateway)->exec("SELECT pg_advisory_lock_shared(hashtext(current_schema() || ':cairva-gateway'), 4)").ok());
+  auto upgraded = PostgresStore::open(options(2), clock_);  // 5 only adds: schema-4 gateways keep working
+  ASSERT_TRUE(upgraded.ok()) << upgraded.error().message;
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"), schema_version_latest());
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM schema_compatibility"), schema_version_latest());
+}
+
 TEST_F(PostgresStoreTest, DeadStoresInFlightRequestBecomesUsagePendingThroughAnotherStoresSweep) {
   auto survivor = open();
   ASSERT_TRUE(survivor);

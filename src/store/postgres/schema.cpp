@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cairva::store::pg {
 namespace {
@@ -238,6 +239,34 @@ CREATE INDEX api_keys_allocation_order ON api_keys (allocation_id, seq);
 constexpr std::array<const char*, 5> migrations = {migration_1, migration_2, migration_3, migration_4,
                                                    migration_5};
 
+// Rolling upgrades. oldest_compatible[n - 1] is the oldest schema version whose gateways keep
+// working once migration n is applied: n - 1 for a migration that only adds (a column with a
+// default or nullable, a table, an index, a trigger that fills what older inserts leave out),
+// n for one older gateways cannot write through (2: start_ordinal and cum_tokens are NOT NULL
+// without a default). Each version's figure is recorded in the database
+// (schema_compatibility) as it is applied, so that a gateway older than the schema can tell
+// whether it may serve it; a serving gateway holds a shared advisory lock naming its schema
+// version, so that a newer one never applies a migration a running gateway cannot use.
+constexpr std::array<int, 5> oldest_compatible = {1, 2, 2, 3, 4};
+static_assert(oldest_compatible.size() == migrations.size());
+
+// The serving gateways' advisory locks: (hash of the schema's name and this tag, version).
+constexpr const char* gateway_lock_key = "hashtext(current_schema() || ':cairva-gateway')";
+
+// The schema versions of the gateways serving this database (those of this build or newer:
+// older builds take no lock), lowest first.
+Result<std::vector<int>> running_gateway_versions(Connection& c) {
+  auto r = c.exec(std::string("SELECT DISTINCT objid::bigint FROM pg_locks WHERE locktype = 'advisory'"
+                              " AND granted AND objsubid = 2"
+                              " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                              " AND classid = ") +
+                  gateway_lock_key + "::oid ORDER BY 1");
+  if (!r.ok()) return r.error();
+  std::vector<int> versions;
+  for (int i = 0; i < rows(*r); ++i) versions.push_back(static_cast<int>(get_i64(r->get(), i, 0)));
+  return versions;
+}
+
 // First key of the two-key advisory lock; the second is the schema's name hash, so that
 // separate schemas (tests) migrate independently.
 constexpr int migration_lock_key = 0x43415256;  // "CARV"
@@ -255,6 +284,35 @@ Result<int> schema_version(Connection& c) {
   return static_cast<int>(get_i64(v->get(), 0, 0));
 }
 
+Status check_compatible(Connection& c, int version) {
+  const int latest = schema_version_latest();
+  if (version <= latest) return {};
+  // The figures of the versions above this build's, as the newer builds recorded them; a
+  // version without one (written by a build that recorded none) counts as incompatible.
+  auto exists = c.exec("SELECT to_regclass('schema_compatibility') IS NOT NULL");
+  if (!exists.ok()) return exists.error();
+  int64_t needs = version;
+  if (std::string_view(PQgetvalue(exists->get(), 0, 0)) == "t") {
+    auto r = c.exec("SELECT count(*), COALESCE(max(oldest_compatible), 0) FROM schema_compatibility"
+                    " WHERE version > " + std::to_string(latest));
+    if (!r.ok()) return r.error();
+    if (get_i64(r->get(), 0, 0) == version - latest) needs = get_i64(r->get(), 0, 1);
+  }
+  if (needs <= latest) return {};
+  return make_error(ErrorCode::store_unavailable,
+                    "postgres: the schema is at version " + std::to_string(version) +
+                        ", newer than this cairva's (" + std::to_string(latest) +
+                        "), and gateways older than schema version " + std::to_string(needs) +
+                        " cannot use it: run a cairva of that version or newer (nothing was changed)");
+}
+
+Status hold_gateway_lock(Connection& c) {
+  auto r = c.exec(std::string("SELECT pg_advisory_lock_shared(") + gateway_lock_key + ", " +
+                  std::to_string(schema_version_latest()) + ")");
+  if (!r.ok()) return r.error();
+  return {};
+}
+
 Status migrate(Connection& c, int target) {
   const std::string key = std::to_string(migration_lock_key);
   auto locked = c.exec("SELECT pg_advisory_lock(" + key + ", hashtext(current_schema()))");
@@ -267,10 +325,40 @@ Status migrate(Connection& c, int target) {
     auto v = c.exec("SELECT COALESCE(max(version), 0) FROM schema_migrations");
     if (!v.ok()) return v.error();
     const int64_t have = get_i64(v->get(), 0, 0);
-    for (int64_t n = have + 1; n <= std::min(target, schema_version_latest()); ++n) {
+    if (Status ok = check_compatible(c, static_cast<int>(have)); !ok.ok()) return ok;
+    // Each applied version's figure, for the older gateways of a later rolling upgrade.
+    auto compat = c.exec(
+        "CREATE TABLE IF NOT EXISTS schema_compatibility ("
+        " version integer PRIMARY KEY, oldest_compatible integer NOT NULL)");
+    if (!compat.ok()) return compat.error();
+    for (int64_t n = 1; n <= std::min<int64_t>(have, schema_version_latest()); ++n) {
+      auto known = c.exec("INSERT INTO schema_compatibility VALUES (" + std::to_string(n) + ", " +
+                          std::to_string(oldest_compatible[static_cast<size_t>(n - 1)]) +
+                          ") ON CONFLICT (version) DO NOTHING");
+      if (!known.ok()) return known.error();
+    }
+    const int64_t up_to = std::min(target, schema_version_latest());
+    if (up_to > have) {
+      auto running = running_gateway_versions(c);
+      if (!running.ok()) return running.error();
+      for (int64_t n = have + 1; n <= up_to; ++n) {
+        const int needs = oldest_compatible[static_cast<size_t>(n - 1)];
+        if (!running->empty() && running->front() < needs) {
+          return make_error(ErrorCode::store_unavailable,
+                            "postgres: migrating the schema to version " + std::to_string(n) +
+                                " would break the gateways of schema version " +
+                                std::to_string(running->front()) +
+                                " still serving this database (they cannot use it): stop them,"
+                                " then start this cairva (nothing was changed)");
+        }
+      }
+    }
+    for (int64_t n = have + 1; n <= up_to; ++n) {
       std::string sql = "BEGIN;\n";
       sql += migrations[static_cast<size_t>(n - 1)];
-      sql += "\nINSERT INTO schema_migrations (version) VALUES (" + std::to_string(n) + ");\nCOMMIT;";
+      sql += "\nINSERT INTO schema_migrations (version) VALUES (" + std::to_string(n) + ");";
+      sql += "\nINSERT INTO schema_compatibility VALUES (" + std::to_string(n) + ", " +
+             std::to_string(oldest_compatible[static_cast<size_t>(n - 1)]) + ");\nCOMMIT;";
       auto r = c.exec(sql);
       if (!r.ok()) {
         (void)c.exec("ROLLBACK");
