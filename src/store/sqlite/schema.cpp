@@ -340,7 +340,8 @@ Status prepare_database(Db& db, bool sync_full, int up_to_version) {
     return make_error(ErrorCode::store_unavailable,
                       "sqlite: schema version " + std::to_string(*v) +
                           " is newer than this cairva knows (" +
-                          std::to_string(schema_version_latest()) + ")");
+                          std::to_string(schema_version_latest()) +
+                          "): a newer cairva migrated it; run that version or newer (nothing was changed)");
   }
   const int target = std::min(up_to_version, schema_version_latest());
   for (int i = *v; i < target; ++i) {

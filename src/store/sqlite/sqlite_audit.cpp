@@ -204,6 +204,12 @@ Result<AuditReport> SqliteStore::audit_file(const std::string& path, const Store
   if (!db.ok()) return db.error();
   auto version = count(*db, "PRAGMA user_version");
   if (!version.ok()) return version.error();
+  if (*version > schema_version_latest()) {
+    return make_error(ErrorCode::store_unavailable,
+                      "sqlite: " + path + " has schema version " + std::to_string(*version) +
+                          ", newer than this cairva audits (" + std::to_string(schema_version_latest()) +
+                          "): run `cairva audit` of the version that migrated it (nothing was changed)");
+  }
   if (*version != schema_version_latest()) {
     return make_error(ErrorCode::store_unavailable,
                       "sqlite: " + path + " has schema version " + std::to_string(*version) +
