@@ -12,6 +12,10 @@ install(FILES ${PROJECT_SOURCE_DIR}/packaging/cairva.service DESTINATION lib/sys
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/cairva.toml DESTINATION /etc/cairva)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/operations.md
         DESTINATION share/doc/cairva)
+# Examples to copy: nginx for TLS in front, Prometheus alerting rules.
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/nginx/cairva.conf DESTINATION share/doc/cairva/examples/nginx)
+install(FILES ${PROJECT_SOURCE_DIR}/packaging/prometheus/cairva-rules.yml
+        DESTINATION share/doc/cairva/examples/prometheus)
 
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME cairva)

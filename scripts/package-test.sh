@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The deployment as an operator gets it (issue 28, item 7):
 #  1. the systemd unit passes `systemd-analyze verify` (skipped, saying why, without it);
+#     the nginx config for TLS in front passes `nginx -t` and answers its 413 in the
+#     gateway's JSON; the Prometheus rules pass `promtool check rules`;
 #  2. as root: the Debian package is built with CPack, installed with `dpkg -i` on this
 #     machine, and checked — files, owners, modes, the conffile, the cairva user, the
 #     gateway started from /usr/bin as the unit starts it, its exit codes — then removed
@@ -50,6 +52,52 @@ else
   say "SKIP systemd-analyze verify: systemd-analyze is not installed on this machine"
 fi
 
+# --- 1b. The nginx config for TLS in front (packaging/nginx/cairva.conf): `nginx -t` with a
+# throw-away certificate, then nginx itself on free ports with no gateway behind it: a body
+# over its limit gets the JSON 413 in the gateway's shape, anything else 502.
+if command -v nginx >/dev/null 2>&1; then
+  ng="$work/nginx"
+  mkdir -p "$ng/logs"
+  openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=gateway.example.com \
+    -keyout "$ng/privkey.pem" -out "$ng/fullchain.pem" >/dev/null 2>&1 || fail "openssl req"
+  free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+  p80="$(free_port)" p443="$(free_port)" padmin="$(free_port)" pgw="$(free_port)"
+  sed -e "s|/etc/ssl/cairva/|$ng/|" -e "s|listen 80;|listen 127.0.0.1:$p80;|" -e "s|listen 443 |listen 127.0.0.1:$p443 |" \
+    -e '/listen \[::\]/d' -e "s|127.0.0.1:8443|127.0.0.1:$padmin|" -e "s|127.0.0.1:8080|127.0.0.1:$pgw|" \
+    packaging/nginx/cairva.conf >"$ng/cairva.conf"
+  cat >"$ng/nginx.conf" <<NGINX
+pid $ng/nginx.pid;
+error_log $ng/logs/error.log;
+events {}
+http { access_log off; client_body_temp_path $ng; proxy_temp_path $ng; include $ng/cairva.conf; }
+NGINX
+  nginx -t -q -e "$ng/logs/error.log" -p "$ng" -c "$ng/nginx.conf" 2>"$ng/t.log" || fail "nginx -t: $(cat "$ng/t.log" "$ng/logs/error.log")"
+  say "nginx -t packaging/nginx/cairva.conf: ok"
+  nginx -e "$ng/logs/error.log" -p "$ng" -c "$ng/nginx.conf" || fail "nginx did not start: $(cat "$ng/logs/error.log")"
+  head -c $((18 << 20)) /dev/zero >"$ng/big"
+  got="$(curl -sk --resolve "gateway.example.com:$p443:127.0.0.1" -o "$ng/413.json" -w '%{http_code} %{content_type}' \
+    "https://gateway.example.com:$p443/v1/chat/completions" -H 'Content-Type: application/json' --data-binary @"$ng/big")"
+  small="$(curl -sk --resolve "gateway.example.com:$p443:127.0.0.1" -o /dev/null -w '%{http_code}' \
+    "https://gateway.example.com:$p443/healthz")"
+  kill "$(cat "$ng/nginx.pid")"
+  [ "$got" = "413 application/json" ] || fail "nginx over the body limit: $got (expected 413 application/json)"
+  grep -qx '{"error":{"type":"request_too_large","code":"request_too_large","message":"request body exceeds 16 MiB"}}' "$ng/413.json" ||
+    fail "nginx's 413 body: $(cat "$ng/413.json")"
+  [ "$small" = 502 ] || fail "nginx with no gateway behind it: $small (expected 502)"
+  say "nginx in front: its 413 is the gateway's JSON, 502 without a gateway: ok"
+else
+  say "SKIP nginx -t: nginx is not installed on this machine"
+fi
+
+# --- 1c. The alerting rules (packaging/prometheus/cairva-rules.yml).
+if command -v promtool >/dev/null 2>&1; then
+  promtool check rules packaging/prometheus/cairva-rules.yml >"$work/promtool.log" 2>&1 ||
+    fail "promtool check rules: $(cat "$work/promtool.log")"
+  say "promtool check rules packaging/prometheus/cairva-rules.yml: ok"
+else
+  say "SKIP promtool check rules: promtool (Debian package prometheus) is not installed"
+fi
+
 # --- 2. The package.
 if [ "$(id -u)" != 0 ]; then
   say "SKIP the Debian package test: it installs a package and a system user, which needs root"
@@ -86,6 +134,8 @@ expect_stat /usr/lib/systemd/system/cairva.service "root:root 644"
 expect_stat /etc/cairva/cairva.toml "root:root 644"
 expect_stat /etc/cairva/cairva.env "root:root 600"
 expect_stat /var/lib/cairva "cairva:cairva 700"
+expect_stat /usr/share/doc/cairva/examples/nginx/cairva.conf "root:root 644"
+expect_stat /usr/share/doc/cairva/examples/prometheus/cairva-rules.yml "root:root 644"
 dpkg-query -W -f='${Conffiles}\n' cairva | grep -q '^ /etc/cairva/cairva.toml ' ||
   fail "/etc/cairva/cairva.toml is not a conffile"
 grep -Eq '^CAIRVA_ADMIN_TOKEN=[0-9a-f]{48}$' /etc/cairva/cairva.env ||

@@ -27,13 +27,14 @@ BUILD_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 # The rest has a user each: the tests (scripts/test.sh: a PostgreSQL server, pg_dump, Node
-# below), bench/ (sqlite3, wrk, nginx, gnuplot, perf, valgrind), fuzz/ (clang, its
+# below; nginx for packaging/nginx's `nginx -t`, prometheus for `promtool check rules`, jq
+# for docs/operations.md's commands), bench/ (sqlite3, wrk, nginx, gnuplot, perf, valgrind), fuzz/ (clang, its
 # sanitizer runtimes), scripts/lint.sh (clang-format, clang-tidy) or the console's browser
 # test (chromium, driven by puppeteer-core: tests/e2e/console.test.mjs).
 TEST_PACKAGES=(
   sqlite3
   postgresql-15 postgresql-client-15 chromium
-  wrk nginx-light gnuplot-nox linux-perf valgrind
+  wrk nginx-light gnuplot-nox linux-perf valgrind jq prometheus
   clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
 )
 PACKAGES=("${BUILD_PACKAGES[@]}")
@@ -80,8 +81,12 @@ if [ "$only_build" = 1 ]; then
   exit 0
 fi
 
-# nginx-light starts a service on install on some machines: the benchmark starts its own.
-if command -v systemctl >/dev/null 2>&1; then systemctl disable --now nginx >/dev/null 2>&1 || true; fi
+# nginx-light starts a service on install on some machines: the benchmark starts its own;
+# prometheus too: the tests use only its promtool.
+if command -v systemctl >/dev/null 2>&1; then
+  systemctl disable --now nginx >/dev/null 2>&1 || true
+  systemctl disable --now prometheus >/dev/null 2>&1 || true
+fi
 
 # The official clients for the end-to-end tests (tests/e2e/package.json, exact versions),
 # installed again whenever one is missing or at another version.
