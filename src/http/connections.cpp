@@ -51,7 +51,7 @@ void Connection::shed_now() {
 
 Connection::Idle::Idle(Connection& c) : c_(c) {
   if (c_.shed_) return;
-  if (c_.idle_->closing_) {
+  if (c_.idle_->closing_ && !c_.fresh_) {
     c_.shed_now();
     return;
   }
@@ -59,6 +59,7 @@ Connection::Idle::Idle(Connection& c) : c_(c) {
 }
 
 Connection::Idle::~Idle() {
+  c_.fresh_ = false;
   if (c_.linked_) c_.idle_->unlink(c_);
 }
 
@@ -87,7 +88,10 @@ void IdleConnections::unlink(Connection& c) {
 
 void IdleConnections::close_all() {
   closing_ = true;
-  while (shed_oldest()) {
+  for (Connection* c = head_; c != nullptr;) {
+    Connection* next = c->next_;
+    if (!c->fresh_) c->shed_now();
+    c = next;
   }
 }
 

@@ -64,8 +64,11 @@ class Connection {
   bool shed() const { return shed_; }
   const boost::asio::ip::address& client() const { return client_; }
 
-  // While alive, the connection waits for a request's first byte and may be shed (at once,
-  // once its list is closing).
+  // While alive, the connection waits for a request's first byte and may be shed: under
+  // pressure, or once its list is closing (a drain) if it has served a request before. A
+  // new connection's first wait is not cut by a drain: its client may have sent its request
+  // already, and closing would reset it unanswered; it is answered with Connection: close,
+  // or closed by the first-byte timeout.
   class Idle {
    public:
     explicit Idle(Connection& c);
@@ -86,6 +89,7 @@ class Connection {
   boost::asio::ip::address client_;
   std::function<void()> close_;
   bool shed_ = false;
+  bool fresh_ = true;  // still in its first wait for a request
   // Links in the event loop's idle list, oldest first.
   Connection* prev_ = nullptr;
   Connection* next_ = nullptr;
@@ -97,8 +101,9 @@ class IdleConnections {
  public:
   // Closes the connection idle the longest and gives its slot back. False when none is idle.
   bool shed_oldest();
-  // Closes every connection idle now, and from now on each one as it becomes idle (a
-  // draining process: a keep-alive connection closes once its response is sent).
+  // Closes every keep-alive connection idle now, and from now on each one as it becomes idle
+  // (a draining process: a keep-alive connection closes once its response is sent). New
+  // connections still waiting for their first request stay (Connection::Idle).
   void close_all();
   size_t size() const { return size_; }
 

@@ -82,6 +82,9 @@ TEST(IdleConnections, CloseAllClosesTheIdleAndThenEachConnectionAsItBecomesIdle)
   int closed_waiting = 0, closed_busy = 0;
   waiting.on_shed([&] { ++closed_waiting; });
   busy.on_shed([&] { ++closed_busy; });
+  // Both have served a request: their first wait is over.
+  { Connection::Idle first(waiting); }
+  { Connection::Idle first(busy); }
   {
     Connection::Idle i(waiting);
     idle->close_all();
@@ -98,6 +101,31 @@ TEST(IdleConnections, CloseAllClosesTheIdleAndThenEachConnectionAsItBecomesIdle)
   }
   EXPECT_EQ(budget->open(), 1);
   EXPECT_FALSE(other.shed());
+}
+
+// A drain never cuts a new connection's wait for its first request: its client may have
+// sent it already (the reset would leave it unanswered). It is served, then closed.
+TEST(IdleConnections, CloseAllLeavesANewConnectionToItsFirstRequest) {
+  auto budget = std::make_shared<ConnectionBudget>(ConnectionLimits{3, 0});
+  auto idle = std::make_shared<IdleConnections>();
+  for (int i = 0; i < 2; ++i) ASSERT_EQ(budget->try_take(a), Take::taken);
+  Connection before(budget, idle, a), after(budget, idle, a);
+  int closed_before = 0, closed_after = 0;
+  before.on_shed([&] { ++closed_before; });
+  after.on_shed([&] { ++closed_after; });
+  {
+    Connection::Idle i(before);  // accepted before the drain, its request not read yet
+    idle->close_all();
+    EXPECT_EQ(closed_before, 0);
+    EXPECT_FALSE(before.shed());
+    Connection::Idle j(after);  // accepted during the drain
+    EXPECT_EQ(closed_after, 0);
+    EXPECT_EQ(idle->size(), 2u) << "still sheddable under pressure";
+  }
+  Connection::Idle next(before);  // answered: its next wait ends the connection
+  EXPECT_EQ(closed_before, 1);
+  EXPECT_TRUE(before.shed());
+  EXPECT_EQ(budget->open(), 1);
 }
 
 TEST(BodyBudget, LeasesTakeUpToTheBudgetAndGiveBackWhenDone) {

@@ -31,6 +31,9 @@ inline constexpr int64_t file_descriptors_reserve = 4096;
 // After EMFILE with no idle connection to shed, the accept loop waits this long before
 // accepting again rather than spinning on a listening socket that stays readable.
 inline constexpr int64_t accept_pause_ms = 100;
+// At a drain, the connections already queued on the listening socket are accepted and
+// served before it closes (listener.cpp); at most this many, the kernel's usual SOMAXCONN.
+inline constexpr int accept_backlog_drain_max = 4096;
 // A refused request's unread body is read and discarded, up to these bounds, before the
 // connection closes, so that a client writing its whole body before reading gets the answer
 // instead of a reset (as nginx's lingering close). 64 MiB covers any body a client might

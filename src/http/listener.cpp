@@ -25,6 +25,21 @@ bool out_of_descriptors(const boost::system::error_code& ec) {
          ec.value() == ENFILE;
 }
 
+// Hands an accepted connection to its session, within the connection budget.
+void serve_accepted(tcp::socket socket, const std::shared_ptr<ConnectionBudget>& budget,
+                    const std::shared_ptr<IdleConnections>& idle, const SessionFn& session) {
+  boost::system::error_code ec;
+  const auto peer = socket.remote_endpoint(ec);
+  if (ec) return;  // gone already; the socket closes here
+  auto taken = budget->try_take(peer.address());
+  if (taken == ConnectionBudget::Take::full && idle->shed_oldest()) taken = budget->try_take(peer.address());
+  if (taken != ConnectionBudget::Take::taken) return;  // closed at once
+  socket.set_option(tcp::no_delay(true), ec);
+  auto connection = std::make_shared<Connection>(budget, idle, peer.address());
+  auto ex = socket.get_executor();
+  net::co_spawn(ex, session(std::move(socket), std::move(connection)), net::detached);
+}
+
 net::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, std::shared_ptr<ConnectionBudget> budget,
                                  std::shared_ptr<IdleConnections> idle, SessionFn session) {
   net::steady_timer pause(acceptor->get_executor());
@@ -40,15 +55,7 @@ net::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, std::s
       }
       continue;
     }
-    const auto peer = socket.remote_endpoint(ec);
-    if (ec) continue;  // gone already; the socket closes here
-    auto taken = budget->try_take(peer.address());
-    if (taken == ConnectionBudget::Take::full && idle->shed_oldest()) taken = budget->try_take(peer.address());
-    if (taken != ConnectionBudget::Take::taken) continue;  // closed at once
-    socket.set_option(tcp::no_delay(true), ec);
-    auto connection = std::make_shared<Connection>(budget, idle, peer.address());
-    auto ex = socket.get_executor();
-    net::co_spawn(ex, session(std::move(socket), std::move(connection)), net::detached);
+    serve_accepted(std::move(socket), budget, idle, session);
   }
 }
 
@@ -114,8 +121,21 @@ Result<Listening> start_listener(net::io_context& ctx, const tcp::endpoint& endp
   }
   auto bound = acceptor->local_endpoint();
   auto idle = std::make_shared<IdleConnections>();
-  net::co_spawn(ctx, accept_loop(acceptor, std::move(budget), idle, std::move(session)), net::detached);
-  auto stop = [acceptor, idle] {
+  // Copies: the stop function below serves what is queued at the close with the same ones.
+  net::co_spawn(ctx, accept_loop(acceptor, budget, idle, session), net::detached);
+  auto stop = [acceptor, idle, budget, session] {
+    // Closing a listening socket resets the connections the kernel completed but the loop
+    // had not accepted yet: their clients see a reset after sending a request, which no
+    // client or balancer may retry. Accept and serve them first (a draining gateway answers
+    // them with Connection: close); a connection arriving after the close is refused, which
+    // is safe to retry elsewhere. Runs on the listener's loop, as the accept loop does.
+    boost::system::error_code ec;
+    acceptor->non_blocking(true, ec);
+    for (int i = 0; !ec && i < accept_backlog_drain_max; ++i) {
+      tcp::socket socket(acceptor->get_executor());
+      acceptor->accept(socket, ec);
+      if (!ec) serve_accepted(std::move(socket), budget, idle, session);
+    }
     boost::system::error_code ignored;
     acceptor->close(ignored);  // the accept loop ends with operation_aborted
     idle->close_all();
