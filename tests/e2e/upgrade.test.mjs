@@ -2,8 +2,9 @@
 //  - a store whose schema a newer cairva migrated is refused by this one, serve and audit
 //    alike, with a clear message and exit 1, and left exactly as it was (the embedded file
 //    byte for byte, the PostgreSQL database dump for dump);
-//  - a rolling restart of three gateways on one PostgreSQL database, one at a time with a
-//    drain (SIGTERM), while clients keep sending: no request fails, the ledger is exact.
+//  - a rolling restart of three gateways on one PostgreSQL database, one at a time, each
+//    taken out of the clients' rotation and drained (SIGTERM) with requests in flight, while
+//    clients keep sending: no request fails, the ledger is exact.
 // The PostgreSQL tests need CAIRVA_TEST_PG_URL (exported by scripts/test.sh).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -174,13 +175,18 @@ test('a rolling restart of three gateways on PostgreSQL, one drained at a time, 
     const answered = [];
     const failures = [];
     let next = 0;
-    // Each client sends one request after another, round-robin over the gateways listed now,
-    // moving to the next gateway only when one refused the connection.
+    // The gateway taken out of the rotation before its SIGTERM, as an operator takes it out
+    // of the balancer (docs/operations.md, section 9): requests already sent to it finish.
+    let outOfRotation = -1;
+    // Each client sends one request after another, round-robin over the gateways in the
+    // rotation, moving to the next gateway only when one refused the connection.
     const client = async (n) => {
       while (!stop) {
         let r;
         for (let tries = 0; tries < 3 * gws.length; tries++) {
-          r = await post(gws[next++ % gws.length], secret,
+          const at = next++ % gws.length;
+          if (at === outOfRotation) continue;
+          r = await post(gws[at], secret,
             { model: 'mock?delay-ms=20', messages: [{ role: 'user', content: `client ${n}` }] });
           if (!r.refused) break;
         }
@@ -199,6 +205,7 @@ test('a rolling restart of three gateways on PostgreSQL, one drained at a time, 
         stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'held' }] }, () => firstChunk());
       await Promise.race([started, held]);
       const old = gws[i];
+      outOfRotation = i;
       old.child.kill('SIGTERM');
       await fetch(`${mock.url}/mock/release/rolling-${i}`, { method: 'POST' });
       const stream = await held;
@@ -209,6 +216,7 @@ test('a rolling restart of three gateways on PostgreSQL, one drained at a time, 
       // The new version takes its place (here the same build: what is checked is the drain
       // and the hand-over; schema compatibility is postgres_store_test's).
       gws[i] = await startGateway(mock, { store: db.url });
+      outOfRotation = -1;
       old.cleanup();
     }
     stop = true;
