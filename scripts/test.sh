@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: set-up, build, a throw-away PostgreSQL, unit + contract + model
-# tests (CTest), end-to-end tests (Node's test runner with the official openai client), the
-# deployment (scripts/package-test.sh: the systemd unit verified; as root, the Debian package
+# tests (CTest), end-to-end tests (Node's test runner with the official openai client; among
+# them tests/e2e/docs.test.mjs, which runs docs/operations.md's commands as written), the
+# deployment (scripts/package-test.sh: the systemd unit verified, `nginx -t` on the nginx
+# example, `promtool check rules` on the alerting rules; as root, the Debian package
 # installed, checked and removed); scripts/lint.sh when asked (see below).
 # CAIRVA_TEST_SANITIZE=1 also runs the CTest suite under ASan+UBSan, the end-to-end suites
 # against the ASan+UBSan binary, and the concurrent parts (the stores and their contract
