@@ -52,7 +52,8 @@ void Drain::on_first_signal(int signal) {
 void Drain::check() {
   const auto deadline = started_ + timeout_;
   const auto now = std::chrono::steady_clock::now();
-  if (hooks_.open_connections() == 0 || second_signal_ || now >= deadline) {
+  const bool listeners_closed = !hooks_.listeners_open || hooks_.listeners_open() == 0;
+  if ((listeners_closed && hooks_.open_connections() == 0) || second_signal_ || now >= deadline) {
     end();
     return;
   }

@@ -37,6 +37,10 @@ class Drain {
     std::function<void()> stop_accepting;
     // Public connections open now, every event loop together.
     std::function<int64_t()> open_connections;
+    // Public listeners not closed yet (stop_accepting runs on each loop later). The drain
+    // ends only once they are all closed: until then a loop may still accept a connection,
+    // which the process's exit would reset. Empty: none to wait for.
+    std::function<int64_t()> listeners_open = {};
   };
   Drain(boost::asio::io_context& ctx, std::chrono::seconds timeout, std::atomic<bool>& draining, Hooks hooks);
   // Waits for the first signal, then drains; stops `ctx` when the drain ends.

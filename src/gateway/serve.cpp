@@ -193,11 +193,18 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   std::fflush(stdout);
 
   std::optional<Sweeper> sweeper(std::in_place, *store, retry);
+  std::atomic<int64_t> listeners_open{static_cast<int64_t>(loops.size())};
   Drain drain(admin_ctx, std::chrono::seconds(cfg.drain_timeout_s), draining,
-              {[&loops] {
-                 for (auto& l : loops) net::post(l->ctx, l->stop_listening);
+              {[&loops, &listeners_open] {
+                 for (auto& l : loops) {
+                   net::post(l->ctx, [&l = *l, &listeners_open] {
+                     l.stop_listening();
+                     listeners_open.fetch_sub(1, std::memory_order_release);
+                   });
+                 }
                },
-               [&public_budget] { return public_budget->open(); }});
+               [&public_budget] { return public_budget->open(); },
+               [&listeners_open] { return listeners_open.load(std::memory_order_acquire); }});
   drain.start();
   // SIGHUP reopens the access log file (rotation); without a handler it would end the process.
   net::signal_set hangups(admin_ctx, SIGHUP);
