@@ -87,9 +87,20 @@ class Sequencer {
   };
   template <class V>
   using ByAllocation = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
+  // The entry last used (a map's nodes never move): a transaction's records mostly name
+  // the allocation the record before named, and comparing its id costs less than hashing it
+  // (the applier numbers every request and every booking).
+  template <class V>
+  struct LastUsed {
+    std::string_view allocation_id;  // the map's own key
+    V* value = nullptr;
+    V* find(std::string_view id) const { return value != nullptr && allocation_id == id ? value : nullptr; }
+  };
   std::optional<int64_t> seq_;
   ByAllocation<int64_t> ordinals_;
   ByAllocation<core::Tokens> totals_;
+  LastUsed<int64_t> last_ordinal_;
+  LastUsed<core::Tokens> last_totals_;
 };
 
 // Runs the record's statements on `db` (inside the caller's transaction).
