@@ -127,7 +127,7 @@ static Status apply_set_states(Db& db, const Record& r) {
   return g->run();
 }
 
-Record mark_usage_pending(const std::string& request_id, const std::string& provider_request_id) {
+Record mark_usage_pending(std::string_view request_id, std::string_view provider_request_id) {
   // text: request_id, provider_request_id ('' keeps the one recorded)
   return {Record::Kind::mark_usage_pending, {request_id, provider_request_id}, {}};
 }
@@ -148,6 +148,14 @@ Record book(const UsageEventRow& e) {
   return {Record::Kind::book,
           {e.id, e.allocation_id, e.request_id, e.provider_request_id, core::to_string(e.source),
            core::to_string(e.finality), e.evidence},
+          {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
+}
+
+Record book_reported(const ReportedEvent& e) {
+  // As book() for a UsageEventRow with source provider, finality reported, no evidence.
+  return {Record::Kind::book,
+          {e.id, e.allocation_id, e.request_id, e.provider_request_id, core::to_string(core::EventSource::provider),
+           core::to_string(core::Finality::reported), {}},
           {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
 }
 
@@ -201,8 +209,7 @@ static Status apply_book_as_duplicate(Db& db, const Record& r) {
   return s->run();
 }
 
-Record fail_request(const std::string& request_id, const std::string& provider_request_id,
-                    UnixMicros now) {
+Record fail_request(std::string_view request_id, std::string_view provider_request_id, UnixMicros now) {
   // text: request_id, provider_request_id ('' keeps the one recorded); num: finished_at
   return {Record::Kind::fail_request, {request_id, provider_request_id},
           {now, 0, 0, 0, 0}};
