@@ -28,7 +28,7 @@ TEST(RateResetHeaders, TheLimitsAndWhatTheWindowsLeaveComeFirstNeverBelowZero) {
   auto s = snapshot(3, 100);
   s.requests_last_minute = 2;
   s.oldest_start_at = now - 1;
-  s.tokens_last_minute = 130;  // a booking may take the window past its limit
+  s.tokens_last_minute = 130;         // a booking may take the window past its limit
   s.freeing_booking_at = now - 1000;  // leaves 59.999 s from now
   const std::string text = head_of(s);
   EXPECT_NE(text.find("\r\nx-ratelimit-limit-requests: 3\r\nx-ratelimit-remaining-requests: 1\r\n"

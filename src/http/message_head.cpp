@@ -21,7 +21,8 @@ char* write_field(char* p, std::string_view name, std::string_view value) {
   p += name.size();
   *p++ = ':';
   *p++ = ' ';
-  if (!value.empty()) std::memcpy(p, value.data(), value.size());  // an empty view's data may be null
+  if (!value.empty())
+    std::memcpy(p, value.data(), value.size());  // an empty view's data may be null
   p += value.size();
   *p++ = '\r';
   *p++ = '\n';

@@ -99,7 +99,7 @@ inline int64_t sum_lanes(__m128i counts) {
 // The continuation bytes among the eight bytes of `w`: bit 7 set and bit 6 clear.
 inline int64_t continuation_in_word(uint64_t w) {
   const uint64_t ones = (w & ~(w << 1) & 0x8080808080808080ull) >> 7;  // 1 in each such byte
-  return static_cast<int64_t>((ones * 0x0101010101010101ull) >> 56);      // their sum, at most 8
+  return static_cast<int64_t>((ones * 0x0101010101010101ull) >> 56);   // their sum, at most 8
 }
 
 // The continuation bytes among the `n` (< 16) bytes at `p`: what is left after the whole
@@ -113,7 +113,8 @@ int64_t continuation_in_short(const char* p, size_t n) {
     std::memcpy(&first, p, 8);
     std::memcpy(&last, p + n - 8, 8);
     const size_t overlap = 16 - n;  // 1..8
-    return continuation_in_word(first) + (overlap < 8 ? continuation_in_word(last >> (8 * overlap)) : 0);
+    return continuation_in_word(first) +
+           (overlap < 8 ? continuation_in_word(last >> (8 * overlap)) : 0);
   }
   if (n >= 4) {
     uint32_t first, last;

@@ -154,8 +154,13 @@ Record book(const UsageEventRow& e) {
 Record book_reported(const ReportedEvent& e) {
   // As book() for a UsageEventRow with source provider, finality reported, no evidence.
   return {Record::Kind::book,
-          {e.id, e.allocation_id, e.request_id, e.provider_request_id, core::to_string(core::EventSource::provider),
-           core::to_string(core::Finality::reported), {}},
+          {e.id,
+           e.allocation_id,
+           e.request_id,
+           e.provider_request_id,
+           core::to_string(core::EventSource::provider),
+           core::to_string(core::Finality::reported),
+           {}},
           {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
 }
 
@@ -209,7 +214,8 @@ static Status apply_book_as_duplicate(Db& db, const Record& r) {
   return s->run();
 }
 
-Record fail_request(std::string_view request_id, std::string_view provider_request_id, UnixMicros now) {
+Record fail_request(std::string_view request_id, std::string_view provider_request_id,
+                    UnixMicros now) {
   // text: request_id, provider_request_id ('' keeps the one recorded); num: finished_at
   return {Record::Kind::fail_request, {request_id, provider_request_id},
           {now, 0, 0, 0, 0}};

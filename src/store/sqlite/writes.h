@@ -94,7 +94,9 @@ class Sequencer {
   struct LastUsed {
     std::string_view allocation_id;  // the map's own key
     V* value = nullptr;
-    V* find(std::string_view id) const { return value != nullptr && allocation_id == id ? value : nullptr; }
+    V* find(std::string_view id) const {
+      return value != nullptr && allocation_id == id ? value : nullptr;
+    }
   };
   std::optional<int64_t> seq_;
   ByAllocation<int64_t> ordinals_;
@@ -171,7 +173,8 @@ Record book_reported(const ReportedEvent& e);
 // the allocation's event it repeated.
 Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
                          UnixMicros now);
-Record fail_request(std::string_view request_id, std::string_view provider_request_id, UnixMicros now);
+Record fail_request(std::string_view request_id, std::string_view provider_request_id,
+                    UnixMicros now);
 Record insert_conflict(const ConflictRow& c);
 // The provider's id on a request still in_flight (Store::note_provider_id).
 Record note_provider_id(const std::string& request_id, const std::string& provider_request_id);
