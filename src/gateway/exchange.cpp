@@ -40,12 +40,7 @@ http::MessageHead ClientExchange::head(int status) const {
   auto h = http::MessageHead::response(static_cast<unsigned>(status), version);
   h.add("x-cairva-request-id", request_id);
   if (!rate) return h;
-  const auto& l = rate->terms.limits;
-  h.add("x-ratelimit-limit-requests", l.requests_per_minute);
-  h.add("x-ratelimit-remaining-requests", std::max<int64_t>(0, l.requests_per_minute - rate->requests_last_minute));
-  h.add("x-ratelimit-limit-tokens", l.tokens_per_minute);
-  h.add("x-ratelimit-remaining-tokens", std::max<int64_t>(0, l.tokens_per_minute - rate->tokens_last_minute));
-  add_rate_reset_headers(h, *rate);
+  add_rate_headers(h, *rate);
   if (dialect == wire::Dialect::anthropic) add_anthropic_rate_headers(h, *rate);
   return h;
 }

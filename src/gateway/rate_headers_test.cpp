@@ -13,7 +13,7 @@ constexpr UnixMicros now = 1'767'225'600LL * micros_per_second;
 
 std::string head_of(const core::AllocationSnapshot& rate) {
   auto h = http::MessageHead::response(200, 11);
-  add_rate_reset_headers(h, rate);
+  add_rate_headers(h, rate);
   return h.finish(0, true);
 }
 
@@ -22,6 +22,20 @@ core::AllocationSnapshot snapshot(int64_t rpm, int64_t tpm) {
   s.terms.limits = {rpm, tpm, 10};
   s.as_of = now;
   return s;
+}
+
+TEST(RateResetHeaders, TheLimitsAndWhatTheWindowsLeaveComeFirstNeverBelowZero) {
+  auto s = snapshot(3, 100);
+  s.requests_last_minute = 2;
+  s.oldest_start_at = now - 1;
+  s.tokens_last_minute = 130;         // a booking may take the window past its limit
+  s.freeing_booking_at = now - 1000;  // leaves 59.999 s from now
+  const std::string text = head_of(s);
+  EXPECT_NE(text.find("\r\nx-ratelimit-limit-requests: 3\r\nx-ratelimit-remaining-requests: 1\r\n"
+                      "x-ratelimit-limit-tokens: 100\r\nx-ratelimit-remaining-tokens: 0\r\n"
+                      "x-ratelimit-reset-requests: 0s\r\nx-ratelimit-reset-tokens: 59.999s\r\n"),
+            std::string::npos)
+      << text;
 }
 
 TEST(RateResetHeaders, ZeroSecondsWhileBothWindowsHaveRoom) {

@@ -12,6 +12,22 @@ namespace {
 
 // Room for a status line and the gateway's usual fields in one allocation.
 constexpr size_t head_reserve_bytes = 512;
+// What a field adds to its name and value: ": " and CRLF.
+constexpr size_t field_framing_bytes = 4;
+
+// Writes "name: value\r\n" at `p` (room for it reserved) and returns the end.
+char* write_field(char* p, std::string_view name, std::string_view value) {
+  std::memcpy(p, name.data(), name.size());
+  p += name.size();
+  *p++ = ':';
+  *p++ = ' ';
+  if (!value.empty())
+    std::memcpy(p, value.data(), value.size());  // an empty view's data may be null
+  p += value.size();
+  *p++ = '\r';
+  *p++ = '\n';
+  return p;
+}
 
 // Two memchr scans: string_view::find_first_of calls memchr once per character.
 bool is_safe_value(std::string_view v) {
@@ -19,6 +35,11 @@ bool is_safe_value(std::string_view v) {
 }
 
 }  // namespace
+
+Decimal::Decimal(int64_t value) {
+  const auto [end, ec] = std::to_chars(chars_.data(), chars_.data() + chars_.size(), value);
+  size_ = static_cast<size_t>(end - chars_.data());
+}
 
 MessageHead::MessageHead(unsigned version, size_t reserve) : version_(version) { text_.reserve(reserve); }
 
@@ -58,19 +79,20 @@ void MessageHead::add(std::string_view name, int64_t value) {
   append_field(name, std::string_view(buf, static_cast<size_t>(end - buf)));  // digits: nothing to check
 }
 
+void MessageHead::add_formatted(std::initializer_list<Field> fields) {
+  size_t bytes = 0;
+  for (const Field& f : fields) bytes += f.name.size() + f.value.size() + field_framing_bytes;
+  const size_t at = text_.size();
+  text_.resize(at + bytes);
+  char* p = text_.data() + at;
+  for (const Field& f : fields) p = write_field(p, f.name, f.value);
+}
+
 // One resize and copies instead of four appends: the gateway writes ~8 fields per response.
 void MessageHead::append_field(std::string_view name, std::string_view value) {
   const size_t at = text_.size();
-  text_.resize(at + name.size() + value.size() + 4);
-  char* p = text_.data() + at;
-  std::memcpy(p, name.data(), name.size());
-  p += name.size();
-  *p++ = ':';
-  *p++ = ' ';
-  if (!value.empty()) std::memcpy(p, value.data(), value.size());  // an empty view's data may be null
-  p += value.size();
-  *p++ = '\r';
-  *p = '\n';
+  text_.resize(at + name.size() + value.size() + field_framing_bytes);
+  write_field(text_.data() + at, name, value);
 }
 
 void MessageHead::finish_connection(bool keep_alive) {

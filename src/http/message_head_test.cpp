@@ -85,5 +85,24 @@ TEST(MessageHead, AValueThatWouldSplitTheHeadIsLeftOut) {
   EXPECT_EQ(res["x-ok"], "fine");
 }
 
+TEST(MessageHead, FormattedFieldsFollowInOrderAndParseBack) {
+  auto h = MessageHead::response(200, 11);
+  h.add("x-cairva-request-id", "req_1");
+  const Decimal limit(60), remaining(0), negative(-9223372036854775807LL - 1);
+  h.add_formatted({{"x-limit", limit.view()},
+                   {"x-remaining", remaining.view()},
+                   {"x-empty", ""},
+                   {"x-lowest", negative.view()}});
+  const std::string text = h.finish(0, true);
+  EXPECT_NE(
+      text.find("\r\nx-cairva-request-id: req_1\r\nx-limit: 60\r\nx-remaining: 0\r\nx-empty: \r\n"
+                "x-lowest: -9223372036854775808\r\n"),
+      std::string::npos)
+      << text;
+  const auto res = parse<false>(text);
+  EXPECT_EQ(res["x-limit"], "60");
+  EXPECT_EQ(res["x-lowest"], "-9223372036854775808");
+}
+
 }  // namespace
 }  // namespace cairva::http

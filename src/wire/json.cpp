@@ -96,6 +96,39 @@ inline int64_t sum_lanes(__m128i counts) {
   return _mm_extract_epi16(sums, 0) + _mm_extract_epi16(sums, 4);
 }
 
+// The continuation bytes among the eight bytes of `w`: bit 7 set and bit 6 clear.
+inline int64_t continuation_in_word(uint64_t w) {
+  const uint64_t ones = (w & ~(w << 1) & 0x8080808080808080ull) >> 7;  // 1 in each such byte
+  return static_cast<int64_t>((ones * 0x0101010101010101ull) >> 56);   // their sum, at most 8
+}
+
+// The continuation bytes among the `n` (< 16) bytes at `p`: what is left after the whole
+// blocks, and the whole of a member name or a short value. Two loads, the second
+// overlapping the first with the bytes counted already shifted out (little-endian: the
+// first bytes are the low ones), instead of a loop of up to 15 bytes.
+int64_t continuation_in_short(const char* p, size_t n) {
+  static_assert(std::endian::native == std::endian::little);
+  if (n >= 8) {
+    uint64_t first, last;
+    std::memcpy(&first, p, 8);
+    std::memcpy(&last, p + n - 8, 8);
+    const size_t overlap = 16 - n;  // 1..8
+    return continuation_in_word(first) +
+           (overlap < 8 ? continuation_in_word(last >> (8 * overlap)) : 0);
+  }
+  if (n >= 4) {
+    uint32_t first, last;
+    std::memcpy(&first, p, 4);
+    std::memcpy(&last, p + n - 4, 4);
+    const size_t overlap = 8 - n;  // 1..4
+    const uint32_t rest = overlap < 4 ? last >> (8 * overlap) : 0;
+    return continuation_in_word(first | uint64_t{rest} << 32);
+  }
+  int64_t continuation = 0;
+  for (size_t i = 0; i < n; ++i) continuation += (static_cast<unsigned char>(p[i]) & 0xC0) == 0x80;
+  return continuation;
+}
+
 // 0xFF in the first `n` lanes (n < 16).
 inline __m128i first_lanes(size_t n) {
   const __m128i index = _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
@@ -304,9 +337,7 @@ int64_t count_code_points(std::string_view utf8) {
   size_t left = utf8.size();
   int64_t continuation = 0;
   count_whole_blocks(p, left, continuation, [](const char*, __m128i) { return true; });
-  for (; left > 0; --left, ++p) {
-    continuation += (static_cast<unsigned char>(*p) & 0xC0) == 0x80;
-  }
+  continuation += continuation_in_short(p, left);
   return static_cast<int64_t>(utf8.size()) - continuation;
 #else
   // A continuation byte is 10xxxxxx: bit 7 set and bit 6 clear. Eight bytes at a time,

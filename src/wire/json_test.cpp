@@ -26,6 +26,18 @@ TEST(CountCodePoints, MatchesAByteByByteCountAtEveryLength) {
   }
 }
 
+TEST(CountCodePoints, MatchesAByteByByteCountForShortTextsAtEveryOffset) {
+  // Member names and short values: each length under two blocks from each start, so the
+  // tail's overlapping loads see every split of a multi-byte sequence.
+  const std::string text = "key_é你😀aé你😀bcdefé😀你gh😀😀é";
+  for (size_t at = 0; at < 16; ++at) {
+    for (size_t len = 0; at + len <= text.size() && len < 40; ++len) {
+      const std::string copy = text.substr(at, len);
+      EXPECT_EQ(count_code_points(copy), naive_code_points(copy)) << at << " " << len;
+    }
+  }
+}
+
 TEST(CountCodePoints, CountsLongRunsOfMultiByteCharacters) {
   // Long enough that every byte lane of the eight-at-a-time count is flushed many times.
   std::string text;

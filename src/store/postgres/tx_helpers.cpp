@@ -17,7 +17,12 @@ Result<std::optional<LockedRequest>> parse_locked_request(const PGresult* res) {
   const std::string state = get_text(res, 0, 0);
   auto st = core::parse_request_state(state);
   if (!st) return make_error(ErrorCode::internal_error, "postgres: bad request state " + state);
-  LockedRequest out{*st, {}, get_text(res, 0, 4), get_i64(res, 0, 5)};
+  // Filled member by member: GCC 12's Release build flags the aggregate initialiser's
+  // moved-in string as maybe-uninitialized (a false positive that -Werror turns fatal).
+  LockedRequest out;
+  out.state = *st;
+  out.provider_request_id = get_text(res, 0, 4);
+  out.now = get_i64(res, 0, 5);
   out.open.state = *st;
   out.open.hold = {get_i64(res, 0, 1), get_i64(res, 0, 2)};
   out.open.started_at = get_i64(res, 0, 3);

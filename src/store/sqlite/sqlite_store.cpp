@@ -260,12 +260,13 @@ void SqliteStore::persist(const SettleCommand& cmd, const core::SettlePlan& plan
                           Callback<SettleResult> done) {
   const SettleResult out{plan.outcome, plan.request_state};
   const std::string& id = cmd.request_id;
-  const std::string provider_id(core::recorded_provider_id(plan, cmd.provider_request_id, id));
+  const std::string_view provider_id =
+      core::recorded_provider_id(plan, cmd.provider_request_id, id);
   WriteOp::Records rows;
   if (plan.insert_event) {
-    rows.push_back(writes::book(UsageEventRow{new_time_ordered_id("evt"), cmd.allocation_id, id, provider_id,
-                                              cmd.usage, core::EventSource::provider,
-                                              core::Finality::reported, "", now}));
+    const std::string event_id = new_time_ordered_id("evt");
+    rows.push_back(
+        writes::book_reported({event_id, cmd.allocation_id, id, provider_id, cmd.usage, now}));
   } else if (plan.change_state && plan.request_state == core::RequestState::failed) {
     rows.push_back(writes::fail_request(id, provider_id, now));
   } else if (plan.change_state) {

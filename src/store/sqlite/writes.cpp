@@ -19,40 +19,52 @@ Result<Sequencer::Start> Sequencer::next_start(Db& db, std::string_view allocati
     if (!row.ok()) return row.error();
     seq_ = s->col_i64(0);
   }
-  auto it = ordinals_.find(allocation_id);
-  if (it == ordinals_.end()) {
-    // The last start in the index's order: start_ordinal grows with it (migration 9).
-    auto s = db.cached(
-        "SELECT start_ordinal FROM requests WHERE allocation_id = ?"
-        " ORDER BY started_at DESC, start_ordinal DESC LIMIT 1");
-    if (!s.ok()) return s.error();
-    s->text_ref(allocation_id);
-    auto row = s->step();
-    if (!row.ok()) return row.error();
-    it = ordinals_.emplace(std::string(allocation_id), *row ? s->col_i64(0) : 0).first;
+  int64_t* ordinal = last_ordinal_.find(allocation_id);
+  if (ordinal == nullptr) {
+    auto it = ordinals_.find(allocation_id);
+    if (it == ordinals_.end()) {
+      // The last start in the index's order: start_ordinal grows with it (migration 9).
+      auto s = db.cached(
+          "SELECT start_ordinal FROM requests WHERE allocation_id = ?"
+          " ORDER BY started_at DESC, start_ordinal DESC LIMIT 1");
+      if (!s.ok()) return s.error();
+      s->text_ref(allocation_id);
+      auto row = s->step();
+      if (!row.ok()) return row.error();
+      it = ordinals_.emplace(std::string(allocation_id), *row ? s->col_i64(0) : 0).first;
+    }
+    last_ordinal_ = {it->first, &it->second};
+    ordinal = &it->second;
   }
-  return Start{++*seq_, ++it->second};
+  return Start{++*seq_, ++*ordinal};
 }
 
 Result<core::Tokens> Sequencer::next_totals(Db& db, std::string_view allocation_id, const core::Tokens& delta) {
-  auto it = totals_.find(allocation_id);
-  if (it == totals_.end()) {
-    auto s = db.cached(
-        "SELECT cum_input, cum_output FROM usage_events WHERE allocation_id = ?"
-        " ORDER BY booked_at DESC, seq DESC LIMIT 1");
-    if (!s.ok()) return s.error();
-    s->text_ref(allocation_id);
-    auto row = s->step();
-    if (!row.ok()) return row.error();
-    const core::Tokens last = *row ? core::Tokens{s->col_i64(0), s->col_i64(1)} : core::Tokens{};
-    it = totals_.emplace(std::string(allocation_id), last).first;
+  core::Tokens* totals = last_totals_.find(allocation_id);
+  if (totals == nullptr) {
+    auto it = totals_.find(allocation_id);
+    if (it == totals_.end()) {
+      auto s = db.cached(
+          "SELECT cum_input, cum_output FROM usage_events WHERE allocation_id = ?"
+          " ORDER BY booked_at DESC, seq DESC LIMIT 1");
+      if (!s.ok()) return s.error();
+      s->text_ref(allocation_id);
+      auto row = s->step();
+      if (!row.ok()) return row.error();
+      const core::Tokens last = *row ? core::Tokens{s->col_i64(0), s->col_i64(1)} : core::Tokens{};
+      it = totals_.emplace(std::string(allocation_id), last).first;
+    }
+    last_totals_ = {it->first, &it->second};
+    totals = &it->second;
   }
-  it->second = {it->second.input + delta.input, it->second.output + delta.output};
-  return it->second;
+  *totals = {totals->input + delta.input, totals->output + delta.output};
+  return *totals;
 }
 
 void Sequencer::forget() {
   seq_.reset();
+  last_ordinal_ = {};
+  last_totals_ = {};
   ordinals_.clear();
   totals_.clear();
 }
@@ -115,7 +127,7 @@ static Status apply_set_states(Db& db, const Record& r) {
   return g->run();
 }
 
-Record mark_usage_pending(const std::string& request_id, const std::string& provider_request_id) {
+Record mark_usage_pending(std::string_view request_id, std::string_view provider_request_id) {
   // text: request_id, provider_request_id ('' keeps the one recorded)
   return {Record::Kind::mark_usage_pending, {request_id, provider_request_id}, {}};
 }
@@ -136,6 +148,19 @@ Record book(const UsageEventRow& e) {
   return {Record::Kind::book,
           {e.id, e.allocation_id, e.request_id, e.provider_request_id, core::to_string(e.source),
            core::to_string(e.finality), e.evidence},
+          {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
+}
+
+Record book_reported(const ReportedEvent& e) {
+  // As book() for a UsageEventRow with source provider, finality reported, no evidence.
+  return {Record::Kind::book,
+          {e.id,
+           e.allocation_id,
+           e.request_id,
+           e.provider_request_id,
+           core::to_string(core::EventSource::provider),
+           core::to_string(core::Finality::reported),
+           {}},
           {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
 }
 
@@ -189,7 +214,7 @@ static Status apply_book_as_duplicate(Db& db, const Record& r) {
   return s->run();
 }
 
-Record fail_request(const std::string& request_id, const std::string& provider_request_id,
+Record fail_request(std::string_view request_id, std::string_view provider_request_id,
                     UnixMicros now) {
   // text: request_id, provider_request_id ('' keeps the one recorded); num: finished_at
   return {Record::Kind::fail_request, {request_id, provider_request_id},

@@ -87,9 +87,22 @@ class Sequencer {
   };
   template <class V>
   using ByAllocation = std::unordered_map<std::string, V, Hash, std::equal_to<>>;
+  // The entry last used (a map's nodes never move): a transaction's records mostly name
+  // the allocation the record before named, and comparing its id costs less than hashing it
+  // (the applier numbers every request and every booking).
+  template <class V>
+  struct LastUsed {
+    std::string_view allocation_id;  // the map's own key
+    V* value = nullptr;
+    V* find(std::string_view id) const {
+      return value != nullptr && allocation_id == id ? value : nullptr;
+    }
+  };
   std::optional<int64_t> seq_;
   ByAllocation<int64_t> ordinals_;
   ByAllocation<core::Tokens> totals_;
+  LastUsed<int64_t> last_ordinal_;
+  LastUsed<core::Tokens> last_totals_;
 };
 
 // Runs the record's statements on `db` (inside the caller's transaction).
@@ -142,14 +155,25 @@ bool known_kind(int64_t kind);
 Record insert_request(const RequestRow& r, std::string_view key_id);
 Record set_states(const std::string& allocation_id, const std::string& agreement_id,
                   core::AllocationState state, core::AgreementState agreement_state);
-Record mark_usage_pending(const std::string& request_id, const std::string& provider_request_id);
+Record mark_usage_pending(std::string_view request_id, std::string_view provider_request_id);
 // A new usage event: the request booked, the allocation's used totals raised.
 Record book(const UsageEventRow& e);
+// A provider's report booked by a settlement, the request path's event: its texts are
+// viewed, not held, so that book_reported() copies each once, into the record.
+struct ReportedEvent {
+  std::string_view id;  // evt_…
+  std::string_view allocation_id;
+  std::string_view request_id;
+  std::string_view provider_request_id;
+  core::Tokens tokens;
+  UnixMicros booked_at = 0;
+};
+Record book_reported(const ReportedEvent& e);
 // Booked without an event of its own (duplicate/conflict): its provider_request_id names
 // the allocation's event it repeated.
 Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
                          UnixMicros now);
-Record fail_request(const std::string& request_id, const std::string& provider_request_id,
+Record fail_request(std::string_view request_id, std::string_view provider_request_id,
                     UnixMicros now);
 Record insert_conflict(const ConflictRow& c);
 // The provider's id on a request still in_flight (Store::note_provider_id).
