@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import OpenAI from 'openai';
-import { BIN, ADMIN_TOKEN, startMock, startGateway, createAgreement } from './harness.mjs';
+import { BIN, ADMIN_TOKEN, startMock, startGateway, createAgreement, psql, databaseUrl } from './harness.mjs';
 
 const WORKERS = 8;
 // Requests each must have seen booked before the backup starts: enough that the copy is
@@ -211,16 +211,6 @@ test('embedded store: backup refuses to replace a file and says so', async () =>
 });
 
 const PG_URL = process.env.CAIRVA_TEST_PG_URL;
-
-function psql(url, sql) {
-  return execFileSync('psql', [url, '-qAt', '-v', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8' }).trim();
-}
-
-function databaseUrl(base, name) {
-  const u = new URL(base);
-  u.pathname = '/' + name;
-  return u.toString();
-}
 
 test('PostgreSQL: pg_dump of a database with traffic booked, pg_restore into a new one: audit clean, same totals', async () => {
   assert.ok(PG_URL, 'CAIRVA_TEST_PG_URL is not set: this test needs a PostgreSQL server '

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { BIN, startMock, startGateway, createAgreement, chat } from './harness.mjs';
+import { BIN, startMock, startGateway, createAgreement, chat, psql } from './harness.mjs';
 
 const GATEWAYS = 2;
 const msg = [{ role: 'user', content: 'x' }];
@@ -14,10 +14,6 @@ const dbName = `cairva_console_${process.pid}_${Math.random().toString(36).slice
 let dbUrl;
 let mock;
 const gws = [];
-
-function psql(url, sql) {
-  return execFileSync('psql', [url, '-qAt', '-v', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8' });
-}
 
 before(async () => {
   assert.ok(PG_URL, 'CAIRVA_TEST_PG_URL is not set: this suite needs a PostgreSQL server (scripts/test.sh)');

@@ -13,12 +13,12 @@
 // ports the guide uses (8080, 8081, 9090, 8091-8093, 8191-8193) free.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { BIN, startMock, startGateway, createAgreement, chat, adminCall } from './harness.mjs';
+import { BIN, startMock, startGateway, createAgreement, chat, adminCall, psql } from './harness.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const GUIDE = join(ROOT, 'docs/operations.md');
@@ -53,10 +53,6 @@ function portTaken(port) {
     s.on('connect', () => { s.destroy(); res(true); });
     s.on('error', () => res(false));
   });
-}
-
-function psql(url, sql) {
-  return execFileSync('psql', [url, '-qAt', '-v', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8' });
 }
 
 test('the blocks of docs/operations.md are tagged: sh, sh norun, or no command line', () => {

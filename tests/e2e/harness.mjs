@@ -1,6 +1,6 @@
 // Test harness: starts real `cairva mock-provider` and `cairva serve` processes on free
 // ports in a temporary folder, and gives tests an admin client and raw HTTP helpers.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -200,4 +200,16 @@ export function gatewayForFile({ mockArgs = [], gateway = {} } = {}, onStart = (
     mock?.child.kill();
     gw?.cleanup();
   });
+}
+
+// A psql command against a PostgreSQL URL (the test cluster of scripts/pg-test-cluster.sh).
+export function psql(url, sql) {
+  return execFileSync('psql', [url, '-qAt', '-v', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8' });
+}
+
+// The same server's URL with another database name.
+export function databaseUrl(base, name) {
+  const u = new URL(base);
+  u.pathname = '/' + name;
+  return u.toString();
 }

@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import {
-  BIN, startMock, startGateway, createAgreement, chat, mockStats, eventually, sleep,
+  BIN, startMock, startGateway, createAgreement, chat, mockStats, eventually, sleep, psql, databaseUrl,
 } from './harness.mjs';
 
 const GATEWAYS = 3;
@@ -19,16 +19,6 @@ const dbName = `cairva_multi_${process.pid}_${Math.random().toString(36).slice(2
 let dbUrl;
 let mock;
 const gws = [];
-
-function psql(url, sql) {
-  return execFileSync('psql', [url, '-qAt', '-v', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8' });
-}
-
-function databaseUrl(base, name) {
-  const u = new URL(base);
-  u.pathname = '/' + name;
-  return u.toString();
-}
 
 function audit(store) {
   try {

@@ -12,7 +12,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
-import { BIN, ADMIN_TOKEN, startMock, startGateway, createAgreement, mockStats } from './harness.mjs';
+import { BIN, ADMIN_TOKEN, startMock, startGateway, createAgreement, mockStats, psql, databaseUrl } from './harness.mjs';
 
 const PG_URL = process.env.CAIRVA_TEST_PG_URL;
 
@@ -33,16 +33,6 @@ function schemaVersions() {
   const m = /schema: sqlite (\d+), postgresql (\d+)/.exec(v);
   assert.ok(m, v);
   return { sqlite: Number(m[1]), postgresql: Number(m[2]) };
-}
-
-function psql(url, sql) {
-  return execFileSync('psql', [url, '-qAt', '-v', 'ON_ERROR_STOP=1', '-c', sql], { encoding: 'utf8' });
-}
-
-function databaseUrl(base, name) {
-  const u = new URL(base);
-  u.pathname = '/' + name;
-  return u.toString();
 }
 
 function newDatabase(prefix) {
