@@ -1,6 +1,7 @@
 #include "store/sqlite/writes.h"
 
 #include "base/assert.h"
+#include "store/sqlite/limits.h"
 
 namespace cairva::store::sqlite::writes {
 namespace {
@@ -302,39 +303,84 @@ bool known_kind(int64_t kind) {
 
 Coalescer::Start* Coalescer::held(std::string_view request_id) {
   const auto it = start_of_.find(request_id);
-  if (it == start_of_.end()) return nullptr;
-  Start* s = &starts_[it->second];
-  start_of_.erase(it);  // its end is being applied: it is written now
-  return s;
+  return it == start_of_.end() ? nullptr : &starts_[it->second];
 }
 
-Status Coalescer::write(Db& db, Start& s) {
-  s.written = true;
-  const Record& r = *s.record;
-  auto st = db.cached(
-      "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
-      " hold_input, hold_output, finished_at, provider_request_id, seq, start_ordinal)"
-      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+namespace {
+
+constexpr const char* insert_request_columns =
+    "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
+    " hold_input, hold_output, finished_at, provider_request_id, seq, start_ordinal) VALUES ";
+constexpr const char* insert_request_row = "(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+
+// The INSERT of 1 to apply_request_rows_per_insert rows, built once per process (the
+// connection's cache keys statements by address).
+const char* insert_requests_sql(size_t rows) {
+  static const auto sql = [] {
+    std::array<std::string, apply_request_rows_per_insert> out;
+    std::string values = insert_request_row;
+    for (auto& one : out) {
+      one = insert_request_columns + values;
+      values += std::string(",") + insert_request_row;
+    }
+    return out;
+  }();
+  CAIRVA_ASSERT(rows >= 1 && rows <= sql.size());
+  return sql[rows - 1].c_str();
+}
+
+}  // namespace
+
+Status Coalescer::write(Db& db, std::span<Start* const> rows) {
+  auto st = db.cached(insert_requests_sql(rows.size()));
   if (!st.ok()) return st.error();
-  st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(s.state).i64(r.num[0]);
-  st->text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).opt_i64(s.finished_at);
-  st->text_ref(s.provider_request_id).i64(s.numbers.seq).i64(s.numbers.ordinal);
+  for (Start* s : rows) {
+    const Record& r = *s->record;
+    st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(s->state).i64(r.num[0]);
+    st->text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).opt_i64(s->finished_at);
+    st->text_ref(s->provider_request_id).i64(s->numbers.seq).i64(s->numbers.ordinal);
+  }
   Status out = st->run();
-  if (!out.ok()) failed_op_ = s.op;
+  if (out.ok()) {
+    for (Start* s : rows) s->written = true;
+    return out;
+  }
+  if (rows.size() == 1) {
+    failed_op_ = rows[0]->op;
+    return out;
+  }
+  // The statement failed as a whole and left nothing: row by row names the op at fault.
+  for (Start* s : rows) {
+    if (Status one = write(db, std::span<Start* const>(&s, 1)); !one.ok()) return one;
+  }
   return out;
+}
+
+Status Coalescer::write_now(Db& db, Start& s) {
+  start_of_.erase(s.record->text(0));
+  Start* one = &s;
+  return write(db, std::span<Start* const>(&one, 1));
 }
 
 Status Coalescer::add(Db& db, const Record& r, size_t op) {
   failed_op_ = op;
-  // Settlement records carry the request id and the provider's id at these positions.
+  // Settlement records carry the request id and the provider's id at these positions. A
+  // start held back takes its first end into the row it will insert; one already ended
+  // (a late booking after usage_pending, in the same transaction) is written first, and
+  // the record then applies to it as to any row.
   auto end_held = [&](std::string_view request_id, std::string_view provider_request_id,
                       std::string_view state, std::optional<int64_t> finished_at) -> std::optional<Status> {
     Start* s = held(request_id);
     if (s == nullptr) return std::nullopt;
+    if (s->ended) {
+      if (Status out = write_now(db, *s); !out.ok()) return out;
+      return std::nullopt;
+    }
+    s->ended = true;
     s->state = state;
     if (finished_at) s->finished_at = finished_at;
     if (!provider_request_id.empty()) s->provider_request_id = provider_request_id;
-    return write(db, *s);
+    return Status{};
   };
   switch (r.kind) {
     case Record::Kind::insert_request: {
@@ -342,7 +388,7 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       auto n = sequencer_.next_start(db, r.text(1));
       if (!n.ok()) return n.error();
       start_of_[r.text(0)] = starts_.size();
-      starts_.push_back({&r, *n, r.text(3), std::nullopt, {}, op, false});
+      starts_.push_back({&r, *n, r.text(3), std::nullopt, {}, op, false, false});
       return {};
     }
     case Record::Kind::book: {
@@ -367,16 +413,22 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       if (auto s = end_held(r.text(0), r.text(1), "usage_pending", std::nullopt)) return *s;
       return apply(db, r);
     case Record::Kind::note_provider_id: {
-      // A start held back takes the id into its insert (its end, if any, comes later).
-      const auto it = start_of_.find(r.text(0));
-      if (it == start_of_.end()) return apply(db, r);
-      starts_[it->second].provider_request_id = r.text(1);
-      return {};
+      // A start held back and not ended takes the id into its insert (its end, if any,
+      // comes later); an ended one is written, and the note applies to it as to any row.
+      Start* s = held(r.text(0));
+      if (s != nullptr && !s->ended) {
+        s->provider_request_id = r.text(1);
+        return {};
+      }
+      if (s != nullptr) {
+        if (Status out = write_now(db, *s); !out.ok()) return out;
+      }
+      return apply(db, r);
     }
     case Record::Kind::keep_reported:
       // Its request's row must exist: a start held back is written first, as it stands.
       if (Start* s = held(r.text(0))) {
-        if (Status out = write(db, *s); !out.ok()) return out;
+        if (Status out = write_now(db, *s); !out.ok()) return out;
       }
       return apply(db, r);
     case Record::Kind::insert_conflict:
@@ -387,9 +439,20 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
 }
 
 Status Coalescer::flush(Db& db) {
+  // Rows held back are written now, several per statement: a statement's fixed cost (a
+  // cursor on each of the table's B-trees, four of them partial indexes a booked row never
+  // enters) is paid once per apply_request_rows_per_insert rows.
+  std::array<Start*, apply_request_rows_per_insert> group{};
+  size_t grouped = 0;
   for (auto& s : starts_) {
     if (s.written) continue;
-    if (Status out = write(db, s); !out.ok()) return out;
+    group[grouped++] = &s;
+    if (grouped < group.size()) continue;
+    if (Status out = write(db, group); !out.ok()) return out;
+    grouped = 0;
+  }
+  if (grouped > 0) {
+    if (Status out = write(db, std::span<Start* const>(group.data(), grouped)); !out.ok()) return out;
   }
   starts_.clear();
   start_of_.clear();
