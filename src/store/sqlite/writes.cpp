@@ -1,5 +1,7 @@
 #include "store/sqlite/writes.h"
 
+#include <algorithm>
+
 #include "base/assert.h"
 #include "store/sqlite/limits.h"
 
@@ -308,23 +310,36 @@ Coalescer::Start* Coalescer::held(std::string_view request_id) {
 
 namespace {
 
-constexpr const char* insert_request_columns =
-    "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
-    " hold_input, hold_output, finished_at, provider_request_id, seq, start_ordinal) VALUES ";
-constexpr const char* insert_request_row = "(?,?,?,?,?,?,?,?,?,?,?,?,?)";
+// INSERTs of 1 to apply_rows_per_insert rows, built once per process (the connection's
+// cache keys statements by address).
+using MultiRowSql = std::array<std::string, apply_rows_per_insert>;
 
-// The INSERT of 1 to apply_request_rows_per_insert rows, built once per process (the
-// connection's cache keys statements by address).
+MultiRowSql multi_row_sql(std::string_view head, std::string_view row) {
+  MultiRowSql out;
+  std::string values(row);
+  for (auto& one : out) {
+    one = std::string(head) + values;
+    values += ",";
+    values += row;
+  }
+  return out;
+}
+
 const char* insert_requests_sql(size_t rows) {
-  static const auto sql = [] {
-    std::array<std::string, apply_request_rows_per_insert> out;
-    std::string values = insert_request_row;
-    for (auto& one : out) {
-      one = insert_request_columns + values;
-      values += std::string(",") + insert_request_row;
-    }
-    return out;
-  }();
+  static const MultiRowSql sql = multi_row_sql(
+      "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
+      " hold_input, hold_output, finished_at, provider_request_id, seq, start_ordinal) VALUES ",
+      "(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  CAIRVA_ASSERT(rows >= 1 && rows <= sql.size());
+  return sql[rows - 1].c_str();
+}
+
+const char* insert_events_sql(size_t rows) {
+  static const MultiRowSql sql = multi_row_sql(
+      "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
+      " input_tokens, output_tokens, source, finality, evidence, booked_at, cum_input, cum_output)"
+      " VALUES ",
+      "(?,?,?,?,?,?,?,?,?,?,?,?)");
   CAIRVA_ASSERT(rows >= 1 && rows <= sql.size());
   return sql[rows - 1].c_str();
 }
@@ -362,6 +377,27 @@ Status Coalescer::write_now(Db& db, Start& s) {
   return write(db, std::span<Start* const>(&one, 1));
 }
 
+Status Coalescer::write(Db& db, std::span<const Event> rows) {
+  auto st = db.cached(insert_events_sql(rows.size()));
+  if (!st.ok()) return st.error();
+  for (const Event& e : rows) {
+    const Record& r = *e.record;
+    st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3));
+    st->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(4)).text_ref(r.text(5)).text_ref(r.text(6)).i64(r.num[2]);
+    st->i64(e.totals.input).i64(e.totals.output);
+  }
+  Status out = st->run();
+  if (out.ok()) return out;
+  if (rows.size() == 1) {
+    failed_op_ = rows[0].op;
+    return out;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (Status one = write(db, rows.subspan(i, 1)); !one.ok()) return one;
+  }
+  return out;
+}
+
 Status Coalescer::add(Db& db, const Record& r, size_t op) {
   failed_op_ = op;
   // Settlement records carry the request id and the provider's id at these positions. A
@@ -396,11 +432,12 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       u.input += r.num[0];
       u.output += r.num[1];
       u.op = op;
-      if (auto s = end_held(r.text(2), r.text(3), "booked", r.num[2])) {
-        if (!s->ok()) return *s;
-        return apply_book_event(db, r, sequencer_);
-      }
-      if (Status s = apply_book_event(db, r, sequencer_); !s.ok()) return s;
+      // Its event is numbered now and inserted at flush(), in booking order: nothing
+      // before that reads an event this transaction wrote (the Sequencer counts on).
+      auto totals = sequencer_.next_totals(db, r.text(1), {r.num[0], r.num[1]});
+      if (!totals.ok()) return totals.error();
+      events_.push_back({&r, *totals, op});
+      if (auto s = end_held(r.text(2), r.text(3), "booked", r.num[2])) return *s;
       return apply_book_request(db, r);
     }
     case Record::Kind::book_as_duplicate:
@@ -440,9 +477,9 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
 
 Status Coalescer::flush(Db& db) {
   // Rows held back are written now, several per statement: a statement's fixed cost (a
-  // cursor on each of the table's B-trees, four of them partial indexes a booked row never
-  // enters) is paid once per apply_request_rows_per_insert rows.
-  std::array<Start*, apply_request_rows_per_insert> group{};
+  // cursor on each of the table's B-trees; for requests, four of them partial indexes a
+  // booked row never enters) is paid once per apply_rows_per_insert rows.
+  std::array<Start*, apply_rows_per_insert> group{};
   size_t grouped = 0;
   for (auto& s : starts_) {
     if (s.written) continue;
@@ -454,6 +491,11 @@ Status Coalescer::flush(Db& db) {
   if (grouped > 0) {
     if (Status out = write(db, std::span<Start* const>(group.data(), grouped)); !out.ok()) return out;
   }
+  for (size_t i = 0; i < events_.size(); i += apply_rows_per_insert) {
+    const size_t n = std::min(apply_rows_per_insert, events_.size() - i);
+    if (Status out = write(db, std::span<const Event>(events_).subspan(i, n)); !out.ok()) return out;
+  }
+  events_.clear();
   starts_.clear();
   start_of_.clear();
   for (const auto& [allocation, u] : used_) {

@@ -182,8 +182,8 @@ TEST(Coalescer, LeavesTheTablesAsApplyingEachRecordDoes) {
   std::filesystem::remove_all(dir);
 }
 
-// One transaction for the whole history: starts held back are inserted in groups of
-// apply_request_rows_per_insert, and records naming a request whose row is still held
+// One transaction for the whole history: starts held back and events are inserted in
+// groups of apply_rows_per_insert, and records naming a request whose row is still held
 // (a late booking, a note after usage_pending) find it written first.
 TEST(Coalescer, OneLargeTransactionLeavesTheTablesAsApplyingEachRecordDoes) {
   const auto dir = std::filesystem::temp_directory_path() / ("cairva-writes-large-" + std::to_string(::getpid()));
@@ -224,6 +224,33 @@ TEST(Coalescer, AFailedRowInAGroupNamesItsOwnOp) {
     for (size_t i = 0; i < records.size(); ++i) ASSERT_TRUE(c.add(db, records[i], i).ok());
     EXPECT_FALSE(c.flush(db).ok());
     EXPECT_EQ(c.failed_op(), 21u);
+    ASSERT_TRUE(db.exec("ROLLBACK").ok());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Coalescer, AFailedEventInAGroupNamesItsOwnOp) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cairva-writes-fail-ev-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    Db db = fresh(dir / "f.db");
+    std::vector<writes::Record> records;
+    for (int n = 0; n < 20; ++n) {
+      const std::string id = "req_" + std::to_string(n);
+      RequestRow r{id, "alloc_a", core::RequestState::in_flight, t0_us + n, std::nullopt, "m", false, {5, 9}, ""};
+      records.push_back(writes::insert_request(r, "key_alloc_a"));
+    }
+    for (int n = 0; n < 20; ++n) {
+      const std::string event = "evt_" + std::to_string(n == 17 ? 3 : n);  // op 37 repeats evt_3
+      records.push_back(writes::book(UsageEventRow{event, "alloc_a", "req_" + std::to_string(n), "prov_" + std::to_string(n),
+                                                   {1, 2}, core::EventSource::provider, core::Finality::reported, "",
+                                                   t0_us + 100 + n}));
+    }
+    writes::Coalescer c;
+    ASSERT_TRUE(db.exec("BEGIN").ok());
+    for (size_t i = 0; i < records.size(); ++i) ASSERT_TRUE(c.add(db, records[i], i).ok());
+    EXPECT_FALSE(c.flush(db).ok());
+    EXPECT_EQ(c.failed_op(), 37u);
     ASSERT_TRUE(db.exec("ROLLBACK").ok());
   }
   std::filesystem::remove_all(dir);
