@@ -351,9 +351,10 @@ Status Coalescer::write(Db& db, std::span<Start* const> rows) {
   if (!st.ok()) return st.error();
   for (Start* s : rows) {
     const Record& r = *s->record;
-    st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(s->state).i64(r.num[0]);
-    st->text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).opt_i64(s->finished_at);
-    st->text_ref(s->provider_request_id).i64(s->numbers.seq).i64(s->numbers.ordinal);
+    st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(s->state);
+    st->i64(r.num[0]).text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]);
+    st->opt_i64(s->finished_at).text_ref(s->provider_request_id);
+    st->i64(s->numbers.seq).i64(s->numbers.ordinal);
   }
   Status out = st->run();
   if (out.ok()) {
@@ -383,8 +384,8 @@ Status Coalescer::write(Db& db, std::span<const Event> rows) {
   for (const Event& e : rows) {
     const Record& r = *e.record;
     st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3));
-    st->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(4)).text_ref(r.text(5)).text_ref(r.text(6)).i64(r.num[2]);
-    st->i64(e.totals.input).i64(e.totals.output);
+    st->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(4)).text_ref(r.text(5)).text_ref(r.text(6));
+    st->i64(r.num[2]).i64(e.totals.input).i64(e.totals.output);
   }
   Status out = st->run();
   if (out.ok()) return out;
@@ -489,11 +490,13 @@ Status Coalescer::flush(Db& db) {
     grouped = 0;
   }
   if (grouped > 0) {
-    if (Status out = write(db, std::span<Start* const>(group.data(), grouped)); !out.ok()) return out;
+    const std::span<Start* const> rest(group.data(), grouped);
+    if (Status out = write(db, rest); !out.ok()) return out;
   }
-  for (size_t i = 0; i < events_.size(); i += apply_rows_per_insert) {
-    const size_t n = std::min(apply_rows_per_insert, events_.size() - i);
-    if (Status out = write(db, std::span<const Event>(events_).subspan(i, n)); !out.ok()) return out;
+  const std::span<const Event> events(events_);
+  for (size_t i = 0; i < events.size(); i += apply_rows_per_insert) {
+    const size_t n = std::min(apply_rows_per_insert, events.size() - i);
+    if (Status out = write(db, events.subspan(i, n)); !out.ok()) return out;
   }
   events_.clear();
   starts_.clear();

@@ -154,7 +154,8 @@ class Coalescer {
   // The request's start held back in this transaction and not yet written, or nullptr.
   Start* held(std::string_view request_id);
   std::vector<Start> starts_;
-  std::unordered_map<std::string_view, size_t> start_of_;  // request id -> starts_ index (until written)
+  // request id -> starts_ index, until its row is written
+  std::unordered_map<std::string_view, size_t> start_of_;
   std::vector<Event> events_;  // in booking order
   std::unordered_map<std::string_view, Used> used_;   // allocation id -> tokens booked
   Sequencer sequencer_;

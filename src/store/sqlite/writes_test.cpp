@@ -182,6 +182,11 @@ TEST(Coalescer, LeavesTheTablesAsApplyingEachRecordDoes) {
   std::filesystem::remove_all(dir);
 }
 
+writes::Record start_in_alloc_a(const std::string& id, int n) {
+  RequestRow r{id, "alloc_a", core::RequestState::in_flight, t0_us + n, std::nullopt, "m", false, {5, 9}, ""};
+  return writes::insert_request(r, "key_alloc_a");
+}
+
 // One transaction for the whole history: starts held back and events are inserted in
 // groups of apply_rows_per_insert, and records naming a request whose row is still held
 // (a late booking, a note after usage_pending) find it written first.
@@ -216,8 +221,7 @@ TEST(Coalescer, AFailedRowInAGroupNamesItsOwnOp) {
     std::vector<writes::Record> records;
     for (int n = 0; n < 40; ++n) {
       const std::string id = "req_" + std::to_string(n == 21 ? 5 : n);  // op 21 repeats req_5
-      RequestRow r{id, "alloc_a", core::RequestState::in_flight, t0_us + n, std::nullopt, "m", false, {5, 9}, ""};
-      records.push_back(writes::insert_request(r, "key_alloc_a"));
+      records.push_back(start_in_alloc_a(id, n));
     }
     writes::Coalescer c;
     ASSERT_TRUE(db.exec("BEGIN").ok());
@@ -237,14 +241,14 @@ TEST(Coalescer, AFailedEventInAGroupNamesItsOwnOp) {
     std::vector<writes::Record> records;
     for (int n = 0; n < 20; ++n) {
       const std::string id = "req_" + std::to_string(n);
-      RequestRow r{id, "alloc_a", core::RequestState::in_flight, t0_us + n, std::nullopt, "m", false, {5, 9}, ""};
-      records.push_back(writes::insert_request(r, "key_alloc_a"));
+      records.push_back(start_in_alloc_a(id, n));
     }
     for (int n = 0; n < 20; ++n) {
       const std::string event = "evt_" + std::to_string(n == 17 ? 3 : n);  // op 37 repeats evt_3
-      records.push_back(writes::book(UsageEventRow{event, "alloc_a", "req_" + std::to_string(n), "prov_" + std::to_string(n),
-                                                   {1, 2}, core::EventSource::provider, core::Finality::reported, "",
-                                                   t0_us + 100 + n}));
+      const std::string n_ = std::to_string(n);
+      records.push_back(writes::book(UsageEventRow{event, "alloc_a", "req_" + n_, "prov_" + n_, {1, 2},
+                                                   core::EventSource::provider,
+                                                   core::Finality::reported, "", t0_us + 100 + n}));
     }
     writes::Coalescer c;
     ASSERT_TRUE(db.exec("BEGIN").ok());
