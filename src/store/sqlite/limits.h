@@ -31,6 +31,12 @@ inline constexpr size_t apply_backlog_ops_max = 16384;
 // machine starves it until its backlog reaches apply_backlog_ops_max, which stops the
 // request path.
 inline constexpr size_t apply_records_per_yield = 32;
+// Rows (requests, usage events) the applier inserts with one statement (writes.h,
+// Coalescer): a statement opens a cursor on each of its table's B-trees whether its row
+// enters them or not (requests have seven), and that fixed cost shared by 16 rows is a
+// third of a request's insert (bench/instructions.sh). 13 parameters a row at most, far
+// below SQLite's limit.
+inline constexpr size_t apply_rows_per_insert = 16;
 // The oplog starts a new segment file past this size; a segment is deleted (by the
 // journal thread) once every record in it is applied. Small enough that the log of a
 // stopped gateway replays in a moment, large enough that creating and deleting files is

@@ -1,6 +1,9 @@
 #include "store/sqlite/writes.h"
 
+#include <algorithm>
+
 #include "base/assert.h"
+#include "store/sqlite/limits.h"
 
 namespace cairva::store::sqlite::writes {
 namespace {
@@ -302,39 +305,119 @@ bool known_kind(int64_t kind) {
 
 Coalescer::Start* Coalescer::held(std::string_view request_id) {
   const auto it = start_of_.find(request_id);
-  if (it == start_of_.end()) return nullptr;
-  Start* s = &starts_[it->second];
-  start_of_.erase(it);  // its end is being applied: it is written now
-  return s;
+  return it == start_of_.end() ? nullptr : &starts_[it->second];
 }
 
-Status Coalescer::write(Db& db, Start& s) {
-  s.written = true;
-  const Record& r = *s.record;
-  auto st = db.cached(
+namespace {
+
+// INSERTs of 1 to apply_rows_per_insert rows, built once per process (the connection's
+// cache keys statements by address).
+using MultiRowSql = std::array<std::string, apply_rows_per_insert>;
+
+MultiRowSql multi_row_sql(std::string_view head, std::string_view row) {
+  MultiRowSql out;
+  std::string values(row);
+  for (auto& one : out) {
+    one = std::string(head) + values;
+    values += ",";
+    values += row;
+  }
+  return out;
+}
+
+const char* insert_requests_sql(size_t rows) {
+  static const MultiRowSql sql = multi_row_sql(
       "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
-      " hold_input, hold_output, finished_at, provider_request_id, seq, start_ordinal)"
-      " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      " hold_input, hold_output, finished_at, provider_request_id, seq, start_ordinal) VALUES ",
+      "(?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  CAIRVA_ASSERT(rows >= 1 && rows <= sql.size());
+  return sql[rows - 1].c_str();
+}
+
+const char* insert_events_sql(size_t rows) {
+  static const MultiRowSql sql = multi_row_sql(
+      "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
+      " input_tokens, output_tokens, source, finality, evidence, booked_at, cum_input, cum_output)"
+      " VALUES ",
+      "(?,?,?,?,?,?,?,?,?,?,?,?)");
+  CAIRVA_ASSERT(rows >= 1 && rows <= sql.size());
+  return sql[rows - 1].c_str();
+}
+
+}  // namespace
+
+Status Coalescer::write(Db& db, std::span<Start* const> rows) {
+  auto st = db.cached(insert_requests_sql(rows.size()));
   if (!st.ok()) return st.error();
-  st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(s.state).i64(r.num[0]);
-  st->text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).opt_i64(s.finished_at);
-  st->text_ref(s.provider_request_id).i64(s.numbers.seq).i64(s.numbers.ordinal);
+  for (Start* s : rows) {
+    const Record& r = *s->record;
+    st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(s->state);
+    st->i64(r.num[0]).text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]);
+    st->opt_i64(s->finished_at).text_ref(s->provider_request_id);
+    st->i64(s->numbers.seq).i64(s->numbers.ordinal);
+  }
   Status out = st->run();
-  if (!out.ok()) failed_op_ = s.op;
+  if (out.ok()) {
+    for (Start* s : rows) s->written = true;
+    return out;
+  }
+  if (rows.size() == 1) {
+    failed_op_ = rows[0]->op;
+    return out;
+  }
+  // The statement failed as a whole and left nothing: row by row names the op at fault.
+  for (Start* s : rows) {
+    if (Status one = write(db, std::span<Start* const>(&s, 1)); !one.ok()) return one;
+  }
+  return out;
+}
+
+Status Coalescer::write_now(Db& db, Start& s) {
+  start_of_.erase(s.record->text(0));
+  Start* one = &s;
+  return write(db, std::span<Start* const>(&one, 1));
+}
+
+Status Coalescer::write(Db& db, std::span<const Event> rows) {
+  auto st = db.cached(insert_events_sql(rows.size()));
+  if (!st.ok()) return st.error();
+  for (const Event& e : rows) {
+    const Record& r = *e.record;
+    st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3));
+    st->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(4)).text_ref(r.text(5)).text_ref(r.text(6));
+    st->i64(r.num[2]).i64(e.totals.input).i64(e.totals.output);
+  }
+  Status out = st->run();
+  if (out.ok()) return out;
+  if (rows.size() == 1) {
+    failed_op_ = rows[0].op;
+    return out;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (Status one = write(db, rows.subspan(i, 1)); !one.ok()) return one;
+  }
   return out;
 }
 
 Status Coalescer::add(Db& db, const Record& r, size_t op) {
   failed_op_ = op;
-  // Settlement records carry the request id and the provider's id at these positions.
+  // Settlement records carry the request id and the provider's id at these positions. A
+  // start held back takes its first end into the row it will insert; one already ended
+  // (a late booking after usage_pending, in the same transaction) is written first, and
+  // the record then applies to it as to any row.
   auto end_held = [&](std::string_view request_id, std::string_view provider_request_id,
                       std::string_view state, std::optional<int64_t> finished_at) -> std::optional<Status> {
     Start* s = held(request_id);
     if (s == nullptr) return std::nullopt;
+    if (s->ended) {
+      if (Status out = write_now(db, *s); !out.ok()) return out;
+      return std::nullopt;
+    }
+    s->ended = true;
     s->state = state;
     if (finished_at) s->finished_at = finished_at;
     if (!provider_request_id.empty()) s->provider_request_id = provider_request_id;
-    return write(db, *s);
+    return Status{};
   };
   switch (r.kind) {
     case Record::Kind::insert_request: {
@@ -342,7 +425,7 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       auto n = sequencer_.next_start(db, r.text(1));
       if (!n.ok()) return n.error();
       start_of_[r.text(0)] = starts_.size();
-      starts_.push_back({&r, *n, r.text(3), std::nullopt, {}, op, false});
+      starts_.push_back({&r, *n, r.text(3), std::nullopt, {}, op, false, false});
       return {};
     }
     case Record::Kind::book: {
@@ -350,11 +433,12 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       u.input += r.num[0];
       u.output += r.num[1];
       u.op = op;
-      if (auto s = end_held(r.text(2), r.text(3), "booked", r.num[2])) {
-        if (!s->ok()) return *s;
-        return apply_book_event(db, r, sequencer_);
-      }
-      if (Status s = apply_book_event(db, r, sequencer_); !s.ok()) return s;
+      // Its event is numbered now and inserted at flush(), in booking order: nothing
+      // before that reads an event this transaction wrote (the Sequencer counts on).
+      auto totals = sequencer_.next_totals(db, r.text(1), {r.num[0], r.num[1]});
+      if (!totals.ok()) return totals.error();
+      events_.push_back({&r, *totals, op});
+      if (auto s = end_held(r.text(2), r.text(3), "booked", r.num[2])) return *s;
       return apply_book_request(db, r);
     }
     case Record::Kind::book_as_duplicate:
@@ -367,16 +451,22 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       if (auto s = end_held(r.text(0), r.text(1), "usage_pending", std::nullopt)) return *s;
       return apply(db, r);
     case Record::Kind::note_provider_id: {
-      // A start held back takes the id into its insert (its end, if any, comes later).
-      const auto it = start_of_.find(r.text(0));
-      if (it == start_of_.end()) return apply(db, r);
-      starts_[it->second].provider_request_id = r.text(1);
-      return {};
+      // A start held back and not ended takes the id into its insert (its end, if any,
+      // comes later); an ended one is written, and the note applies to it as to any row.
+      Start* s = held(r.text(0));
+      if (s != nullptr && !s->ended) {
+        s->provider_request_id = r.text(1);
+        return {};
+      }
+      if (s != nullptr) {
+        if (Status out = write_now(db, *s); !out.ok()) return out;
+      }
+      return apply(db, r);
     }
     case Record::Kind::keep_reported:
       // Its request's row must exist: a start held back is written first, as it stands.
       if (Start* s = held(r.text(0))) {
-        if (Status out = write(db, *s); !out.ok()) return out;
+        if (Status out = write_now(db, *s); !out.ok()) return out;
       }
       return apply(db, r);
     case Record::Kind::insert_conflict:
@@ -387,10 +477,28 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
 }
 
 Status Coalescer::flush(Db& db) {
+  // Rows held back are written now, several per statement: a statement's fixed cost (a
+  // cursor on each of the table's B-trees; for requests, four of them partial indexes a
+  // booked row never enters) is paid once per apply_rows_per_insert rows.
+  std::array<Start*, apply_rows_per_insert> group{};
+  size_t grouped = 0;
   for (auto& s : starts_) {
     if (s.written) continue;
-    if (Status out = write(db, s); !out.ok()) return out;
+    group[grouped++] = &s;
+    if (grouped < group.size()) continue;
+    if (Status out = write(db, group); !out.ok()) return out;
+    grouped = 0;
   }
+  if (grouped > 0) {
+    const std::span<Start* const> rest(group.data(), grouped);
+    if (Status out = write(db, rest); !out.ok()) return out;
+  }
+  const std::span<const Event> events(events_);
+  for (size_t i = 0; i < events.size(); i += apply_rows_per_insert) {
+    const size_t n = std::min(apply_rows_per_insert, events.size() - i);
+    if (Status out = write(db, events.subspan(i, n)); !out.ok()) return out;
+  }
+  events_.clear();
   starts_.clear();
   start_of_.clear();
   for (const auto& [allocation, u] : used_) {

@@ -111,7 +111,9 @@ Status apply(Db& db, const Record& r);
 // Applies the records of one transaction with fewer B-tree writes than apply() one by one:
 // a request started and ended within it is inserted once, in its final state (no in-flight
 // index entry made then removed, no update by id), and each allocation's used totals are
-// raised once. The tables end exactly as apply() would leave them.
+// raised once. Requests' rows are held back until flush() (or a record that needs the row),
+// usage events until flush(), and both inserted several per statement. The tables end
+// exactly as apply() would leave them.
 class Coalescer {
  public:
   // `op`: the caller's index for the record's op, which failed_op() names on an error.
@@ -132,17 +134,29 @@ class Coalescer {
     std::string_view provider_request_id;
     size_t op = 0;
     bool written = false;
+    bool ended = false;  // its first end is in `state` (a later record applies to the row)
+  };
+  struct Event {
+    const Record* record = nullptr;  // book
+    core::Tokens totals;             // the allocation's running totals (cum_input, cum_output)
+    size_t op = 0;
   };
   struct Used {
     int64_t input = 0;
     int64_t output = 0;
     size_t op = 0;
   };
-  Status write(Db& db, Start& s);
-  // The request's start held back in this transaction, or nullptr.
+  // Insert the rows (1 to apply_rows_per_insert of them) in one statement.
+  Status write(Db& db, std::span<Start* const> rows);
+  Status write(Db& db, std::span<const Event> rows);
+  // Inserts the row now, for a record that applies to it.
+  Status write_now(Db& db, Start& s);
+  // The request's start held back in this transaction and not yet written, or nullptr.
   Start* held(std::string_view request_id);
   std::vector<Start> starts_;
-  std::unordered_map<std::string_view, size_t> start_of_;  // request id -> starts_ index (until ended)
+  // request id -> starts_ index, until its row is written
+  std::unordered_map<std::string_view, size_t> start_of_;
+  std::vector<Event> events_;  // in booking order
   std::unordered_map<std::string_view, Used> used_;   // allocation id -> tokens booked
   Sequencer sequencer_;
   size_t failed_op_ = 0;

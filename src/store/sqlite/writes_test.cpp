@@ -182,5 +182,83 @@ TEST(Coalescer, LeavesTheTablesAsApplyingEachRecordDoes) {
   std::filesystem::remove_all(dir);
 }
 
+writes::Record start_in_alloc_a(const std::string& id, int n) {
+  RequestRow r{id, "alloc_a", core::RequestState::in_flight, t0_us + n, std::nullopt, "m", false, {5, 9}, ""};
+  return writes::insert_request(r, "key_alloc_a");
+}
+
+// One transaction for the whole history: starts held back and events are inserted in
+// groups of apply_rows_per_insert, and records naming a request whose row is still held
+// (a late booking, a note after usage_pending) find it written first.
+TEST(Coalescer, OneLargeTransactionLeavesTheTablesAsApplyingEachRecordDoes) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cairva-writes-large-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    std::mt19937 rng(seed);
+    const auto records = history(rng, 600);
+    Db one_by_one = fresh(dir / "a.db");
+    ASSERT_TRUE(one_by_one.exec("BEGIN").ok());
+    for (const auto& r : records) ASSERT_TRUE(writes::apply(one_by_one, r).ok()) << "seed " << seed;
+    ASSERT_TRUE(one_by_one.exec("COMMIT").ok());
+
+    Db coalesced = fresh(dir / "b.db");
+    writes::Coalescer c;
+    ASSERT_TRUE(coalesced.exec("BEGIN").ok());
+    for (size_t i = 0; i < records.size(); ++i) ASSERT_TRUE(c.add(coalesced, records[i], i).ok()) << "record " << i;
+    ASSERT_TRUE(c.flush(coalesced).ok());
+    ASSERT_TRUE(coalesced.exec("COMMIT").ok());
+    EXPECT_EQ(dump(coalesced), dump(one_by_one)) << "seed " << seed;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A row that cannot be inserted fails its own op, even inside a group of rows.
+TEST(Coalescer, AFailedRowInAGroupNamesItsOwnOp) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cairva-writes-fail-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    Db db = fresh(dir / "f.db");
+    std::vector<writes::Record> records;
+    for (int n = 0; n < 40; ++n) {
+      const std::string id = "req_" + std::to_string(n == 21 ? 5 : n);  // op 21 repeats req_5
+      records.push_back(start_in_alloc_a(id, n));
+    }
+    writes::Coalescer c;
+    ASSERT_TRUE(db.exec("BEGIN").ok());
+    for (size_t i = 0; i < records.size(); ++i) ASSERT_TRUE(c.add(db, records[i], i).ok());
+    EXPECT_FALSE(c.flush(db).ok());
+    EXPECT_EQ(c.failed_op(), 21u);
+    ASSERT_TRUE(db.exec("ROLLBACK").ok());
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Coalescer, AFailedEventInAGroupNamesItsOwnOp) {
+  const auto dir = std::filesystem::temp_directory_path() / ("cairva-writes-fail-ev-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  {
+    Db db = fresh(dir / "f.db");
+    std::vector<writes::Record> records;
+    for (int n = 0; n < 20; ++n) {
+      const std::string id = "req_" + std::to_string(n);
+      records.push_back(start_in_alloc_a(id, n));
+    }
+    for (int n = 0; n < 20; ++n) {
+      const std::string event = "evt_" + std::to_string(n == 17 ? 3 : n);  // op 37 repeats evt_3
+      const std::string n_ = std::to_string(n);
+      records.push_back(writes::book(UsageEventRow{event, "alloc_a", "req_" + n_, "prov_" + n_, {1, 2},
+                                                   core::EventSource::provider,
+                                                   core::Finality::reported, "", t0_us + 100 + n}));
+    }
+    writes::Coalescer c;
+    ASSERT_TRUE(db.exec("BEGIN").ok());
+    for (size_t i = 0; i < records.size(); ++i) ASSERT_TRUE(c.add(db, records[i], i).ok());
+    EXPECT_FALSE(c.flush(db).ok());
+    EXPECT_EQ(c.failed_op(), 37u);
+    ASSERT_TRUE(db.exec("ROLLBACK").ok());
+  }
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace cairva::store::sqlite
