@@ -5,7 +5,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include "admin/fake_store.h"
+#include "store/fake_store.h"
 
 namespace cairva::admin {
 namespace {
@@ -85,7 +85,7 @@ class AdminApiTest : public ::testing::Test {
   }
 
   std::shared_ptr<ManualClock> clock_;
-  testing::FakeStore store_;
+  store::testing::FakeStore store_;
   AdminApi api_;
 };
 

@@ -4,11 +4,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "store/limits.h"
+
 namespace cairva::admin {
 
 // Listing pages: a default that fits a terminal, a maximum that keeps one answer small.
 inline constexpr size_t page_size_default = 100;
-inline constexpr size_t page_size_max = 1000;
+inline constexpr size_t page_size_max = store::list_page_rows_max;
 static_assert(page_size_default <= page_size_max);
 
 // supplier, buyer, provider and model names are labels, not documents.

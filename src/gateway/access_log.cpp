@@ -9,7 +9,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "base/thread_name.h"
 
 namespace cairva::gateway {
@@ -203,7 +203,7 @@ void AccessLog::write(const AccessRecord& r) {
     std::lock_guard lock(mu_);
     if (buffer_.size() + line.size() > access_log_buffer_bytes_max) {
       ++dropped_;
-      admin::metrics().count_access_log_dropped();
+      metrics::registry().count_access_log_dropped();
       return;
     }
     buffer_.append(line);

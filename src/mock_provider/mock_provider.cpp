@@ -40,7 +40,6 @@ using tcp = net::ip::tcp;
 constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 constexpr size_t mock_body_bytes_max = size_t{32} << 20;
-constexpr uint64_t oversize_announced_bytes = uint64_t{1} << 40;
 
 struct ChatFacts {
   std::string model = "mock";

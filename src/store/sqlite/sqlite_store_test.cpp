@@ -122,7 +122,7 @@ class SqliteStoreTest : public ::testing::Test {
   void fail_in_flight(const CreatedAgreement& a) {
     store::RequestFilter f;
     f.state = core::RequestState::in_flight;
-    f.limit = list_rows_max;
+    f.limit = list_page_rows_max;
     auto open = store_->list_requests(f);
     ASSERT_TRUE(open.ok());
     for (const auto& row : open->data) {
