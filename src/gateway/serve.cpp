@@ -115,7 +115,9 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   if (!opened) {
     std::fprintf(stderr, "cairva: store %s: %s\n", store::redacted_store_url(cfg.store_url).c_str(),
                  opened.error().message.c_str());
-    return 1;
+    // conflict: the store needs an operator's step first (an upgrade through an earlier
+    // build); restarting this binary cannot help, so it is not a runtime error's 1.
+    return opened.error().code == ErrorCode::conflict ? 2 : 1;
   }
   std::unique_ptr<store::Store> store = std::move(*opened);
 

@@ -303,7 +303,6 @@ Result<Replayed> replay(Db& database, const std::string& database_path) {
     (void)database.exec("ROLLBACK");
     return e;
   };
-  if (Status s = replay_v1(database, database_path, out); !s.ok()) return fail(s.error());
   int64_t last = out.next_seq - 1;  // the last record applied or skipped
   Status read = read_log(database_path, [&](int64_t seq, writes::Record&& r) -> Status {
     if (seq <= last) return {};  // applied before the process stopped
@@ -318,7 +317,6 @@ Result<Replayed> replay(Db& database, const std::string& database_path) {
   if (!read.ok()) return fail(read.error());
   if (Status s = set_applied(database, last); !s.ok()) return fail(s.error());
   if (Status s = database.exec("COMMIT"); !s.ok()) return fail(s.error());
-  remove_v1(database_path);
   out.next_seq = last + 1;
   return out;
 }
@@ -326,9 +324,7 @@ Result<Replayed> replay(Db& database, const std::string& database_path) {
 Result<int64_t> count_unapplied(Db& database, const std::string& database_path) {
   auto from = applied(database);
   if (!from.ok()) return from.error();
-  auto v1 = count_unapplied_v1(database_path, *from);
-  if (!v1.ok()) return v1.error();
-  int64_t count = *v1;
+  int64_t count = 0;
   int64_t last = *from;
   Status read = read_log(database_path, [&](int64_t seq, writes::Record&&) -> Status {
     if (seq > last) {

@@ -22,6 +22,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
                                                        std::shared_ptr<const Clock> clock) {
   auto lock = FileLock::acquire(path);
   if (!lock.ok()) return lock.error();
+  // Before the database is opened to write (or migrated): a refused upgrade changes nothing.
+  if (Status s = oplog::retire_v1_log(path, /*may_delete=*/true); !s.ok()) return s.error();
   auto wdb = Db::open(path, false);
   if (!wdb.ok()) return wdb.error();
   // The tables commit with FULL whatever store.sync says: the oplog deletes a segment only
