@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "base/test_env.h"
 #include "cli/admin_commands.h"
 #include "cli/console_formats.h"
 #include "cli/printable.h"
@@ -27,8 +28,8 @@ struct Outcome {
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    setenv(admin_token_env, "tok", 1);
-    unsetenv(admin_url_env);
+    test_env::set(admin_token_env, "tok");
+    test_env::unset(admin_url_env);
     hooks_.admin_http = [this](const std::string& url, const std::string& token,
                                const HttpCall& call) {
       calls_.push_back(call);
@@ -156,7 +157,7 @@ TEST_F(CliTest, JsonFlagPrintsTheRawAnswer) {
 }
 
 TEST_F(CliTest, AdminUrlComesFromFlagThenEnv) {
-  setenv(admin_url_env, "http://10.0.0.1:9999", 1);
+  test_env::set(admin_url_env, "http://10.0.0.1:9999");
   reply_ = {200, R"({"data":[]})"};
   EXPECT_EQ(run_cli({"allocation", "list"}).code, 0);
   EXPECT_EQ(run_cli({"allocation", "list", "--admin-url", "http://h:1"}).code, 0);
@@ -227,7 +228,7 @@ TEST_F(CliTest, BadUsageExitsTwoLikeABadConfigAndHelpExitsZero) {
 }
 
 TEST_F(CliTest, MissingAdminTokenIsRefusedBeforeAnyCall) {
-  unsetenv(admin_token_env);
+  test_env::unset(admin_token_env);
   Outcome o = run_cli({"allocation", "list"});
   EXPECT_EQ(o.code, 1);
   EXPECT_NE(o.err.find("CAIRVA_ADMIN_TOKEN"), std::string::npos);

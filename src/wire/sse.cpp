@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
 #include "base/assert.h"
 #include "wire/json.h"
@@ -20,8 +21,8 @@ size_t SseParser::find_line_end(size_t from) const {
   const size_t size = buffer_.size() - from;
   const void* lf = std::memchr(begin, '\n', size);
   const size_t lf_at = lf ? static_cast<size_t>(static_cast<const char*>(lf) - begin) : size;
-  const void* cr = std::memchr(begin, '\r', lf_at);
-  if (cr) return from + static_cast<size_t>(static_cast<const char*>(cr) - begin);
+  const size_t cr_at = std::string_view(begin, lf_at).find('\r');  // memchr as well
+  if (cr_at != std::string_view::npos) return from + cr_at;
   return lf ? from + lf_at : std::string::npos;
 }
 

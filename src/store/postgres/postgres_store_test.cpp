@@ -354,7 +354,10 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
   auto store = open();
   ASSERT_TRUE(store);
   constexpr int n = 30;
-  const auto [alloc, ids] = admitted(*store, n);
+  // Named, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  const auto admitted_requests = admitted(*store, n);
+  const std::string& alloc = admitted_requests.first;
+  const std::vector<std::string>& ids = admitted_requests.second;
   auto usage = [&](int i, const std::string& provider_id, core::Tokens counts = {10, 20}) {
     return SettleCommand{ids[static_cast<size_t>(i)], alloc, SettleKind::usage, provider_id, counts};
   };
@@ -1076,7 +1079,10 @@ TEST_F(PostgresStoreTest, OnlyAnOlderWriterStillRunningHoldsBackTheListingsAcros
 TEST_F(PostgresStoreTest, ABookingWithoutRunningTotalsGetsThemFromTheTrigger) {
   auto s = open();
   ASSERT_NE(s, nullptr);
-  auto [alloc, ids] = admitted(*s, 2);
+  // Named, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  auto admitted_requests = admitted(*s, 2);
+  std::string& alloc = admitted_requests.first;
+  std::vector<std::string>& ids = admitted_requests.second;
   ASSERT_TRUE(settle(*s, {ids[0], alloc, SettleKind::usage, "p-new", {3, 4}}).ok());
   // Schema 4's booking (statements.cpp before migration 5): no cum_input, no cum_output.
   const std::string old_booking =

@@ -193,7 +193,7 @@ Result<AuditReport> SqliteStore::audit() {
 }
 
 Result<AuditReport> SqliteStore::audit_file(const std::string& path, const StoreOptions& options,
-                                            std::shared_ptr<const Clock> clock) {
+                                            const std::shared_ptr<const Clock>& clock) {
   // SQLite would create a missing file on a read-write open; read-only it fails, but with a
   // vaguer message than this one.
   struct stat st {};

@@ -144,6 +144,7 @@ TEST_F(SqliteStoreTest, GroupCommitBatchesConcurrentAdmissions) {
   auto a = create({100000, 1000000, 100000}, {1000000, 1000000});
   const WriterStats before = store_->writer_stats();
   std::vector<std::thread> pool;
+  pool.reserve(threads);
   std::atomic<int> admitted{0};
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
