@@ -42,6 +42,7 @@ class CliTest : public ::testing::Test {
   Outcome run_cli(std::vector<std::string> args) {
     args.insert(args.begin(), "cairva");
     std::vector<char*> argv;
+    argv.reserve(args.size());
     for (auto& a : args) argv.push_back(a.data());
     ::testing::internal::CaptureStdout();
     ::testing::internal::CaptureStderr();
@@ -501,6 +502,7 @@ HttpReply page_of(const HttpCall& call, const std::vector<std::string>& rows) {
 
 TEST_F(CliTest, ListsFollowEveryPageAndLimitStopsEarly) {
   std::vector<std::string> rows;
+  rows.reserve(2500);
   for (int i = 0; i < 2500; ++i) rows.push_back("req_" + std::to_string(i));
   hooks_.admin_http = [&](const std::string&, const std::string&, const HttpCall& call) {
     calls_.push_back(call);
@@ -601,7 +603,9 @@ TEST(ReconcileFile, ReadsCsvAndJsonlNamingTheLineOfAnyProblem) {
 class ReconcileImportTest : public CliTest {
  protected:
   std::string write_file(const std::string& text) {
-    const std::string path = ::testing::TempDir() + "cairva-import-test.csv";
+    // One file per test: CTest runs this fixture's tests as parallel processes.
+    std::string path = ::testing::TempDir() + "cairva-import-" +
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".csv";
     std::ofstream(path) << text;
     return path;
   }

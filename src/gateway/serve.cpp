@@ -227,6 +227,7 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   sweeper.reset();
   if (drain.forced()) {
     std::vector<const OpenRequests*> open;
+    open.reserve(loops.size());
     for (const auto& l : loops) open.push_back(&l->open);
     settle_cut_requests(*store, retry, open);
   }

@@ -264,7 +264,7 @@ int run(const Options& options) {
   for (int i = 0; i < threads; ++i) {
     loops.push_back(std::make_unique<net::io_context>(1));
     auto r = cairva::http::start_listener(*loops.back(), bound, true, budget,
-                                          [](tcp::socket s, std::shared_ptr<cairva::http::Connection>) {
+                                          [](tcp::socket s, const std::shared_ptr<cairva::http::Connection>&) {
                                             return session(std::move(s));
                                           });
     if (!r) {
