@@ -21,11 +21,12 @@ CAIRVA_TEST_PG_URL="$(./scripts/pg-test-cluster.sh url)"
 export CAIRVA_TEST_PG_URL
 
 status=0
-# Lint is opt-in until the tree is formatted and clang-tidy clean over all of src/
-# (CAIRVA_LINT_FORMAT=1 / CAIRVA_LINT_TIDY=1): a whole clang-tidy run takes longer on two
-# cores than the rest of the suite.
-if [ "${CAIRVA_LINT_FORMAT:-0}" != 0 ] || [ "${CAIRVA_LINT_TIDY:-0}" != 0 ]; then
-  CAIRVA_LINT_FORMAT="${CAIRVA_LINT_FORMAT:-0}" CAIRVA_LINT_TIDY="${CAIRVA_LINT_TIDY:-0}" \
+# clang-tidy over every translation unit of src/ runs by default: about 38 CPU-minutes, so
+# 20 minutes on two cores, which with the rest of the suite stays well inside CI's 90
+# (CAIRVA_LINT_TIDY=0 skips it). clang-format is opt-in (CAIRVA_LINT_FORMAT=1) until the
+# tree is formatted.
+if [ "${CAIRVA_LINT_FORMAT:-0}" != 0 ] || [ "${CAIRVA_LINT_TIDY:-1}" != 0 ]; then
+  CAIRVA_LINT_FORMAT="${CAIRVA_LINT_FORMAT:-0}" CAIRVA_LINT_TIDY="${CAIRVA_LINT_TIDY:-1}" \
     ./scripts/lint.sh build || status=1
 fi
 ctest --test-dir build --output-on-failure -j2 || status=1

@@ -3,7 +3,7 @@
 #include <memory>
 #include <string>
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "base/version.h"
 
 #include "cli/cli.h"
@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
                   std::to_string(schema.postgres);
   hooks.serve = [schema](const cairva::config::Config& config) {
     const bool embedded = config.store_url.starts_with("sqlite://");
-    cairva::admin::metrics().set_build_info(
+    cairva::metrics::registry().set_build_info(
         {cairva::version_number(), cairva::version_commit(),
          embedded ? "sqlite " + std::to_string(schema.sqlite) : "postgresql " + std::to_string(schema.postgres)});
     return cairva::gateway::run_serve(config, cairva::cli::store_options(config));

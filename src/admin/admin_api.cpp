@@ -9,7 +9,7 @@
 
 #include "admin/body.h"
 #include "admin/console_routes.h"
-#include "admin/entity_json.h"
+#include "render/entity_json.h"
 #include "admin/handler_support.h"
 #include "admin/listings.h"
 #include "admin/limits.h"
@@ -151,9 +151,9 @@ class Handler {
     if (!created) return error_response(created.error());
     const auto& c = *created;
     return json_response(
-        201, json::object{{"agreement", agreement_object(c.agreement)},
-                          {"allocation", allocation_object(c.allocation)},
-                          {"api_key", new_key_object(c.key_id, c.allocation.id, c.key_secret)}});
+        201, json::object{{"agreement", render::agreement_object(c.agreement)},
+                          {"allocation", render::allocation_object(c.allocation)},
+                          {"api_key", render::new_key_object(c.key_id, c.allocation.id, c.key_secret)}});
   }
 
   AdminResponse reconcile(const std::string& request_id, const std::string& body) {
@@ -170,7 +170,7 @@ class Handler {
     auto event = store_.reconcile(
         store::Reconciliation{request_id, {input.value_or(0), output.value_or(0)}, *evidence, use_reported, force});
     if (!event) return error_response(event.error());
-    return json_response(200, json::object{{"event", event_object(*event)}});
+    return json_response(200, json::object{{"event", render::event_object(*event)}});
   }
 
   // An online copy of the store into a new file on the gateway's machine (`cairva backup`).
@@ -180,13 +180,13 @@ class Handler {
     if (!r.ok()) return error_response(r.error());
     auto report = store_.backup(*path);
     if (!report) return error_response(report.error());
-    return json_response(200, json::object{{"backup", backup_object(*report)}});
+    return json_response(200, json::object{{"backup", render::backup_object(*report)}});
   }
 
   // An allocation-valued answer: the allocation object itself (SPEC §7).
   AdminResponse allocation(Result<store::AllocationStatus> a) {
     if (!a) return error_response(a.error());
-    return json_response(200, allocation_object(*a));
+    return json_response(200, render::allocation_object(*a));
   }
 
   AdminResponse dispatch(const Route& route, const Query& q, const std::string& body) {
@@ -199,13 +199,13 @@ class Handler {
         auto a = store_.get_agreement(route.id);
         if (!a) return error_response(a.error());
         a->state = core::effective_agreement_state(a->state, a->terms.window, clock_.now());
-        return json_response(200, agreement_object(*a));
+        return json_response(200, render::agreement_object(*a));
       }
       case Kind::cancel_agreement: {
         if (auto s = check_empty_body(body); !s) return error_response(s.error());
         auto a = store_.cancel_agreement(route.id);
         if (!a) return error_response(a.error());
-        return json_response(200, json::object{{"agreement", agreement_object(*a)}});
+        return json_response(200, json::object{{"agreement", render::agreement_object(*a)}});
       }
       case Kind::list_allocations:
         return list_allocations(store_, q);
@@ -216,7 +216,7 @@ class Handler {
         auto k = store_.create_key(route.id);
         if (!k) return error_response(k.error());
         return json_response(
-            201, json::object{{"api_key", new_key_object(k->key_id, route.id, k->key_secret)}});
+            201, json::object{{"api_key", render::new_key_object(k->key_id, route.id, k->key_secret)}});
       }
       case Kind::suspend_allocation:
         if (auto s = check_empty_body(body); !s) return error_response(s.error());
@@ -227,14 +227,14 @@ class Handler {
       case Kind::revoke_key: {
         auto k = store_.revoke_key(route.id);
         if (!k) return error_response(k.error());
-        return json_response(200, json::object{{"api_key", api_key_object(*k)}});
+        return json_response(200, json::object{{"api_key", render::api_key_object(*k)}});
       }
       case Kind::list_requests:
         return list_requests(store_, q);
       case Kind::get_request: {
         auto r = store_.get_request(route.id);
         if (!r) return error_response(r.error());
-        return json_response(200, request_object(*r));
+        return json_response(200, render::request_object(*r));
       }
       case Kind::reconcile:
         return reconcile(route.id, body);

@@ -5,7 +5,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include "admin/fake_store.h"
+#include "store/fake_store.h"
 
 namespace cairva::admin {
 namespace {
@@ -85,7 +85,7 @@ class AdminApiTest : public ::testing::Test {
   }
 
   std::shared_ptr<ManualClock> clock_;
-  testing::FakeStore store_;
+  store::testing::FakeStore store_;
   AdminApi api_;
 };
 
@@ -190,7 +190,7 @@ TEST_F(AdminApiTest, CreateAgreementTakesAndShowsServiceTiers) {
   Reply none = call("POST", "/admin/v1/agreements", json::serialize(agreement_body()));
   ASSERT_EQ(none.status, 201) << none.text;
   EXPECT_EQ(none.body.at("agreement").at("service_tiers"), json::array{});
-  for (json::value bad : {json::value("priority"), json::value(json::array{"a", 3}), json::value(json::array{""}),
+  for (const json::value& bad : {json::value("priority"), json::value(json::array{"a", 3}), json::value(json::array{""}),
                           json::value(json::array{json::string("a\0b", 3)})}) {
     body["service_tiers"] = bad;
     expect_invalid(body, "service_tiers: must be an array");
@@ -228,7 +228,7 @@ TEST_F(AdminApiTest, CreateAgreementRefusesMissingRequiredFields) {
 TEST_F(AdminApiTest, CreateAgreementRefusesNonPositiveOrIllTypedNumbers) {
   for (const char* field : {"input_tokens", "output_tokens", "requests_per_minute",
                             "tokens_per_minute", "max_concurrency"}) {
-    for (json::value bad :
+    for (const json::value& bad :
          {json::value(0), json::value(-1), json::value(1.5), json::value("many"),
           json::value(nullptr), json::value(true), json::value(18446744073709551615ull)}) {
       json::object body = agreement_body();
@@ -577,7 +577,7 @@ TEST_F(AdminApiTest, UsageSeriesReadsBucketFromAndToAlignedToUtc) {
   auto created = create();
   const std::string alloc = std::string(created.at("allocation").at("id").as_string());
   const std::string base = "/admin/v1/allocations/" + alloc + "/usage";
-  clock_->set(t0 + 90 * 60 * micros_per_second + 5);  // 01:30:00.000005
+  clock_->set(t0 + int64_t{90} * 60 * micros_per_second + 5);  // 01:30:00.000005
   Reply r = call("GET", base);
   ASSERT_EQ(r.status, 200) << r.text;
   EXPECT_EQ(r.body.at("object"), "usage_series");
@@ -585,7 +585,7 @@ TEST_F(AdminApiTest, UsageSeriesReadsBucketFromAndToAlignedToUtc) {
   const auto& q = store_.last_usage_query;
   EXPECT_EQ(q.bucket_us, 3600 * micros_per_second);
   EXPECT_EQ(q.to, clock_->now());
-  EXPECT_EQ(q.from, t0 + 3600 * micros_per_second - 23 * 3600 * micros_per_second) << "24 buckets, the last holding now";
+  EXPECT_EQ(q.from, t0 + 3600 * micros_per_second - int64_t{23} * 3600 * micros_per_second) << "24 buckets, the last holding now";
   EXPECT_EQ(r.body.at("data").as_array().size(), 24u);
   ASSERT_EQ(call("GET", base + "?bucket=minute&from=2026-12-01T00:00:30Z&to=2026-12-01T00:10:00Z").status, 200);
   EXPECT_EQ(store_.last_usage_query.from, t0) << "from aligned down to its minute";

@@ -3,14 +3,14 @@
 #include <boost/json/serialize.hpp>
 #include <charconv>
 
-#include "admin/entity_json.h"
+#include "render/entity_json.h"
 #include "admin/limits.h"
 
 namespace cairva::admin {
 namespace json = boost::json;
 
 AdminResponse error_response(ErrorCode code, std::string_view message) {
-  return AdminResponse{http_status(code), error_json(code, message)};
+  return AdminResponse{http_status(code), render::error_json(code, message)};
 }
 
 AdminResponse error_response(const Error& e) { return error_response(e.code, e.message); }

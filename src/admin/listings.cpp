@@ -1,12 +1,10 @@
 #include "admin/listings.h"
 
-#include "admin/entity_json.h"
 #include "admin/limits.h"
+#include "render/entity_json.h"
 
 namespace cairva::admin {
 namespace {
-
-static_assert(page_size_max == store::list_page_rows_max, "an admin page is a store page");
 
 // The page parameters every listing takes, read into a store filter.
 template <class Filter>
@@ -46,7 +44,7 @@ AdminResponse list_agreements(store::Store& store, const Clock& clock, const Que
   const UnixMicros now = clock.now();
   for (auto& a : page->data)
     a.state = core::effective_agreement_state(a.state, a.terms.window, now);
-  return json_response(200, page_of(*page, agreement_object));
+  return json_response(200, page_of(*page, render::agreement_object));
 }
 
 AdminResponse list_allocations(store::Store& store, const Query& q) {
@@ -65,14 +63,14 @@ AdminResponse list_allocations(store::Store& store, const Query& q) {
   f.supplier = non_empty(q, "supplier");
   f.buyer = non_empty(q, "buyer");
   if (auto s = read_page(q, f); !s) return error_response(s.error());
-  return answer(store.list_allocations_page(f), allocation_object);
+  return answer(store.list_allocations_page(f), render::allocation_object);
 }
 
 AdminResponse list_keys(store::Store& store, const std::string& allocation_id, const Query& q) {
   if (auto s = check_query(q, {"after", "limit"}); !s) return error_response(s.error());
   store::PageFilter f;
   if (auto s = read_page(q, f); !s) return error_response(s.error());
-  return answer(store.list_keys(allocation_id, f), key_object);
+  return answer(store.list_keys(allocation_id, f), render::key_object);
 }
 
 AdminResponse list_requests(store::Store& store, const Query& q) {
@@ -91,7 +89,7 @@ AdminResponse list_requests(store::Store& store, const Query& q) {
   }
   if (auto s = read_page(q, f); !s) return error_response(s.error());
   if (auto s = read_times(q, f); !s) return error_response(s.error());
-  return answer(store.list_requests(f), request_object);
+  return answer(store.list_requests(f), render::request_object);
 }
 
 AdminResponse list_events(store::Store& store, const Query& q) {
@@ -102,7 +100,7 @@ AdminResponse list_events(store::Store& store, const Query& q) {
   f.allocation_id = non_empty(q, "allocation_id");
   if (auto s = read_page(q, f); !s) return error_response(s.error());
   if (auto s = read_times(q, f); !s) return error_response(s.error());
-  return answer(store.list_events(f), event_object);
+  return answer(store.list_events(f), render::event_object);
 }
 
 AdminResponse list_conflicts(store::Store& store, const Query& q) {
@@ -111,7 +109,7 @@ AdminResponse list_conflicts(store::Store& store, const Query& q) {
   store::ConflictFilter f;
   f.allocation_id = non_empty(q, "allocation_id");
   if (auto s = read_page(q, f); !s) return error_response(s.error());
-  return answer(store.list_conflicts(f), conflict_object);
+  return answer(store.list_conflicts(f), render::conflict_object);
 }
 
 }  // namespace cairva::admin

@@ -5,7 +5,7 @@
 
 #include "admin/body.h"
 #include "admin/console_routes.h"
-#include "admin/entity_json.h"
+#include "render/entity_json.h"
 #include "admin/limits.h"
 #include "store/bulk_reconcile.h"
 
@@ -72,7 +72,7 @@ AdminResponse bulk_reconcile(store::Store& store, const std::string& body) {
   for (size_t i = 0; i < results->size(); ++i) {
     const store::BulkResult& res = (*results)[i];
     json::object o{{"item", i}, {"outcome", store::to_string(res.outcome)}};
-    if (res.event) o["event"] = event_object(*res.event);
+    if (res.event) o["event"] = render::event_object(*res.event);
     out.emplace_back(std::move(o));
     summary[store::to_string(res.outcome)] = summary[store::to_string(res.outcome)].as_int64() + 1;
   }
@@ -94,7 +94,7 @@ AdminResponse adjust_event(store::Store& store, const std::string& event_id,
   auto event =
       store.adjust(store::Adjustment{event_id, {input.value_or(0), output.value_or(0)}, *evidence});
   if (!event) return error_response(event.error());
-  return json_response(201, json::object{{"event", event_object(*event)}});
+  return json_response(201, json::object{{"event", render::event_object(*event)}});
 }
 
 }  // namespace cairva::admin

@@ -50,6 +50,7 @@ TEST(Ids, AreUniqueAcrossThreadsAndBufferRefills) {
   constexpr int threads = 4, per_thread = 3000;  // ~17 refills of each thread's buffer
   std::vector<std::vector<std::string>> made(threads);
   std::vector<std::thread> workers;
+  workers.reserve(threads);
   for (int t = 0; t < threads; ++t) {
     workers.emplace_back([&made, t] {
       for (int i = 0; i < per_thread; ++i) {

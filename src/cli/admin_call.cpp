@@ -9,6 +9,7 @@
 
 #include "cli/admin_commands.h"
 #include "cli/printable.h"
+#include "store/limits.h"
 
 namespace cairva::cli {
 namespace json = boost::json;
@@ -16,7 +17,7 @@ namespace json = boost::json;
 namespace {
 
 // The admin API's largest page (admin/limits.h's page_size_max): the fewest calls.
-constexpr size_t list_page_rows = 1000;
+constexpr size_t list_page_rows = store::list_page_rows_max;
 
 }  // namespace
 

@@ -137,7 +137,7 @@ Result<HttpReply> admin_http(const std::string& admin_url, const std::string& to
   std::optional<Result<HttpReply>> out;
   net::co_spawn(
       ioc, [&]() -> net::awaitable<void> { out = co_await call_admin(t, *endpoints, deadline, token, call); },
-      [&](std::exception_ptr e) {
+      [&](const std::exception_ptr& e) {
         if (e) out = make_error(ErrorCode::provider_unavailable, "admin API at " + admin_url + ": the call failed");
       });
   ioc.run();

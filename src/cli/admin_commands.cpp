@@ -165,19 +165,20 @@ Result<std::string> agreement_body(const AgreementArgs& a, UnixMicros now) {
   return json::serialize(o);
 }
 
+// The cells of `g`'s array member `name`, joined by commas ("" when it is not an array).
+std::string joined_cells(const json::value& g, std::string_view name) {
+  std::string out;
+  const json::value* v = g.is_object() ? g.get_object().if_contains(name) : nullptr;
+  if (v == nullptr || !v->is_array()) return out;
+  // An empty json::array's begin and end are both null; the analyzer does not see them equal.
+  // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
+  for (const auto& x : v->get_array()) out += (out.empty() ? "" : ",") + cell(&x);
+  return out;
+}
+
 std::string render_agreement(const json::value& g) {
-  std::string models;
-  if (const json::value* m = g.is_object() ? g.get_object().if_contains("models") : nullptr;
-      m && m->is_array()) {
-    // An empty json::array's begin and end are both null; the analyzer does not see them equal.
-    // NOLINTNEXTLINE(clang-analyzer-core.NullDereference)
-    for (const auto& x : m->get_array()) models += (models.empty() ? "" : ",") + cell(&x);
-  }
-  std::string tiers;
-  if (const json::value* t = g.is_object() ? g.get_object().if_contains("service_tiers") : nullptr;
-      t && t->is_array()) {
-    for (const auto& x : t->get_array()) tiers += (tiers.empty() ? "" : ",") + cell(&x);
-  }
+  const std::string models = joined_cells(g, "models");
+  const std::string tiers = joined_cells(g, "service_tiers");
   return kv_lines({{"agreement", field(g, "id")},
                    {"state", field(g, "state")},
                    {"supplier", field(g, "supplier")},

@@ -198,7 +198,7 @@ int run(int argc, char** argv, const Hooks& hooks) {
 
   // --- admin commands ---
   AdminOptions admin;
-  auto admin_action = [&](std::function<HttpCall()> make, Renderer render) {
+  auto admin_action = [&](const std::function<HttpCall()>& make, Renderer render) {
     return [&, make, render] {
       action = [&, make, render] { return admin_call(hooks, admin, make(), render); };
     };

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "base/test_env.h"
 #include "cli/admin_commands.h"
 #include "cli/console_formats.h"
 #include "cli/printable.h"
@@ -27,8 +28,8 @@ struct Outcome {
 class CliTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    setenv(admin_token_env, "tok", 1);
-    unsetenv(admin_url_env);
+    test_env::set(admin_token_env, "tok");
+    test_env::unset(admin_url_env);
     hooks_.admin_http = [this](const std::string& url, const std::string& token,
                                const HttpCall& call) {
       calls_.push_back(call);
@@ -41,6 +42,7 @@ class CliTest : public ::testing::Test {
   Outcome run_cli(std::vector<std::string> args) {
     args.insert(args.begin(), "cairva");
     std::vector<char*> argv;
+    argv.reserve(args.size());
     for (auto& a : args) argv.push_back(a.data());
     ::testing::internal::CaptureStdout();
     ::testing::internal::CaptureStderr();
@@ -156,7 +158,7 @@ TEST_F(CliTest, JsonFlagPrintsTheRawAnswer) {
 }
 
 TEST_F(CliTest, AdminUrlComesFromFlagThenEnv) {
-  setenv(admin_url_env, "http://10.0.0.1:9999", 1);
+  test_env::set(admin_url_env, "http://10.0.0.1:9999");
   reply_ = {200, R"({"data":[]})"};
   EXPECT_EQ(run_cli({"allocation", "list"}).code, 0);
   EXPECT_EQ(run_cli({"allocation", "list", "--admin-url", "http://h:1"}).code, 0);
@@ -227,7 +229,7 @@ TEST_F(CliTest, BadUsageExitsTwoLikeABadConfigAndHelpExitsZero) {
 }
 
 TEST_F(CliTest, MissingAdminTokenIsRefusedBeforeAnyCall) {
-  unsetenv(admin_token_env);
+  test_env::unset(admin_token_env);
   Outcome o = run_cli({"allocation", "list"});
   EXPECT_EQ(o.code, 1);
   EXPECT_NE(o.err.find("CAIRVA_ADMIN_TOKEN"), std::string::npos);
@@ -502,6 +504,7 @@ HttpReply page_of(const HttpCall& call, const std::vector<std::string>& rows) {
 
 TEST_F(CliTest, ListsFollowEveryPageAndLimitStopsEarly) {
   std::vector<std::string> rows;
+  rows.reserve(2500);
   for (int i = 0; i < 2500; ++i) rows.push_back("req_" + std::to_string(i));
   hooks_.admin_http = [&](const std::string&, const std::string&, const HttpCall& call) {
     calls_.push_back(call);
@@ -619,7 +622,9 @@ TEST(ReconcileFile, ReadsCsvAndJsonlNamingTheLineOfAnyProblem) {
 class ReconcileImportTest : public CliTest {
  protected:
   std::string write_file(const std::string& text) {
-    const std::string path = ::testing::TempDir() + "cairva-import-test.csv";
+    // One file per test: CTest runs this fixture's tests as parallel processes.
+    std::string path = ::testing::TempDir() + "cairva-import-" +
+                       ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".csv";
     std::ofstream(path) << text;
     return path;
   }

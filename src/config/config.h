@@ -18,7 +18,7 @@ inline constexpr const char* admin_listen_default = "127.0.0.1:8081";
 inline constexpr const char* admin_token_env_default = "CAIRVA_ADMIN_TOKEN";
 inline constexpr const char* store_url_default = "sqlite://cairva.db";
 inline constexpr int pool_size_default = store::pool_size_default;
-inline constexpr int pool_size_max = 256;
+inline constexpr int pool_size_max = store::pool_size_max;
 // The seed's defaults live in the core (core/limits.h); the config names them.
 inline constexpr int64_t default_max_tokens_default = core::output_hold_tokens_default;
 inline constexpr int64_t in_flight_timeout_s_default = core::in_flight_timeout_s_default;

@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "base/test_env.h"
+
 namespace cairva::config {
 namespace {
 
@@ -38,10 +40,10 @@ base_url = "http://127.0.0.1:9090/v1"
 class ConfigTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    setenv("CAIRVA_TEST_PROVIDER_KEY", "sk-test", 1);
-    setenv("CAIRVA_TEST_ADMIN_TOKEN", "admin-secret", 1);
-    unsetenv("CAIRVA_TEST_MISSING_KEY");
-    setenv("CAIRVA_TEST_EMPTY_KEY", "", 1);
+    test_env::set("CAIRVA_TEST_PROVIDER_KEY", "sk-test");
+    test_env::set("CAIRVA_TEST_ADMIN_TOKEN", "admin-secret");
+    test_env::unset("CAIRVA_TEST_MISSING_KEY");
+    test_env::set("CAIRVA_TEST_EMPTY_KEY", "");
   }
 
   // The error line of a config that must be refused.
@@ -98,13 +100,13 @@ TEST_F(ConfigTest, EmptyFileGivesDefaults) {
 }
 
 TEST_F(ConfigTest, DefaultConfigUsesEmbeddedStoreInWorkingDirectory) {
-  setenv(admin_token_env_default, "tok", 1);
+  test_env::set(admin_token_env_default, "tok");
   Config c = default_config();
   EXPECT_EQ(c.source, "(defaults)");
   EXPECT_EQ(c.store_url, "sqlite://cairva.db");
   EXPECT_EQ(c.admin_token, "tok");
   EXPECT_TRUE(c.providers.empty());
-  unsetenv(admin_token_env_default);
+  test_env::unset(admin_token_env_default);
 }
 
 TEST_F(ConfigTest, AcceptsAllThreeStoreSchemesAndIpv6Listen) {

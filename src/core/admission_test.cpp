@@ -543,7 +543,7 @@ TEST(ApplyAdmission, EachDecisionOnTheSnapshotTheLastOneLeftStopsAtMaxConcurrenc
   EXPECT_EQ(s.state, AllocationState::active);
   EXPECT_EQ(s.in_flight, 3);
   EXPECT_EQ(s.requests_last_minute, 3);
-  EXPECT_EQ(s.held, (Tokens{3 * 13, 3 * 100}));
+  EXPECT_EQ(s.held, (Tokens{3 * int64_t{13}, 3 * int64_t{100}}));
 }
 
 TEST(ApplyAdmission, TheLastHoldIsLoweredToWhatTheEarlierOnesLeft) {

@@ -406,7 +406,7 @@ TEST(Ledger, AReusedIdReturnsTheEarlierCountsExactlyAtAndAboveUint32Max) {
   const int64_t counts[] = {kU32Max - 1, kU32Max, kU32Max + 1, int64_t{5'000'000'000}};
   int request = 0;
   auto admitted = [&] {
-    const std::string id = "r" + std::to_string(request++);
+    std::string id = "r" + std::to_string(request++);
     EXPECT_TRUE(l.admit(id, facts(), kNow).admitted());
     return id;
   };

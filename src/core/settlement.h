@@ -23,7 +23,7 @@ enum class SettleKind : uint8_t {
   usage_unbooked,  // counts the store could not book: usage_pending, hold kept, counts kept
 };
 
-// What a settlement did. Stored nowhere: metrics name them (admin/metrics.cpp).
+// What a settlement did. Stored nowhere: metrics name them (metrics/metrics.cpp).
 enum class BookResult : uint8_t {
   booked,           // a new usage event; hold released
   duplicate,        // the request's own event reported again, same counts: nothing written

@@ -5,11 +5,12 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "base/thread_name.h"
 
 namespace cairva::gateway {
@@ -171,7 +172,7 @@ Result<std::unique_ptr<AccessLog>> AccessLog::open(const std::string& path, Acce
     fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, access_log_file_mode);
     if (fd < 0) {
       return make_error(ErrorCode::invalid_request,
-                        "server.access_log_path: cannot open " + path + ": " + std::strerror(errno));
+                        "server.access_log_path: cannot open " + path + ": " + std::generic_category().message(errno));
     }
   }
   return std::unique_ptr<AccessLog>(new AccessLog(path, fd, format));
@@ -203,7 +204,7 @@ void AccessLog::write(const AccessRecord& r) {
     std::lock_guard lock(mu_);
     if (buffer_.size() + line.size() > access_log_buffer_bytes_max) {
       ++dropped_;
-      admin::metrics().count_access_log_dropped();
+      metrics::registry().count_access_log_dropped();
       return;
     }
     buffer_.append(line);
@@ -254,7 +255,7 @@ void AccessLog::write_out(const std::string& bytes) {
     if (n <= 0) {
       // A full disk or a closed pipe: these lines are lost, later ones are tried again.
       std::fprintf(stderr, "cairva: access log %s: write failed: %s\n", path_.empty() ? "(stdout)" : path_.c_str(),
-                   std::strerror(errno));
+                   std::generic_category().message(errno).c_str());
       return;
     }
     at += static_cast<size_t>(n);
@@ -266,7 +267,7 @@ void AccessLog::reopen_now() {
   const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, access_log_file_mode);
   if (fd < 0) {
     std::fprintf(stderr, "cairva: access log %s: cannot reopen (%s): still writing to the file open before\n",
-                 path_.c_str(), std::strerror(errno));
+                 path_.c_str(), std::generic_category().message(errno).c_str());
     return;
   }
   ::close(fd_);

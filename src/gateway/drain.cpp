@@ -93,7 +93,7 @@ int64_t settle_cut_requests(store::Store& store, SettlementRetry& retry, const s
   waiting->answered.assign(cuts.size(), false);
   waiting->left = cuts.size();
   for (size_t i = 0; i < cuts.size(); ++i) {
-    store.settle(cuts[i], [waiting, i, &retry, cmd = cuts[i]](Result<store::SettleResult> r) mutable {
+    store.settle(cuts[i], [waiting, i, &retry, cmd = cuts[i]](const Result<store::SettleResult>& r) mutable {
       if (!r) retry.keep(std::move(cmd), r.error());  // settled again before the process exits
       std::lock_guard lock(waiting->mu);
       waiting->answered[i] = true;

@@ -7,7 +7,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "gateway/limits.h"
 #include "gateway/rate_headers.h"
 #include "http/limits.h"
@@ -58,7 +58,7 @@ http::Task<bool> ClientExchange::send_json(http::MessageHead head, std::string b
 
 http::Task<bool> ClientExchange::send_error(ErrorCode code, std::string_view message, std::string_view limit,
                                                         int retry_after_s, int64_t retry_after_ms) {
-  admin::metrics().count_refused(code);
+  metrics::registry().count_refused(code);
   outcome = wire_name(code);
   auto h = head(http_status(code));
   if (code == ErrorCode::store_unavailable && retry_after_s <= 0) retry_after_s = store_unavailable_retry_after_s;
@@ -83,7 +83,7 @@ void ClientExchange::log_error(std::string_view what, std::string_view detail) c
 }
 
 http::Task<bool> ClientExchange::send_busy(std::string_view limit, std::string_view message, int retry_after_s) {
-  admin::metrics().count_refused(ErrorCode::rate_limited);
+  metrics::registry().count_refused(ErrorCode::rate_limited);
   outcome = wire_name(ErrorCode::rate_limited);
   auto h = head(busy_status);
   h.add("Retry-After", int64_t{retry_after_s});

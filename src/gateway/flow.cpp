@@ -31,7 +31,7 @@ Task<Admission> admit(const Gateway& gw, ClientExchange& ex, const store::KeyGra
   auto start_admit = [&gw, &cmd](store::Callback<store::AdmitResult> cb) { gw.store.admit(std::move(cmd), std::move(cb)); };
   const int64_t asked_at = gw.clock.monotonic_micros();
   auto admitted = co_await await_store<store::AdmitResult>(start_admit);
-  admin::metrics().observe_store_wait_us(admin::StoreWait::admit, gw.clock.monotonic_micros() - asked_at);
+  metrics::registry().observe_store_wait_us(metrics::StoreWait::admit, gw.clock.monotonic_micros() - asked_at);
   if (!admitted) {
     // invalid_api_key: a key revoked since a provisional grant, refused by the store's
     // admission. Anything else is the store's outage.
@@ -39,11 +39,11 @@ Task<Admission> admit(const Gateway& gw, ClientExchange& ex, const store::KeyGra
   }
   ex.rate = admitted->after;
   if (const auto* refused = std::get_if<core::Refused>(&admitted->decision.outcome)) {
-    admin::metrics().count_refusal(refused->reason);
+    metrics::registry().count_refusal(refused->reason);
     co_return Admission{std::nullopt, co_await ex.send_error(refused->code, refused->message, refused->limit,
                                                              refused->retry_after_s, refused->retry_after_ms)};
   }
-  admin::metrics().count_admitted();
+  metrics::registry().count_admitted();
   co_return Admission{std::get<core::Admitted>(admitted->decision.outcome), false};
 }
 

@@ -15,7 +15,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/chunk_encode.hpp>
 
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "gateway/exchange.h"
 #include "gateway/gateway.h"
 #include "gateway/limits.h"
@@ -113,7 +113,7 @@ struct Flow {
     auto start = [this, &cmd](store::Callback<store::SettleResult> cb) { gw.store.settle(std::move(cmd), std::move(cb)); };
     const int64_t asked_at = gw.clock.monotonic_micros();
     auto settled = co_await await_store<store::SettleResult>(start);
-    admin::metrics().observe_store_wait_us(admin::StoreWait::settle, gw.clock.monotonic_micros() - asked_at);
+    metrics::registry().observe_store_wait_us(metrics::StoreWait::settle, gw.clock.monotonic_micros() - asked_at);
     if (!settled) {
       // The provider's report is kept and settled again until the store records it.
       if (gw.settlement_retry != nullptr) {
@@ -126,10 +126,10 @@ struct Flow {
     // The gateway's own id stands in for none: the line shows none.
     if (gw.access_log != nullptr && provider_request_id != ex.request_id) ex.provider_request_id = provider_request_id;
     if (kind == store::SettleKind::usage) {
-      admin::metrics().count_booking(settled->book, usage);
+      metrics::registry().count_booking(settled->book, usage);
       if (settled->book == core::BookResult::booked) ex.booked = usage;
     } else if (kind == store::SettleKind::usage_missing) {
-      admin::metrics().count_usage_missing();
+      metrics::registry().count_usage_missing();
     }
     co_return settled;
   }
@@ -333,7 +333,7 @@ struct Flow {
       }
       if (!out.empty() && client_ok) {
         co_await to_client(out, client_ok);
-        if (client_ok) admin::metrics().observe_stream_relay_us(gw.clock.monotonic_micros() - read_at);
+        if (client_ok) metrics::registry().observe_stream_relay_us(gw.clock.monotonic_micros() - read_at);
       }
       out.clear();
       if (!provider_id_noted) note_provider_id(relay.provider_id());
@@ -403,7 +403,7 @@ struct Flow {
     open = &entry;
     const int64_t sent_at = gw.clock.monotonic_micros();
     auto sent = co_await send(path, body);
-    admin::metrics().observe_provider_latency_us(gw.clock.monotonic_micros() - sent_at);
+    metrics::registry().observe_provider_latency_us(gw.clock.monotonic_micros() - sent_at);
     if (!sent) {
       co_await settle(store::SettleKind::failed);
       co_return co_await ex.send_error(sent.error().code, sent.error().message);

@@ -74,7 +74,7 @@ class FlowStore final : public store::Store {
     if (admit_result) return done(*admit_result);
     store::AdmitResult r;
     r.decision.outcome = admitted;
-    done(std::move(r));
+    done(r);
   }
   void settle(store::SettleCommand cmd, store::Callback<store::SettleResult> done) override {
     const auto kind = cmd.kind;
@@ -933,7 +933,9 @@ class ModelsFlow : public Flow {
  protected:
   ModelsFlow() {
     entry = [](const Gateway& g, upstream::Upstream& u, ClientExchange& e, const store::KeyGrant& k,
-               std::string) { return list_models(g, u, e, k, "/v1/models?limit=5"); };
+               std::string) {  // NOLINT(performance-unnecessary-value-param): Entry's type
+      return list_models(g, u, e, k, "/v1/models?limit=5");
+    };
   }
   static constexpr std::string_view provider_list =
       R"({"object":"list","data":[{"id":"gpt-x","object":"model","created":1,"owned_by":"system"}]})";
@@ -1017,7 +1019,9 @@ class ResponseObjectFlow : public Flow {
   ResponseObjectFlow() {
     method = "GET";
     entry = [](const Gateway& g, upstream::Upstream& u, ClientExchange& e, const store::KeyGrant& k,
-               std::string) { return response_object(g, u, e, k, method, target); };
+               std::string) {  // NOLINT(performance-unnecessary-value-param): Entry's type
+      return response_object(g, u, e, k, method, target);
+    };
     store.owned.insert({"alloc_1", "resp_mine"});
   }
   static constexpr std::string_view stored = R"({"id":"resp_mine","object":"response","status":"completed"})";

@@ -65,7 +65,7 @@ class LedgerStore final : public store::Store {
     core::apply_admission(snap, r.decision);
     r.after = snap;
     admits.push_back(std::move(cmd));
-    done(std::move(r));
+    done(r);
   }
   void settle(store::SettleCommand cmd, store::Callback<store::SettleResult> done) override {
     store::SettleResult r;

@@ -18,7 +18,7 @@
 #include <boost/asio/ssl/context.hpp>
 
 #include "admin/admin_api.h"
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 #include "base/run_soon.h"
 #include "base/thread_name.h"
 #include "gateway/admin_server.h"
@@ -110,12 +110,14 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   // error to report, not a reason for the process to die.
   std::signal(SIGPIPE, SIG_IGN);
   auto clock = std::make_shared<SystemClock>();
-  options.on_commit_batch = [](int64_t writes) { admin::metrics().observe_commit_batch(writes); };
+  options.on_commit_batch = [](int64_t writes) { metrics::registry().observe_commit_batch(writes); };
   auto opened = store::open_store(options, clock);
   if (!opened) {
     std::fprintf(stderr, "cairva: store %s: %s\n", store::redacted_store_url(cfg.store_url).c_str(),
                  opened.error().message.c_str());
-    return 1;
+    // conflict: the store needs an operator's step first (an upgrade through an earlier
+    // build); restarting this binary cannot help, so it is not a runtime error's 1.
+    return opened.error().code == ErrorCode::conflict ? 2 : 1;
   }
   std::unique_ptr<store::Store> store = std::move(*opened);
 
@@ -173,7 +175,7 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   }
 
   net::io_context admin_ctx(1);
-  admin::AdminApi admin_api(*store, cfg.admin_token, clock, [&store] { return admin::render_metrics(*store); });
+  admin::AdminApi admin_api(*store, cfg.admin_token, clock, [&store] { return metrics::render_metrics(*store); });
   const AdminSessionOptions admin_options{cfg.first_byte_timeout_s};
   auto admin_bound = http::start_listener(
       admin_ctx, *admin_ep, false, admin_budget,
@@ -232,6 +234,7 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   sweeper.reset();
   if (drain.forced()) {
     std::vector<const OpenRequests*> open;
+    open.reserve(loops.size());
     for (const auto& l : loops) open.push_back(&l->open);
     settle_cut_requests(*store, retry, open);
   }

@@ -27,7 +27,7 @@
 #include "http/message_reader.h"
 #include "http/limits.h"
 #include "upstream/connection.h"
-#include "admin/entity_json.h"
+#include "render/entity_json.h"
 #include "admin/usage_series.h"
 #include "wire/limits.h"
 
@@ -243,7 +243,7 @@ Task<bool> allocation_current(const Gateway& gw, ClientExchange& ex, const store
   auto status = co_await await_store<store::AllocationStatus>(start);
   if (!status) co_return co_await ex.send_store_error(status.error());
   ex.rate = status->snapshot;
-  co_return co_await ex.send_json(200, admin::allocation_json(*status));
+  co_return co_await ex.send_json(200, render::allocation_json(*status));
 }
 
 // The calling key's usage series, read off this loop by the store (Store::usage_series).

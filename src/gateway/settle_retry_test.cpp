@@ -13,7 +13,7 @@ struct Script {
   std::deque<Result<store::SettleResult>> answers;
   std::vector<store::SettleCommand> seen;
   SettlementRetry::Settle settle() {
-    return [this](store::SettleCommand cmd, store::Callback<store::SettleResult> done) {
+    return [this](store::SettleCommand cmd, const store::Callback<store::SettleResult>& done) {
       seen.push_back(std::move(cmd));
       auto r = std::move(answers.front());
       answers.pop_front();

@@ -22,7 +22,6 @@ constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 constexpr int64_t cache_creation_tokens_default = 2;
 constexpr int64_t cache_read_tokens_default = 4;
-constexpr uint64_t oversize_announced_bytes = uint64_t{1} << 40;
 // What the supplier-account errors (status=401/403/429) name, for tests to look for.
 constexpr std::string_view supplier_org = "org-MockSupplier7Q2";
 constexpr std::string_view supplier_key_fragment = "sk-ant-api03-****k3Yz";

@@ -30,6 +30,8 @@ inline constexpr int64_t completion_tokens_default = 7;
 inline constexpr int64_t chunks_default = 3;
 // split=N pieces: at least one byte, at most a whole event.
 inline constexpr int64_t split_bytes_max = 1 << 20;
+// What the oversize script's Content-Length announces (1 TiB): past any body limit.
+inline constexpr uint64_t oversize_announced_bytes = uint64_t{1} << 40;
 
 struct Stats {
   std::atomic<int64_t> requests{0};  // every API request served (not /mock/…)

@@ -40,7 +40,6 @@ using tcp = net::ip::tcp;
 constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 constexpr size_t mock_body_bytes_max = size_t{32} << 20;
-constexpr uint64_t oversize_announced_bytes = uint64_t{1} << 40;
 
 struct ChatFacts {
   std::string model = "mock";
@@ -265,7 +264,7 @@ int run(const Options& options) {
   for (int i = 0; i < threads; ++i) {
     loops.push_back(std::make_unique<net::io_context>(1));
     auto r = cairva::http::start_listener(*loops.back(), bound, true, budget,
-                                          [](tcp::socket s, std::shared_ptr<cairva::http::Connection>) {
+                                          [](tcp::socket s, const std::shared_ptr<cairva::http::Connection>&) {
                                             return session(std::move(s));
                                           });
     if (!r) {

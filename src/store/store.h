@@ -22,6 +22,7 @@
 
 #include "base/result.h"
 #include "store/defaults.h"
+#include "store/limits.h"
 #include "core/limits.h"
 #include "core/admission.h"
 #include "core/ledger.h"
@@ -96,12 +97,11 @@ struct CreatedKey {
   std::string key_secret;
 };
 
-// Listings page (SPEC-CONSOLE §1): at most `limit` rows (1..list_page_rows_max) after the
-// row `after` names (exclusive; an id no row of the listing has: ErrorCode::invalid_request),
-// in a stable order in which a row committed later never sorts before one already listed, so
-// that a reader following `after` to the end sees every row exactly once while rows are
-// added. The order is each listing's (store.h's list_* comments).
-inline constexpr size_t list_page_rows_max = 1000;
+// Listings page (SPEC-CONSOLE §1): at most `limit` rows (1..list_page_rows_max, limits.h)
+// after the row `after` names (exclusive; an id no row of the listing has:
+// ErrorCode::invalid_request), in a stable order in which a row committed later never sorts
+// before one already listed, so that a reader following `after` to the end sees every row
+// exactly once while rows are added. The order is each listing's (store.h's list_* comments).
 
 template <class T>
 struct Paged {
@@ -347,7 +347,7 @@ struct StoreOptions {
   std::vector<std::string> providers;  // configured provider names (agreements must name one)
   // Called after each commit with the number of writes it carried (SQLite: records per
   // oplog commit; PostgreSQL: admissions per transaction), for the
-  // cairva_store_commit_batch_writes histogram (admin::metrics().observe_commit_batch).
+  // cairva_store_commit_batch_writes histogram (metrics::registry().observe_commit_batch).
   // May be empty. Must be cheap and must not block: it runs on the store's own thread.
   std::function<void(int64_t writes)> on_commit_batch;
 };

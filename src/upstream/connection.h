@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -132,7 +133,7 @@ class UpstreamPool final : public Upstream {
  public:
   // `tls` verifies against the system trust store; a provider with a ca_file gets its own
   // context (created on first use) that also trusts that file.
-  UpstreamPool(cairva::http::Executor ex, net::ssl::context& tls) : ex_(ex), tls_(tls) {}
+  UpstreamPool(cairva::http::Executor ex, net::ssl::context& tls) : ex_(std::move(ex)), tls_(tls) {}
   // The event loop's executor, of the data path's type.
   const cairva::http::Executor& executor() const { return ex_; }
 

@@ -35,7 +35,7 @@ std::string long_message_body(size_t bytes) {
 
 void BM_InspectAndRewrite(benchmark::State& state) {
   const std::string body = chat_body(static_cast<size_t>(state.range(0)));
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     auto r = cairva::wire::inspect_chat_request(body);
     if (!r.ok()) state.SkipWithError("inspection failed");
     std::string out = cairva::wire::rewrite_chat_request(body, *r, {.per_choice_limit = 100, .include_usage = true});
@@ -47,7 +47,7 @@ BENCHMARK(BM_InspectAndRewrite)->RangeMultiplier(4)->Range(1 << 10, 1 << 20)->Un
 
 void BM_InspectAndRewriteLongMessages(benchmark::State& state) {
   const std::string body = long_message_body(static_cast<size_t>(state.range(0)));
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     auto r = cairva::wire::inspect_chat_request(body);
     if (!r.ok()) state.SkipWithError("inspection failed");
     std::string out = cairva::wire::rewrite_chat_request(body, *r, {.per_choice_limit = 100, .include_usage = true});
@@ -59,7 +59,7 @@ BENCHMARK(BM_InspectAndRewriteLongMessages)->Arg(1 << 20)->Unit(benchmark::kMicr
 
 void BM_InspectOnly(benchmark::State& state) {
   const std::string body = chat_body(static_cast<size_t>(state.range(0)));
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     auto r = cairva::wire::inspect_chat_request(body);
     benchmark::DoNotOptimize(r);
   }
@@ -72,7 +72,7 @@ BENCHMARK(BM_InspectOnly)->Arg(1 << 20)->Unit(benchmark::kMicrosecond);
 void BM_InspectOnlyInPlace(benchmark::State& state) {
   std::string body = chat_body(static_cast<size_t>(state.range(0)));
   body.reserve(body.size() + 64);  // SIMDJSON_PADDING
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     auto r = cairva::wire::inspect_chat_request(body);
     benchmark::DoNotOptimize(r);
   }
@@ -87,7 +87,7 @@ void BM_RelayChunk(benchmark::State& state) {
   cairva::wire::StreamRelay relay(state.range(0) != 0);
   std::string out;
   out.reserve(1 << 12);
-  for (auto _ : state) {
+  for ([[maybe_unused]] auto _ : state) {
     out.clear();
     if (!relay.feed(chunk, out)) state.SkipWithError("relay failed");
     benchmark::DoNotOptimize(out);

@@ -13,14 +13,13 @@
 #include <vector>
 
 #include "base/result.h"
+#include "store/defaults.h"
 #include "store/postgres/pg.h"
 
 namespace cairva::store::pg {
 
 // How long a request waits for a free connection before the store reports itself down.
 inline constexpr int64_t pool_wait_ms_max = 5000;
-// Upper bound on pool_size whatever the config says (PostgreSQL's max_connections is finite).
-inline constexpr int pool_size_max = 256;
 
 class ConnectionPool {
  public:

@@ -365,6 +365,7 @@ Result<std::vector<BookedMatch>> PostgresStore::find_bookings(
             c.run(sql::find_bookings, Params().opt_text(allocation_id).text(provider_request_id));
         if (!r.ok()) return r.error();
         std::vector<BookedMatch> out;
+        out.reserve(static_cast<size_t>(rows(*r)));
         for (int i = 0; i < rows(*r); ++i) {
           out.push_back(BookedMatch{get_text(r->get(), i, 0),
                                     get_text(r->get(), i, 1),

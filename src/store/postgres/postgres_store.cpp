@@ -213,7 +213,7 @@ void PostgresStore::run_allocation(const std::string& allocation_id) {
         [&](Connection& c) { return settle_and_admit_on(c, settlements, admissions); });
     if (both.ok()) {
       if (options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(admissions.size()));
-      for (size_t i = 0; i < settlements.size(); ++i) settlements[i].done(std::move(both->settled[i]));
+      for (size_t i = 0; i < settlements.size(); ++i) settlements[i].done(both->settled[i]);
       answer_admissions(admissions, std::move(both->admitted));
       return;
     }
@@ -317,7 +317,7 @@ Result<std::vector<Result<AdmitResult>>> PostgresStore::decide_admissions(const 
     AdmitResult r{core::decide_admission(snap, p.cmd.facts, now), {}};
     core::apply_admission(snap, r.decision);
     r.after = snap;
-    out.push_back(std::move(r));
+    out.push_back(r);
   }
   // Each insert sets the allocation's state as the batch leaves it; the states' own write
   // is needed only for the agreement's, or when no insert carries the allocation's.
@@ -352,7 +352,7 @@ Result<std::vector<Result<AdmitResult>>> PostgresStore::decide_admissions(const 
 void PostgresStore::settle_batch(std::span<const PendingSettlement> batch) {
   auto results = with_connection<std::vector<SettleResult>>([&](Connection& c) { return settle_batch_on(c, batch); });
   if (results.ok()) {
-    for (size_t i = 0; i < batch.size(); ++i) batch[i].done(std::move((*results)[i]));
+    for (size_t i = 0; i < batch.size(); ++i) batch[i].done((*results)[i]);
   } else if (batch.size() == 1) {
     batch.front().done(results.error());
   } else {
@@ -493,7 +493,7 @@ Result<std::vector<SettleResult>> PostgresStore::decide_settlements(std::span<co
 }
 
 void PostgresStore::note_provider_id(ProviderIdNote note, Callback<void> done) {
-  if (!done) done = [](Status) {};
+  if (!done) done = [](const Status&) {};
   run_async<void>(std::move(done), [note = std::move(note)](Connection& c) -> Status {
     auto r = c.run(sql::note_provider_id,
                    Params().text(note.request_id).text(note.allocation_id).text(note.provider_request_id));

@@ -43,8 +43,7 @@ inline constexpr int transaction_attempts_max = 3;
 // Key grants kept for authenticate_for_admission (emptied when full): one per key in use
 // is enough, and the cache only saves a query per request.
 inline constexpr size_t key_grants_cached_max = 4096;
-// Page bounds for the admin listings.
-inline constexpr size_t list_rows_max = 1000;
+// The admin listing of every allocation (list_allocations) returns at most this many.
 inline constexpr int64_t allocations_list_max = 100000;
 
 class PostgresStore final : public Store {

@@ -240,6 +240,7 @@ TEST_F(PostgresStoreTest, TwoStoresManyThreadsNeverExceedMaxConcurrency) {
     }
   };
   std::vector<std::thread> threads;
+  threads.reserve(8);
   for (int t = 0; t < 8; ++t) threads.emplace_back(worker, std::ref(t % 2 ? *a : *b));
   for (auto& t : threads) t.join();
   EXPECT_LE(peak.load(), 4);
@@ -264,6 +265,7 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
   constexpr int n = 30;
   std::vector<std::promise<Result<AdmitResult>>> answers(n);
   std::vector<std::future<Result<AdmitResult>>> results;
+  results.reserve(answers.size());
   for (auto& a : answers) results.push_back(a.get_future());
   for (int i = 0; i < n; ++i) {
     store.admit(command(alloc), [&answers, i](Result<AdmitResult> r) { answers[i].set_value(std::move(r)); });
@@ -271,6 +273,7 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
   const bool committed = holder.release();
   // Every answer first: no callback may still be pending when an assertion below returns.
   std::vector<Result<AdmitResult>> got;
+  got.reserve(results.size());
   for (auto& f : results) got.push_back(f.get());
   ASSERT_TRUE(committed);
   for (int i = 0; i < n; ++i) {
@@ -320,12 +323,14 @@ TEST_F(PostgresStoreTest, ABatchThatFillsTheRequestsWindowSaysWhenItsOldestStart
   constexpr int n = 5;
   std::vector<std::promise<Result<AdmitResult>>> answers(n);
   std::vector<std::future<Result<AdmitResult>>> results;
+  results.reserve(answers.size());
   for (auto& a : answers) results.push_back(a.get_future());
   for (int i = 0; i < n; ++i) {
     store.admit(command(alloc), [&answers, i](Result<AdmitResult> r) { answers[i].set_value(std::move(r)); });
   }
   const bool committed = holder.release();
   std::vector<Result<AdmitResult>> got;
+  got.reserve(results.size());
   for (auto& f : results) got.push_back(f.get());
   ASSERT_TRUE(committed);
   for (int i = 0; i < n; ++i) {
@@ -354,7 +359,10 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
   auto store = open();
   ASSERT_TRUE(store);
   constexpr int n = 30;
-  const auto [alloc, ids] = admitted(*store, n);
+  // Named, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  const auto admitted_requests = admitted(*store, n);
+  const std::string& alloc = admitted_requests.first;
+  const std::vector<std::string>& ids = admitted_requests.second;
   auto usage = [&](int i, const std::string& provider_id, core::Tokens counts = {10, 20}) {
     return SettleCommand{ids[static_cast<size_t>(i)], alloc, SettleKind::usage, provider_id, counts};
   };
@@ -479,6 +487,7 @@ TEST_F(PostgresStoreTest, SettlementsAndAdmissionsWaitingTogetherShareOneTransac
   // admissions wait in the store and go in the next transaction, the settlements first:
   // the four places they free admit four, the fifth is refused.
   std::vector<AdmitCommand> admissions;
+  admissions.reserve(5);
   for (int i = 0; i < 5; ++i) admissions.push_back(command(alloc));
   const auto answers = behind_lock(store, schema_.url(), alloc,
                                    {{ids[0], alloc, SettleKind::usage, "p-0", {10, 20}},
@@ -608,6 +617,7 @@ TEST_F(PostgresStoreTest, TwoStoresAdmitExactlyRequestsPerMinute) {
     }
   };
   std::vector<std::thread> threads;
+  threads.reserve(6);
   for (int t = 0; t < 6; ++t) threads.emplace_back(worker, std::ref(t % 2 ? *a : *b));
   for (auto& t : threads) t.join();
   EXPECT_EQ(admitted.load(), 20);
@@ -672,6 +682,7 @@ TEST_F(PostgresStoreTest, TwoStoresNeverHoldMoreThanTheOutputAllowance) {
     }
   };
   std::vector<std::thread> threads;
+  threads.reserve(6);
   for (int t = 0; t < 6; ++t) threads.emplace_back(worker, std::ref(t % 2 ? *a : *b));
   for (auto& t : threads) t.join();
   EXPECT_EQ(admitted.load(), 10);
@@ -707,6 +718,7 @@ TEST_F(PostgresStoreTest, SameProviderResponseThroughTwoStoresIsBookedOnce) {
 
 TEST_F(PostgresStoreTest, FourStoresOpeningAtOnceApplyEachMigrationOnce) {
   std::vector<std::future<Result<std::unique_ptr<PostgresStore>>>> opening;
+  opening.reserve(4);
   for (int i = 0; i < 4; ++i) {
     opening.push_back(std::async(std::launch::async,
                                  [&] { return PostgresStore::open(options(2), clock_); }));
@@ -1147,7 +1159,10 @@ TEST_F(PostgresStoreTest, OnlyAnOlderWriterStillRunningHoldsBackTheListingsAcros
 TEST_F(PostgresStoreTest, ABookingWithoutRunningTotalsGetsThemFromTheTrigger) {
   auto s = open();
   ASSERT_NE(s, nullptr);
-  auto [alloc, ids] = admitted(*s, 2);
+  // Named, not a structured binding: the lambdas below capture them (clang 14 cannot).
+  auto admitted_requests = admitted(*s, 2);
+  std::string& alloc = admitted_requests.first;
+  std::vector<std::string>& ids = admitted_requests.second;
   ASSERT_TRUE(settle(*s, {ids[0], alloc, SettleKind::usage, "p-new", {3, 4}}).ok());
   // Schema 4's booking (statements.cpp before migration 5): no cum_input, no cum_output.
   const std::string old_booking =

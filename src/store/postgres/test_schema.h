@@ -5,7 +5,9 @@
 
 #include <libpq-fe.h>
 
+#include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 
@@ -47,7 +49,10 @@ inline long long query_i64(const std::string& url, const std::string& sql) {
   long long v = -1;
   if (PQstatus(c) == CONNECTION_OK) {
     PGresult* r = PQexec(c, sql.c_str());
-    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) v = std::atoll(PQgetvalue(r, 0, 0));
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) == 1) {
+      const char* text = PQgetvalue(r, 0, 0);
+      std::from_chars(text, text + std::strlen(text), v);  // not a number: v stays -1
+    }
     PQclear(r);
   }
   PQfinish(c);

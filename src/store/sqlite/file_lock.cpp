@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+#include <system_error>
 
 #include "store/sqlite/private_file.h"
 
@@ -16,7 +16,7 @@ Result<std::unique_ptr<FileLock>> FileLock::acquire(const std::string& db_path) 
   const int fd = open_private(path, O_RDWR | O_CREAT);
   if (fd < 0) {
     return make_error(ErrorCode::store_unavailable,
-                      "store " + db_path + ": cannot open " + path + ": " + std::strerror(errno));
+                      "store " + db_path + ": cannot open " + path + ": " + std::generic_category().message(errno));
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {};

@@ -57,8 +57,6 @@ inline constexpr int64_t writer_retry_ms = 50;
 inline constexpr int64_t durable_ack_wait_ms_max = 30'000;
 // Blocking admin calls wait this long for their write (then store_unavailable).
 inline constexpr int64_t admin_wait_ms_max = 35'000;
-// Pages of the listings (store.h's list_page_rows_max).
-inline constexpr size_t list_rows_max = 1000;
 // Reads waiting for the read worker (usage series): a dashboard's refreshes, not a flood.
 inline constexpr size_t reads_queued_max = 64;
 // Audit's slack over the in-flight timeout: the gateway sweeps at least once a second.

@@ -8,6 +8,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <system_error>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -29,7 +30,7 @@ Error log_error(const std::string& path, const std::string& what) {
 }
 
 Error errno_error(const std::string& path, const char* call) {
-  return log_error(path, std::string(call) + ": " + std::strerror(errno));
+  return log_error(path, std::string(call) + ": " + std::generic_category().message(errno));
 }
 
 std::string segment_path(const std::string& database_path, int64_t first_seq) {
@@ -181,7 +182,7 @@ Status Log::open_segment(int64_t first_seq) {
   if (sync_full_) {
     // The new name must survive a crash as well as its bytes.
     const int dir = ::open(directory_of(database_path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    const Status s = dir >= 0 && ::fsync(dir) == 0 ? Status{} : Status(errno_error(path, "fsync of its directory"));
+    Status s = dir >= 0 && ::fsync(dir) == 0 ? Status{} : Status(errno_error(path, "fsync of its directory"));
     if (dir >= 0) ::close(dir);
     if (!s.ok()) {
       ::close(fd);
@@ -303,14 +304,13 @@ Result<Replayed> replay(Db& database, const std::string& database_path) {
     (void)database.exec("ROLLBACK");
     return e;
   };
-  if (Status s = replay_v1(database, database_path, out); !s.ok()) return fail(s.error());
   int64_t last = out.next_seq - 1;  // the last record applied or skipped
   Status read = read_log(database_path, [&](int64_t seq, writes::Record&& r) -> Status {
     if (seq <= last) return {};  // applied before the process stopped
     if (seq != last + 1) {
       // Numbers are given out without gaps: acknowledged writes are missing (a damaged file).
-      std::fprintf(stderr, "cairva: oplog records %lld to %lld are missing: not replayed\n",
-                   static_cast<long long>(last + 1), static_cast<long long>(seq - 1));
+      std::fprintf(stderr, "cairva: oplog records %" PRId64 " to %" PRId64 " are missing: not replayed\n",
+                   last + 1, seq - 1);
     }
     last = seq;
     return apply_replayed(database, seq, r, out);
@@ -318,7 +318,6 @@ Result<Replayed> replay(Db& database, const std::string& database_path) {
   if (!read.ok()) return fail(read.error());
   if (Status s = set_applied(database, last); !s.ok()) return fail(s.error());
   if (Status s = database.exec("COMMIT"); !s.ok()) return fail(s.error());
-  remove_v1(database_path);
   out.next_seq = last + 1;
   return out;
 }
@@ -326,9 +325,7 @@ Result<Replayed> replay(Db& database, const std::string& database_path) {
 Result<int64_t> count_unapplied(Db& database, const std::string& database_path) {
   auto from = applied(database);
   if (!from.ok()) return from.error();
-  auto v1 = count_unapplied_v1(database_path, *from);
-  if (!v1.ok()) return v1.error();
-  int64_t count = *v1;
+  int64_t count = 0;
   int64_t last = *from;
   Status read = read_log(database_path, [&](int64_t seq, writes::Record&&) -> Status {
     if (seq > last) {

@@ -22,14 +22,15 @@
 // segment's unused reserve on a file system mounted with `discard`, which is left to the
 // segment's deletion).
 //
-// The log of an earlier build (one SQLite file, `<path>-oplog`) is replayed once and
-// removed at open (oplog_v1.cpp).
+// The log of the builds before segment files (one SQLite file, `<path>-oplog`) is not read:
+// see retire_v1_log.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "store/sqlite/db.h"
 #include "store/sqlite/limits.h"
@@ -131,11 +132,16 @@ Status set_applied(Db& database, int64_t seq);
 // tables refuse it for a reason other than a busy or failing disk (returned).
 Status apply_replayed(Db& database, int64_t seq, const writes::Record& r, Replayed& out);
 
-// The earlier build's SQLite log (oplog_v1.cpp), if there is one: replays its records past
-// out.next_seq - 1 into `database` (inside the caller's transaction), advancing `out`; once
-// that transaction is committed, remove_v1 deletes its files.
-Status replay_v1(Db& database, const std::string& database_path, Replayed& out);
-void remove_v1(const std::string& database_path);
-Result<int64_t> count_unapplied_v1(const std::string& database_path, int64_t applied);
+// The operation log of the builds before segment files: one SQLite file beside the database.
+inline std::string v1_log_path(const std::string& database_path) { return database_path + "-oplog"; }
+// The last build that replays such a log into the tables (and then removes it), as
+// `cairva --version` names it: the upgrade from those builds goes through it once.
+inline constexpr std::string_view v1_log_reader_build = "0.1.0 (commit 85012870133a)";
+
+// When the database has a v1 log (oplog_v1.cpp) holding writes past its tables: an
+// ErrorCode::conflict naming v1_log_reader_build, with nothing changed. When the log holds
+// none, it is deleted if `may_delete` (the caller holds the store's file lock), else kept.
+// No log: OK. Reads nothing but that count, before anything opens the database to write.
+Status retire_v1_log(const std::string& database_path, bool may_delete);
 
 }  // namespace cairva::store::sqlite::oplog

@@ -1,80 +1,73 @@
-// The operation log as the build before segment files wrote it: one SQLite file,
-// `<path>-oplog`, table records(seq, kind, t0..t6, n0..n4). Read once at open, then removed.
+// The operation log of the builds before segment files (one SQLite file, `<path>-oplog`,
+// table records(seq, …)) is no longer read: a store that holds one is upgraded by starting
+// the last build that replays it (oplog.h's v1_log_reader_build) once. This only counts what
+// such a log holds past the tables, to refuse it or, when it holds nothing, delete it.
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <string>
-#include <string_view>
 
 #include "store/sqlite/oplog.h"
 
 namespace cairva::store::sqlite::oplog {
 namespace {
 
-std::string v1_path(const std::string& database_path) { return database_path + "-oplog"; }
-
 bool exists(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0;
 }
 
-static_assert(writes::Record::texts == 7 && writes::Record::nums == 5, "the v1 records table's columns");
-
-// Calls `each` for every record numbered after `after`, in order.
-template <class Each>
-Status read_v1(Db& log, int64_t after, Each each) {
-  auto rows = log.prepare("SELECT * FROM records WHERE seq > ? ORDER BY seq");
-  if (!rows.ok()) return rows.error();
-  rows->i64(after);
-  for (;;) {
-    auto more = rows->step();
-    if (!more.ok()) return more.error();
-    if (!*more) return {};
-    writes::Record r;
-    r.kind = static_cast<writes::Record::Kind>(rows->col_i64(1));
-    std::array<std::string, writes::Record::texts> texts;
-    std::array<std::string_view, writes::Record::texts> views;
-    for (size_t i = 0; i < texts.size(); ++i) {
-      texts[i] = rows->col_text(2 + static_cast<int>(i));
-      views[i] = texts[i];
+// The records of the v1 log at `log_path` numbered after the database's applied number (0
+// when the database has no table yet: every record counts).
+Result<int64_t> count_past_tables(const std::string& database_path, const std::string& log_path) {
+  int64_t from = 0;
+  if (exists(database_path)) {
+    auto database = Db::open(database_path, /*read_only=*/true);
+    if (!database.ok()) return database.error();
+    auto has_table = database->prepare("SELECT 1 FROM sqlite_master WHERE name = 'oplog_applied'");
+    if (!has_table.ok()) return has_table.error();
+    auto found = has_table->step();
+    if (!found.ok()) return found.error();
+    if (*found) {
+      auto seq = applied(*database);
+      if (!seq.ok()) return seq.error();
+      from = *seq;
     }
-    r.set_texts(views);
-    for (size_t i = 0; i < r.num.size(); ++i) r.num[i] = rows->col_i64(9 + static_cast<int>(i));
-    if (Status s = each(rows->col_i64(0), r); !s.ok()) return s;
   }
+  auto log = Db::open(log_path, /*read_only=*/true);
+  if (!log.ok()) return log.error();
+  auto count = log->prepare("SELECT COUNT(*) FROM records WHERE seq > ?");
+  if (!count.ok()) return count.error();
+  count->i64(from);
+  auto row = count->step();
+  if (!row.ok()) return row.error();
+  return count->col_i64(0);
 }
 
 }  // namespace
 
-Status replay_v1(Db& database, const std::string& database_path, Replayed& out) {
-  const std::string path = v1_path(database_path);
-  if (!exists(path)) return {};
-  auto log = Db::open(path, false);
-  if (!log.ok()) return log.error();
-  return read_v1(*log, out.next_seq - 1, [&](int64_t seq, const writes::Record& r) {
-    out.next_seq = seq + 1;
-    return apply_replayed(database, seq, r, out);
-  });
-}
-
-void remove_v1(const std::string& database_path) {
-  const std::string path = v1_path(database_path);
-  for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((path + suffix).c_str());
-}
-
-Result<int64_t> count_unapplied_v1(const std::string& database_path, int64_t applied) {
-  const std::string path = v1_path(database_path);
-  if (!exists(path)) return int64_t{0};
-  auto log = Db::open(path, /*read_only=*/true);
-  if (!log.ok()) return log.error();
-  int64_t count = 0;
-  Status s = read_v1(*log, applied, [&](int64_t, const writes::Record&) {
-    ++count;
-    return Status{};
-  });
-  if (!s.ok()) return s.error();
-  return count;
+Status retire_v1_log(const std::string& database_path, bool may_delete) {
+  const std::string log_path = v1_log_path(database_path);
+  if (!exists(log_path)) return {};
+  auto unapplied = count_past_tables(database_path, log_path);
+  if (!unapplied.ok()) {
+    return make_error(ErrorCode::store_unavailable,
+                      "store " + database_path + ": cannot read the earlier build's operation log " +
+                          log_path + ": " + unapplied.error().message);
+  }
+  if (*unapplied > 0) {
+    return make_error(ErrorCode::conflict,
+                      log_path + " is the operation log of an earlier build, holding " + std::to_string(*unapplied) +
+                          (*unapplied == 1 ? " write" : " writes") +
+                          " not yet in the tables, and this cairva no longer reads it. Start cairva " +
+                          std::string(v1_log_reader_build) +
+                          " on this store once and stop it (it applies that log and removes it), then this "
+                          "build. Nothing was changed.");
+  }
+  if (may_delete) {
+    for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((log_path + suffix).c_str());
+  }
+  return {};
 }
 
 }  // namespace cairva::store::sqlite::oplog

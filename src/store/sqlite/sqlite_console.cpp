@@ -134,7 +134,10 @@ Result<int64_t> SqliteStore::record_conflicts(std::vector<ConflictRow> conflicts
     if (c.request_id.empty()) wanted[c.allocation_id].insert(c.provider_request_id);
   }
   std::unordered_map<std::string, std::string> request_of;  // allocation \n provider id -> request
-  for (const auto& [allocation, ids] : wanted) {
+  for (const auto& entry : wanted) {
+    // Named, not a structured binding: the lambda below captures them (clang 14 cannot).
+    const std::string& allocation = entry.first;
+    const std::unordered_set<std::string>& ids = entry.second;
     auto found = read<int>([&](Db& db) -> Result<int> {
       auto s = db.prepare(
           "SELECT provider_request_id, request_id FROM usage_events WHERE allocation_id = ?"

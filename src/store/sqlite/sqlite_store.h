@@ -45,7 +45,7 @@ class SqliteStore final : public Store {
   // one-process lock, and checks the ledger's invariants in one read snapshot. Never writes
   // (no migration, no sweep). `options.in_flight_timeout_s` sets the stale check.
   static Result<AuditReport> audit_file(const std::string& path, const StoreOptions& options,
-                                        std::shared_ptr<const Clock> clock);
+                                        const std::shared_ptr<const Clock>& clock);
 
   void authenticate(const std::string& key_secret_hash, Callback<KeyGrant> done) override;
   void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;

@@ -122,7 +122,7 @@ class SqliteStoreTest : public ::testing::Test {
   void fail_in_flight(const CreatedAgreement& a) {
     store::RequestFilter f;
     f.state = core::RequestState::in_flight;
-    f.limit = list_rows_max;
+    f.limit = list_page_rows_max;
     auto open = store_->list_requests(f);
     ASSERT_TRUE(open.ok());
     for (const auto& row : open->data) {
@@ -144,6 +144,7 @@ TEST_F(SqliteStoreTest, GroupCommitBatchesConcurrentAdmissions) {
   auto a = create({100000, 1000000, 100000}, {1000000, 1000000});
   const WriterStats before = store_->writer_stats();
   std::vector<std::thread> pool;
+  pool.reserve(threads);
   std::atomic<int> admitted{0};
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&] {
@@ -308,9 +309,37 @@ TEST_F(SqliteStoreTest, AcknowledgedWritesStillOnlyInTheOplogAreAppliedAtOpen) {
   EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked, (core::Tokens{3, 4}));
 }
 
-// A log written by the build before segment files (one SQLite file, `<db>-oplog`) is
-// applied once at open, then removed: an upgrade loses no acknowledged write.
-TEST_F(SqliteStoreTest, AnEarlierBuildsSqliteLogIsAppliedOnceAndRemoved) {
+// The operation log of the builds before segment files, as they wrote it: one SQLite file
+// `<db>-oplog`, table records(seq, kind, t0..t6, n0..n4), holding `records`.
+void write_v1_log(const std::string& database_path,
+                  const std::vector<std::pair<int64_t, writes::Record>>& records) {
+  auto db = Db::open(oplog::v1_log_path(database_path), false);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(db->exec("PRAGMA journal_mode=WAL; CREATE TABLE records (seq INTEGER PRIMARY KEY,"
+                       " kind INTEGER NOT NULL, t0 TEXT NOT NULL, t1 TEXT NOT NULL, t2 TEXT NOT NULL,"
+                       " t3 TEXT NOT NULL, t4 TEXT NOT NULL, t5 TEXT NOT NULL, t6 TEXT NOT NULL,"
+                       " n0 INTEGER NOT NULL, n1 INTEGER NOT NULL, n2 INTEGER NOT NULL,"
+                       " n3 INTEGER NOT NULL, n4 INTEGER NOT NULL)")
+                  .ok());
+  for (const auto& [seq, r] : records) {
+    auto st = db->prepare("INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+    ASSERT_TRUE(st.ok());
+    st->i64(seq).i64(static_cast<int64_t>(r.kind));
+    for (size_t i = 0; i < writes::Record::texts; ++i) st->text(r.text(i));
+    for (const int64_t n : r.num) st->i64(n);
+    ASSERT_TRUE(st->run().ok());
+  }
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// An upgrade from a build whose log was one SQLite file goes through the last build that
+// replays it (oplog::v1_log_reader_build): this one refuses such a log while it holds writes
+// the tables lack, names that build, and changes nothing, so no acknowledged write is lost.
+TEST_F(SqliteStoreTest, AnEarlierBuildsLogWithUnappliedWritesIsRefusedAndLeftAsItWas) {
   auto a = create({100, 100000, 10}, {1000, 1000});
   store_->flush();
   store_->pause_applier_for_testing(true);
@@ -325,46 +354,63 @@ TEST_F(SqliteStoreTest, AnEarlierBuildsSqliteLogIsAppliedOnceAndRemoved) {
                 return Status{};
               }).ok());
   ASSERT_EQ(records.size(), 2u);
-  const std::string v1 = path_ + "-oplog";
-  {
-    auto db = Db::open(v1, false);
-    ASSERT_TRUE(db.ok());
-    ASSERT_TRUE(db->exec("PRAGMA journal_mode=WAL; CREATE TABLE records (seq INTEGER PRIMARY KEY,"
-                         " kind INTEGER NOT NULL, t0 TEXT NOT NULL, t1 TEXT NOT NULL, t2 TEXT NOT NULL,"
-                         " t3 TEXT NOT NULL, t4 TEXT NOT NULL, t5 TEXT NOT NULL, t6 TEXT NOT NULL,"
-                         " n0 INTEGER NOT NULL, n1 INTEGER NOT NULL, n2 INTEGER NOT NULL,"
-                         " n3 INTEGER NOT NULL, n4 INTEGER NOT NULL)").ok());
-    for (const auto& [seq, r] : records) {
-      auto st = db->prepare("INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-      ASSERT_TRUE(st.ok());
-      st->i64(seq).i64(static_cast<int64_t>(r.kind));
-      for (size_t i = 0; i < writes::Record::texts; ++i) st->text(r.text(i));
-      for (const int64_t n : r.num) st->i64(n);
-      ASSERT_TRUE(st->run().ok());
-    }
-  }
+  write_v1_log(path_, records);
   for (const auto& e : std::filesystem::directory_iterator(dir_)) {
     if (e.path().filename().string().starts_with("cairva.db-oplog.")) std::filesystem::remove(e.path());
   }
-  auto behind = SqliteStore::audit_file(path_, options_, clock_);
-  ASSERT_TRUE(behind.ok()) << behind.error().message;
-  EXPECT_EQ(behind->unapplied_writes, 2);
+  const std::string v1 = oplog::v1_log_path(path_);
+  const std::string log_before = file_bytes(v1);
+  const std::string database_before = file_bytes(path_);
+  ASSERT_FALSE(log_before.empty());
+
+  auto opened = SqliteStore::open(path_, options_, clock_);
+  ASSERT_FALSE(opened.ok());
+  EXPECT_EQ(opened.error().code, ErrorCode::conflict);
+  EXPECT_NE(opened.error().message.find("holding 2 writes not yet in the tables"), std::string::npos)
+      << opened.error().message;
+  EXPECT_NE(opened.error().message.find(std::string(oplog::v1_log_reader_build)), std::string::npos)
+      << opened.error().message;
+  // `cairva audit` refuses it the same way rather than report a ledger that lacks them.
+  auto audited = SqliteStore::audit_file(path_, options_, clock_);
+  ASSERT_FALSE(audited.ok());
+  EXPECT_EQ(audited.error().code, ErrorCode::conflict);
+  // Nothing changed: the log and the database are as they were, no new segment was started.
+  EXPECT_EQ(file_bytes(v1), log_before);
+  EXPECT_EQ(file_bytes(path_), database_before);
+  EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM usage_events"), 0);
+  for (const auto& e : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_FALSE(e.path().filename().string().starts_with("cairva.db-oplog.")) << e.path();
+  }
+  // Once that build applied the log and removed it, this one opens the store.
+  std::filesystem::remove(v1);
+  store_ = open_store_at();
+  ASSERT_NE(store_, nullptr);
+}
+
+// A log of that format whose every write is already in the tables holds nothing to lose: it
+// is deleted at open and the store starts.
+TEST_F(SqliteStoreTest, AnEarlierBuildsLogWithNothingUnappliedIsDeletedAtOpen) {
+  auto a = create({100, 100000, 10}, {1000, 1000});
+  auto booked = cmd(a);
+  ASSERT_TRUE(admit(booked)->decision.admitted());
+  ASSERT_TRUE(settle({booked.request_id, a.allocation.id, SettleKind::usage, "prov-v1", {5, 6}}).ok());
+  store_->flush();
+  store_.reset();
+  const int64_t applied = query_i64(path_, "SELECT seq FROM oplog_applied");
+  ASSERT_GT(applied, 0);
+  writes::Record old;
+  write_v1_log(path_, {{applied, old}});
+  const std::string v1 = oplog::v1_log_path(path_);
+  ASSERT_TRUE(std::filesystem::exists(v1));
+  auto audited = SqliteStore::audit_file(path_, options_, clock_);
+  ASSERT_TRUE(audited.ok()) << audited.error().message;
+  EXPECT_TRUE(std::filesystem::exists(v1));  // audit reads only
 
   store_ = open_store_at();
   ASSERT_NE(store_, nullptr);
   EXPECT_FALSE(std::filesystem::exists(v1));
   EXPECT_FALSE(std::filesystem::exists(v1 + "-wal"));
-  EXPECT_EQ(store_->get_request(booked.request_id)->state, core::RequestState::booked);
   EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked, (core::Tokens{5, 6}));
-  // New records continue the numbering after the old log's.
-  auto again = cmd(a);
-  ASSERT_TRUE(admit(again)->decision.admitted());
-  EXPECT_EQ(settle({again.request_id, a.allocation.id, SettleKind::usage, "prov-v1", {5, 6}})->book,
-            core::BookResult::reused_id);
-  store_.reset();
-  EXPECT_EQ(query_i64(path_, "SELECT seq FROM oplog_applied"), records.back().first + 4);
-  EXPECT_EQ(query_i64(path_, "SELECT COUNT(*) FROM usage_events"), 1);
-  store_ = open_store_at();
 }
 
 // The oplog holds what the tables lack, not the store's history: applied segments go.

@@ -579,7 +579,7 @@ Apply insert_adjustment(const UsageEventRow& e) {
 }
 
 Apply insert_conflicts(std::vector<ConflictRow> rows, std::shared_ptr<int64_t> recorded) {
-  return [rows = std::move(rows), recorded](Db& db) -> Status {
+  return [rows = std::move(rows), recorded = std::move(recorded)](Db& db) -> Status {
     for (const ConflictRow& c : rows) {
       auto seen = db.cached(
           "SELECT 1 FROM conflicts WHERE allocation_id = ? AND provider_request_id = ?"

@@ -1,11 +1,11 @@
-#include "admin/entity_json.h"
+#include "render/entity_json.h"
 
 #include <boost/json/array.hpp>
 #include <boost/json/serialize.hpp>
 
 #include "base/time.h"
 
-namespace cairva::admin {
+namespace cairva::render {
 namespace json = boost::json;
 
 namespace {
@@ -179,4 +179,4 @@ std::string error_json(ErrorCode code, std::string_view message) {
   return json::serialize(json::object{{"error", std::move(err)}});
 }
 
-}  // namespace cairva::admin
+}  // namespace cairva::render

@@ -11,7 +11,7 @@
 #include "store/rows.h"
 #include "store/store.h"
 
-namespace cairva::admin {
+namespace cairva::render {
 
 // {"object":"allocation","id","agreement_id","state","window":{…},"limits":{…},
 //  "allowance":{…},"used":{…},"held":{…},"remaining":{…},"current":{…}} (SPEC §6).
@@ -58,4 +58,4 @@ std::string error_json(ErrorCode code, std::string_view message);
 // {"input_tokens","output_tokens"}.
 boost::json::object tokens_object(const core::Tokens& t);
 
-}  // namespace cairva::admin
+}  // namespace cairva::render

@@ -1,10 +1,10 @@
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 
 #include <gtest/gtest.h>
 
-#include "admin/fake_store.h"
+#include "store/fake_store.h"
 
-namespace cairva::admin {
+namespace cairva::metrics {
 namespace {
 
 bool has_line(const std::string& text, const std::string& line) {
@@ -126,7 +126,7 @@ TEST(Metrics, RendersPerAllocationGaugesFromTheStore) {
 }
 
 TEST(Metrics, RenderMetricsReportsStoreDownWithoutFailing) {
-  testing::FakeStore store({});
+  store::testing::FakeStore store({});
   std::string up = render_metrics(store);
   EXPECT_TRUE(has_line(up, "cairva_store_up 1"));
   store.fail_everything = true;
@@ -136,4 +136,4 @@ TEST(Metrics, RenderMetricsReportsStoreDownWithoutFailing) {
 }
 
 }  // namespace
-}  // namespace cairva::admin
+}  // namespace cairva::metrics

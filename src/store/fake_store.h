@@ -8,7 +8,7 @@
 #include "base/ids.h"
 #include "store/store.h"
 
-namespace cairva::admin::testing {
+namespace cairva::store::testing {
 
 class FakeStore final : public store::Store {
  public:
@@ -284,4 +284,4 @@ class FakeStore final : public store::Store {
   std::vector<store::ConflictRow> conflicts_;
 };
 
-}  // namespace cairva::admin::testing
+}  // namespace cairva::store::testing

@@ -19,19 +19,22 @@
 #include "base/error_code.h"
 #include "core/admission.h"
 #include "core/ledger.h"
+#include "core/limits.h"
 #include "store/rows.h"
 
 namespace cairva::store {
 class Store;
 }
 
-namespace cairva::admin {
+namespace cairva::metrics {
 
 // Upper bounds (inclusive) of the provider latency histogram, in microseconds: 5 ms to
 // the 600 s provider timeout.
 inline constexpr std::array<int64_t, 14> provider_latency_bucket_us = {
     5'000,     10'000,    25'000,    50'000,     100'000,    250'000,     500'000,
     1'000'000, 2'500'000, 5'000'000, 10'000'000, 30'000'000, 120'000'000, 600'000'000};
+static_assert(provider_latency_bucket_us.back() == core::in_flight_timeout_s_default * 1'000'000,
+              "the last bucket is the default provider timeout (config.h)");
 // Upper bounds of the store's commit batch size histogram, in writes per commit.
 inline constexpr std::array<int64_t, 11> commit_batch_bucket_writes = {1,  2,   4,   8,   16,  32,
                                                                        64, 128, 256, 512, 1024};
@@ -156,10 +159,10 @@ class Metrics {
 };
 
 // The process-wide registry the gateway and the store hook update.
-Metrics& metrics();
+Metrics& registry();
 
-// What `GET /metrics` serves: metrics().render() over the store's allocations as of now.
+// What `GET /metrics` serves: registry().render() over the store's allocations as of now.
 // A store error is reported as a comment and cairva_store_up 0, never as a failed scrape.
 std::string render_metrics(store::Store& store);
 
-}  // namespace cairva::admin
+}  // namespace cairva::metrics

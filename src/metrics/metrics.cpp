@@ -1,10 +1,10 @@
-#include "admin/metrics.h"
+#include "metrics/metrics.h"
 
 #include <cstdio>
 
 #include "store/store.h"
 
-namespace cairva::admin {
+namespace cairva::metrics {
 namespace {
 
 // Names for core::BookResult, in enum order.
@@ -167,9 +167,9 @@ std::string Metrics::render(const std::vector<store::AllocationStatus>& allocati
   return out;
 }
 
-Metrics& metrics() {
-  static Metrics registry;
-  return registry;
+Metrics& registry() {
+  static Metrics instance;
+  return instance;
 }
 
 std::string render_metrics(store::Store& store) {
@@ -183,10 +183,10 @@ std::string render_metrics(store::Store& store) {
       if (ch == '\n' || ch == '\r') ch = ' ';  // the comment must stay one line
     }
     out.append("# store error: ").append(message).append("\n");
-    return metrics().render({}) + out;
+    return registry().render({}) + out;
   }
   sample(out, "cairva_store_up", "", 1);
-  return metrics().render(*allocations) + out;
+  return registry().render(*allocations) + out;
 }
 
-}  // namespace cairva::admin
+}  // namespace cairva::metrics

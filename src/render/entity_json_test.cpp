@@ -1,10 +1,10 @@
-#include "admin/entity_json.h"
+#include "render/entity_json.h"
 
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
 
-namespace cairva::admin {
+namespace cairva::render {
 namespace {
 
 namespace json = boost::json;
@@ -80,4 +80,4 @@ TEST(EntityJson, ErrorBodyIsOpenAiShaped) {
 }
 
 }  // namespace
-}  // namespace cairva::admin
+}  // namespace cairva::render
