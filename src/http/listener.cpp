@@ -101,7 +101,7 @@ Result<tcp::endpoint> parse_listen_address(const std::string& addr) {
 }
 
 Result<Listening> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint, bool reuse_port,
-                                     std::shared_ptr<ConnectionBudget> budget, SessionFn session) {
+                                     const std::shared_ptr<ConnectionBudget>& budget, const SessionFn& session) {
   auto acceptor = std::make_shared<tcp::acceptor>(ctx);
   boost::system::error_code ec;
   acceptor->open(endpoint.protocol(), ec);

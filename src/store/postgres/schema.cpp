@@ -263,6 +263,7 @@ Result<std::vector<int>> running_gateway_versions(Connection& c) {
                   gateway_lock_key + "::oid ORDER BY 1");
   if (!r.ok()) return r.error();
   std::vector<int> versions;
+  versions.reserve(static_cast<size_t>(rows(*r)));
   for (int i = 0; i < rows(*r); ++i) versions.push_back(static_cast<int>(get_i64(r->get(), i, 0)));
   return versions;
 }
