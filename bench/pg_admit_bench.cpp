@@ -5,17 +5,19 @@
 // settlement (another). Uses the database clock, as production does.
 //
 //   export CAIRVA_TEST_PG_URL=$(scripts/pg-test-cluster.sh url)
-//   build-pg/src/store/postgres/pg_admit_bench --processes 3 --threads 4 --allocations 1 --seconds 5
+//   build-pg/src/store/postgres/pg_admit_bench --processes 3 --threads 4 --allocations 1 --seconds
+//   5
 // --processes P forks P gateway-like processes (each with --stores stores of --pool
 // connections and --threads threads per store) on one schema.
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <future>
-#include <sys/wait.h>
-#include <unistd.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,10 +33,10 @@ namespace {
 struct Args {
   int processes = 1;
   int stores = 1;
-  int threads = 4;        // per store
+  int threads = 4;  // per store
   int allocations = 1;
   int seconds = 5;
-  int pool = 8;           // per store
+  int pool = 8;  // per store
 };
 
 Args parse(int argc, char** argv) {
@@ -42,13 +44,22 @@ Args parse(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const int v = std::atoi(argv[i + 1]);
-    if (k == "--processes") a.processes = v;
-    else if (k == "--stores") a.stores = v;
-    else if (k == "--threads") a.threads = v;
-    else if (k == "--allocations") a.allocations = v;
-    else if (k == "--seconds") a.seconds = v;
-    else if (k == "--pool") a.pool = v;
-    else { std::fprintf(stderr, "unknown option %s\n", k.c_str()); std::exit(2); }
+    if (k == "--processes")
+      a.processes = v;
+    else if (k == "--stores")
+      a.stores = v;
+    else if (k == "--threads")
+      a.threads = v;
+    else if (k == "--allocations")
+      a.allocations = v;
+    else if (k == "--seconds")
+      a.seconds = v;
+    else if (k == "--pool")
+      a.pool = v;
+    else {
+      std::fprintf(stderr, "unknown option %s\n", k.c_str());
+      std::exit(2);
+    }
   }
   return a;
 }

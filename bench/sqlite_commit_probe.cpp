@@ -40,7 +40,10 @@ int main(int argc, char** argv) {
   bool known = argc % 2 == 1;  // flags come in pairs
   for (int i = 1; known && i + 1 < argc; i += 2) {
     const std::string k = argv[i];
-    int* target = k == "--ops" ? &ops : k == "--commits" ? &commits : k == "--bytes" ? &bytes : nullptr;
+    int* target = k == "--ops"       ? &ops
+                  : k == "--commits" ? &commits
+                  : k == "--bytes"   ? &bytes
+                                     : nullptr;
     if (target != nullptr) *target = std::atoi(argv[i + 1]);
     known = target != nullptr;
   }
@@ -53,8 +56,9 @@ int main(int argc, char** argv) {
   {
     auto db = Db::open((dir / "probe.db").string(), false);
     if (!db.ok()) return fail(db.error());
-    Status s = db->exec("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
-                        " CREATE TABLE journal (seq INTEGER PRIMARY KEY, op TEXT NOT NULL)");
+    Status s = db->exec(
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+        " CREATE TABLE journal (seq INTEGER PRIMARY KEY, op TEXT NOT NULL)");
     if (!s.ok()) return fail(s);
     std::string row(static_cast<size_t>(bytes), 'x');
     const double cpu0 = cpu_seconds();
@@ -69,8 +73,8 @@ int main(int argc, char** argv) {
     }
     if (!s.ok()) return fail(s);
     const double cpu = cpu_seconds() - cpu0;
-    std::printf("sqlite_commit_probe ops=%d bytes=%d: %.1f us CPU per commit, %.2f us per row\n", ops, bytes,
-                cpu / commits * 1e6, cpu / commits / ops * 1e6);
+    std::printf("sqlite_commit_probe ops=%d bytes=%d: %.1f us CPU per commit, %.2f us per row\n",
+                ops, bytes, cpu / commits * 1e6, cpu / commits / ops * 1e6);
   }
   std::filesystem::remove_all(dir);
   return 0;

@@ -46,7 +46,9 @@ Args parse(int argc, char** argv) {
     } else if (k == "--seconds" && i + 1 < argc) {
       a.seconds = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: sqlite_store_bench [--outstanding K] [--seconds S | --requests N] [--sync normal|full]\n");
+      std::fprintf(stderr,
+                   "usage: sqlite_store_bench [--outstanding K] [--seconds S | --requests N] "
+                   "[--sync normal|full]\n");
       std::exit(2);
     }
   }
@@ -129,9 +131,14 @@ int main(int argc, char** argv) {
     auto& store = **opened;
     const int64_t big = int64_t{1} << 50;
     const UnixMicros now = clock->now();
-    auto created = store.create_agreement(
-        {"bench", "bench", "bench", {}, {{now - micros_per_second, now + 86'400 * micros_per_second},
-                                          {big, big, big}, {big, big}}});
+    auto created =
+        store.create_agreement({"bench",
+                                "bench",
+                                "bench",
+                                {},
+                                {{now - micros_per_second, now + 86'400 * micros_per_second},
+                                 {big, big, big},
+                                 {big, big}}});
     if (!created.ok()) {
       std::fprintf(stderr, "agreement: %s\n", created.error().message.c_str());
       return 1;
@@ -143,22 +150,25 @@ int main(int argc, char** argv) {
     d.running = args.outstanding;
     for (int i = 0; i < args.outstanding; ++i) d.next();
     if (args.requests > 0) {
-      while (d.done.load() < args.requests) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      while (d.done.load() < args.requests)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
     } else {
       std::this_thread::sleep_for(std::chrono::seconds(args.seconds));
     }
     d.stop = true;
     while (d.running.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const double cpu = cpu_seconds() - cpu0;
     const int64_t n = d.done.load();
     const int64_t nc = commits.load() - c0, nr = rows.load() - r0;
-    std::printf("sqlite_store_bench sync=%s outstanding=%d: %.0f requests/s, CPU %.1f us/request, "
-                "%.1f writes/commit, %lld errors\n",
-                args.sync_full ? "full" : "normal", args.outstanding, static_cast<double>(n) / wall,
-                n > 0 ? cpu / static_cast<double>(n) * 1e6 : 0.0,
-                nc > 0 ? static_cast<double>(nr) / static_cast<double>(nc) : 0.0,
-                static_cast<long long>(d.errors.load()));
+    std::printf(
+        "sqlite_store_bench sync=%s outstanding=%d: %.0f requests/s, CPU %.1f us/request, "
+        "%.1f writes/commit, %lld errors\n",
+        args.sync_full ? "full" : "normal", args.outstanding, static_cast<double>(n) / wall,
+        n > 0 ? cpu / static_cast<double>(n) * 1e6 : 0.0,
+        nc > 0 ? static_cast<double>(nr) / static_cast<double>(nc) : 0.0,
+        static_cast<long long>(d.errors.load()));
     rc = d.errors.load() == 0 && n > 0 ? 0 : 1;
   }
   std::filesystem::remove_all(dir);

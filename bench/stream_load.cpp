@@ -19,6 +19,9 @@
 
 #include <algorithm>
 #include <array>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -28,10 +31,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -69,7 +68,8 @@ struct Args {
 };
 
 int64_t now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
 
@@ -155,10 +155,12 @@ net::awaitable<void> one_stream(const Args& a, tcp::endpoint ep, Totals& t) {
   s.set_option(tcp::no_delay(true));
   ++t.open;
   t.peak_open = std::max(t.peak_open, t.open);
-  const std::string body = "{\"model\":\"mock?stamp&chunks=" + std::to_string(a.chunks) +
-                           "&chunk-delay-ms=" + std::to_string(a.chunk_delay_ms) +
-                           "\",\"stream\":true,\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
-  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: " + a.host + "\r\nContent-Type: application/json\r\n";
+  const std::string body =
+      "{\"model\":\"mock?stamp&chunks=" + std::to_string(a.chunks) +
+      "&chunk-delay-ms=" + std::to_string(a.chunk_delay_ms) +
+      "\",\"stream\":true,\"max_tokens\":64,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}";
+  std::string req = "POST /v1/chat/completions HTTP/1.1\r\nHost: " + a.host +
+                    "\r\nContent-Type: application/json\r\n";
   if (!a.key.empty()) req += "Authorization: Bearer " + a.key + "\r\n";
   req += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
   auto [wec, wn] = co_await net::async_write(s, net::buffer(req), nothrow);
@@ -173,7 +175,8 @@ net::awaitable<void> one_stream(const Args& a, tcp::endpoint ep, Totals& t) {
   auto [hec, hn] = co_await bhttp::async_read_header(s, buffer, p, nothrow);
   if (hec || p.get().result_int() != 200) {
     --t.open;
-    fail(t, hec ? "read header: " + hec.message() : "status " + std::to_string(p.get().result_int()));
+    fail(t,
+         hec ? "read header: " + hec.message() : "status " + std::to_string(p.get().result_int()));
     co_return;
   }
   std::array<char, read_buffer_bytes> buf;
@@ -207,19 +210,24 @@ Args parse(int argc, char** argv) {
       a.host = rest.substr(0, colon);
       a.port = rest.substr(colon + 1);
       if (!a.port.empty() && a.port.back() == '/') a.port.pop_back();
-    } else if (k == "--key") a.key = v;
-    else if (k == "--streams") a.streams = std::min(std::atoi(v.c_str()), streams_max);
-    else if (k == "--chunks") a.chunks = std::atoi(v.c_str());
-    else if (k == "--chunk-delay-ms") a.chunk_delay_ms = std::atoi(v.c_str());
-    else if (k == "--ramp-per-tick") a.ramp_per_tick = std::max(1, std::atoi(v.c_str()));
-    else if (k == "--ramp-tick-ms") a.ramp_tick_ms = std::max(1, std::atoi(v.c_str()));
+    } else if (k == "--key")
+      a.key = v;
+    else if (k == "--streams")
+      a.streams = std::min(std::atoi(v.c_str()), streams_max);
+    else if (k == "--chunks")
+      a.chunks = std::atoi(v.c_str());
+    else if (k == "--chunk-delay-ms")
+      a.chunk_delay_ms = std::atoi(v.c_str());
+    else if (k == "--ramp-per-tick")
+      a.ramp_per_tick = std::max(1, std::atoi(v.c_str()));
+    else if (k == "--ramp-tick-ms")
+      a.ramp_tick_ms = std::max(1, std::atoi(v.c_str()));
     else if (k == "--pid") {
       std::istringstream list(v);
       for (std::string one; std::getline(list, one, ',');) {
         if (std::atoi(one.c_str()) > 0) a.pids.push_back(std::atoi(one.c_str()));
       }
-    }
-    else {
+    } else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       std::exit(2);
     }
@@ -259,45 +267,57 @@ int main(int argc, char** argv) {
   const int64_t ticks0 = sum_over(a.pids, cpu_ticks);
 
   // Ramp: a few connections per tick; then sample RSS until every stream has ended.
-  net::co_spawn(ctx, [&]() -> net::awaitable<void> {
-    net::steady_timer tick(ctx);
-    auto next = std::chrono::steady_clock::now();
-    while (t.started < a.streams) {
-      for (int i = 0; i < a.ramp_per_tick && t.started < a.streams; ++i, ++t.started) {
-        net::co_spawn(ctx, one_stream(a, ep, t), net::detached);
-      }
-      next += std::chrono::milliseconds(a.ramp_tick_ms);  // absolute: a late tick does not shift every later phase
-      tick.expires_at(next);
-      co_await tick.async_wait(net::use_awaitable);
-    }
-  }, net::detached);
-  net::co_spawn(ctx, [&]() -> net::awaitable<void> {
-    net::steady_timer tick(ctx);
-    while (t.started < a.streams || t.done + t.errors < a.streams) {
-      rss_peak = std::max(rss_peak, sum_over(a.pids, rss_kb));
-      tick.expires_after(rss_sample_period);
-      co_await tick.async_wait(net::use_awaitable);
-    }
-  }, net::detached);
+  net::co_spawn(
+      ctx,
+      [&]() -> net::awaitable<void> {
+        net::steady_timer tick(ctx);
+        auto next = std::chrono::steady_clock::now();
+        while (t.started < a.streams) {
+          for (int i = 0; i < a.ramp_per_tick && t.started < a.streams; ++i, ++t.started) {
+            net::co_spawn(ctx, one_stream(a, ep, t), net::detached);
+          }
+          next += std::chrono::milliseconds(
+              a.ramp_tick_ms);  // absolute: a late tick does not shift every later phase
+          tick.expires_at(next);
+          co_await tick.async_wait(net::use_awaitable);
+        }
+      },
+      net::detached);
+  net::co_spawn(
+      ctx,
+      [&]() -> net::awaitable<void> {
+        net::steady_timer tick(ctx);
+        while (t.started < a.streams || t.done + t.errors < a.streams) {
+          rss_peak = std::max(rss_peak, sum_over(a.pids, rss_kb));
+          tick.expires_after(rss_sample_period);
+          co_await tick.async_wait(net::use_awaitable);
+        }
+      },
+      net::detached);
   ctx.run();
 
   const int64_t ticks = sum_over(a.pids, cpu_ticks) - ticks0;
   const size_t chunks = t.latency_us.size();
-  const double cpu_per_chunk =
-      chunks ? static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK)) * 1e6 / static_cast<double>(chunks)
-             : 0;
+  const double cpu_per_chunk = chunks ? static_cast<double>(ticks) /
+                                            static_cast<double>(sysconf(_SC_CLK_TCK)) * 1e6 /
+                                            static_cast<double>(chunks)
+                                      : 0;
   const int64_t p50 = percentile(t.latency_us, 0.50);
   const int64_t p99 = percentile(t.latency_us, 0.99);
-  const int64_t mx = t.latency_us.empty() ? 0 : *std::max_element(t.latency_us.begin(), t.latency_us.end());
+  const int64_t mx =
+      t.latency_us.empty() ? 0 : *std::max_element(t.latency_us.begin(), t.latency_us.end());
   std::printf(
-      "STREAM streams=%d peak_open=%d completed=%d chunks=%zu p50_us=%lld p99_us=%lld max_us=%lld errors=%d "
-      "cpu_us_per_chunk=%.1f rss_base_kb=%lld rss_peak_kb=%lld rss_per_stream_kb=%.1f steady_chunks=%zu "
+      "STREAM streams=%d peak_open=%d completed=%d chunks=%zu p50_us=%lld p99_us=%lld max_us=%lld "
+      "errors=%d "
+      "cpu_us_per_chunk=%.1f rss_base_kb=%lld rss_peak_kb=%lld rss_per_stream_kb=%.1f "
+      "steady_chunks=%zu "
       "steady_p99_us=%lld\n",
-      a.streams, t.peak_open, t.done, chunks, static_cast<long long>(p50), static_cast<long long>(p99),
-      static_cast<long long>(mx), t.errors, cpu_per_chunk, static_cast<long long>(rss_base),
-      static_cast<long long>(rss_peak),
-      t.peak_open ? static_cast<double>(rss_peak - rss_base) / t.peak_open : 0.0, t.steady_us.size(),
-      static_cast<long long>(percentile(t.steady_us, 0.99)));
-  if (t.errors) std::fprintf(stderr, "stream_load: %d errors, first: %s\n", t.errors, t.first_error.c_str());
+      a.streams, t.peak_open, t.done, chunks, static_cast<long long>(p50),
+      static_cast<long long>(p99), static_cast<long long>(mx), t.errors, cpu_per_chunk,
+      static_cast<long long>(rss_base), static_cast<long long>(rss_peak),
+      t.peak_open ? static_cast<double>(rss_peak - rss_base) / t.peak_open : 0.0,
+      t.steady_us.size(), static_cast<long long>(percentile(t.steady_us, 0.99)));
+  if (t.errors)
+    std::fprintf(stderr, "stream_load: %d errors, first: %s\n", t.errors, t.first_error.c_str());
   return t.errors ? 1 : 0;
 }

@@ -25,9 +25,9 @@ void check_error(const admin::BodyReader& r) {
 }
 
 void agreement(std::string_view body) {
-  admin::BodyReader r(body, {"supplier", "buyer", "provider", "models", "input_tokens", "output_tokens",
-                             "starts_at", "ends_at", "requests_per_minute", "tokens_per_minute",
-                             "max_concurrency"});
+  admin::BodyReader r(body, {"supplier", "buyer", "provider", "models", "input_tokens",
+                             "output_tokens", "starts_at", "ends_at", "requests_per_minute",
+                             "tokens_per_minute", "max_concurrency"});
   const bool ok_before = r.ok();
   auto supplier = r.string("supplier", text_bytes_max, true);
   if (supplier) FUZZ_CHECK(supplier->size() <= text_bytes_max);

@@ -3,11 +3,10 @@
 // too; a rewrite is itself a valid request that reads back with exactly the plan applied
 // and everything else the same (its estimate only grows by the member names it adds); a
 // plan the body already meets changes no byte.
+#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <boost/json.hpp>
 
 #include "fuzz_check.h"
 #include "wire/chat_request.h"
@@ -29,13 +28,15 @@ bool boost_parses(std::string_view text) {
   return !ec && v.is_object();
 }
 
-void check_rewrite(std::string_view body, const wire::ChatRequest& r, const wire::RewritePlan& plan) {
+void check_rewrite(std::string_view body, const wire::ChatRequest& r,
+                   const wire::RewritePlan& plan) {
   const std::string out = wire::rewrite_chat_request(body, r, plan);
   FUZZ_CHECK(boost_parses(out));
   auto again = wire::inspect_chat_request(out);
   FUZZ_CHECK(again.ok());
   FUZZ_CHECK(again->model == r.model);
-  // Added members' names count (SPEC §4): "max_completion_tokens", "stream_options", "include_usage".
+  // Added members' names count (SPEC §4): "max_completion_tokens", "stream_options",
+  // "include_usage".
   FUZZ_CHECK(again->prompt.chars >= r.prompt.chars);
   FUZZ_CHECK(again->prompt.chars <= r.prompt.chars + 21 + 14 + 13);
   FUZZ_CHECK(again->prompt.items == r.prompt.items);
@@ -88,7 +89,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const int64_t lowered = static_cast<int64_t>(size % 1000) + 1;
   check_rewrite(body, *r, {.per_choice_limit = lowered, .include_usage = false});
-  check_rewrite(body, *r, {.per_choice_limit = lowered, .limit_field = wire::limit_field_max_tokens});
+  check_rewrite(body, *r,
+                {.per_choice_limit = lowered, .limit_field = wire::limit_field_max_tokens});
   check_rewrite(body, *r, {.per_choice_limit = lowered, .include_usage = true});
   return 0;
 }

@@ -1,11 +1,10 @@
 // Fuzzes completion bodies: read_completion and the usage_source splice. Properties:
 // nothing crashes; what is read is JSON to Boost.JSON too; the spliced body reads back
 // with the same id, the usage kept (or null when pending), and usage_source set.
+#include <boost/json.hpp>
 #include <cstdint>
 #include <string>
 #include <string_view>
-
-#include <boost/json.hpp>
 
 #include "fuzz_check.h"
 #include "wire/completion.h"

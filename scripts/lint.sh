@@ -4,7 +4,7 @@
 # compile_commands.json. Exits non-zero on any difference or finding.
 #   scripts/lint.sh                        # build/ must be configured (scripts/build.sh)
 #   scripts/lint.sh build-asan             # another build directory's compile commands
-#   CAIRVA_LINT_FORMAT=0 scripts/lint.sh   # clang-tidy only (scripts/test.sh sets it)
+#   CAIRVA_LINT_FORMAT=0 scripts/lint.sh   # clang-tidy only
 #   CAIRVA_LINT_TIDY=0 scripts/lint.sh     # clang-format only
 set -euo pipefail
 cd "$(dirname "$0")/.."

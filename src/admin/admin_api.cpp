@@ -9,11 +9,11 @@
 
 #include "admin/body.h"
 #include "admin/console_routes.h"
-#include "render/entity_json.h"
 #include "admin/handler_support.h"
-#include "admin/listings.h"
 #include "admin/limits.h"
+#include "admin/listings.h"
 #include "base/ids.h"
+#include "render/entity_json.h"
 
 namespace cairva::admin {
 namespace json = boost::json;
@@ -151,9 +151,10 @@ class Handler {
     if (!created) return error_response(created.error());
     const auto& c = *created;
     return json_response(
-        201, json::object{{"agreement", render::agreement_object(c.agreement)},
-                          {"allocation", render::allocation_object(c.allocation)},
-                          {"api_key", render::new_key_object(c.key_id, c.allocation.id, c.key_secret)}});
+        201,
+        json::object{{"agreement", render::agreement_object(c.agreement)},
+                     {"allocation", render::allocation_object(c.allocation)},
+                     {"api_key", render::new_key_object(c.key_id, c.allocation.id, c.key_secret)}});
   }
 
   AdminResponse reconcile(const std::string& request_id, const std::string& body) {
@@ -165,10 +166,11 @@ class Handler {
     auto input = r.integer("input_tokens", 0, quantity_max, !use_reported);
     auto output = r.integer("output_tokens", 0, quantity_max, !use_reported);
     auto evidence = r.string("evidence", evidence_bytes_max, true);
-    if (use_reported && (input || output)) r.fail("use_reported: books the request's reported_usage; give no token counts");
+    if (use_reported && (input || output))
+      r.fail("use_reported: books the request's reported_usage; give no token counts");
     if (!r.ok()) return error_response(r.error());
-    auto event = store_.reconcile(
-        store::Reconciliation{request_id, {input.value_or(0), output.value_or(0)}, *evidence, use_reported, force});
+    auto event = store_.reconcile(store::Reconciliation{
+        request_id, {input.value_or(0), output.value_or(0)}, *evidence, use_reported, force});
     if (!event) return error_response(event.error());
     return json_response(200, json::object{{"event", render::event_object(*event)}});
   }
@@ -216,7 +218,8 @@ class Handler {
         auto k = store_.create_key(route.id);
         if (!k) return error_response(k.error());
         return json_response(
-            201, json::object{{"api_key", render::new_key_object(k->key_id, route.id, k->key_secret)}});
+            201,
+            json::object{{"api_key", render::new_key_object(k->key_id, route.id, k->key_secret)}});
       }
       case Kind::suspend_allocation:
         if (auto s = check_empty_body(body); !s) return error_response(s.error());

@@ -190,8 +190,9 @@ TEST_F(AdminApiTest, CreateAgreementTakesAndShowsServiceTiers) {
   Reply none = call("POST", "/admin/v1/agreements", json::serialize(agreement_body()));
   ASSERT_EQ(none.status, 201) << none.text;
   EXPECT_EQ(none.body.at("agreement").at("service_tiers"), json::array{});
-  for (const json::value& bad : {json::value("priority"), json::value(json::array{"a", 3}), json::value(json::array{""}),
-                          json::value(json::array{json::string("a\0b", 3)})}) {
+  for (const json::value& bad :
+       {json::value("priority"), json::value(json::array{"a", 3}), json::value(json::array{""}),
+        json::value(json::array{json::string("a\0b", 3)})}) {
     body["service_tiers"] = bad;
     expect_invalid(body, "service_tiers: must be an array");
   }
@@ -377,7 +378,8 @@ TEST_F(AdminApiTest, ListsRequestsWithFilters) {
 }
 
 TEST_F(AdminApiTest, ListsAllocationsFilteredByStateSupplierAndBuyer) {
-  Reply f = call("GET", "/admin/v1/allocations?state=suspended&supplier=Acme%20Corp&buyer=b%26c&limit=7");
+  Reply f =
+      call("GET", "/admin/v1/allocations?state=suspended&supplier=Acme%20Corp&buyer=b%26c&limit=7");
   ASSERT_EQ(f.status, 200) << f.text;
   const store::AllocationFilter& asked = store_.last_allocation_filter;
   EXPECT_EQ(asked.state, core::AllocationState::suspended);
@@ -389,8 +391,9 @@ TEST_F(AdminApiTest, ListsAllocationsFilteredByStateSupplierAndBuyer) {
   EXPECT_FALSE(store_.last_allocation_filter.supplier);
   Reply bad = call("GET", "/admin/v1/allocations?state=sleeping");
   EXPECT_EQ(bad.status, 400);
-  EXPECT_NE(bad.text.find("state: must be ready, active, suspended, depleted, expired or cancelled"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.text.find("state: must be ready, active, suspended, depleted, expired or cancelled"),
+      std::string::npos)
       << bad.text;
   EXPECT_EQ(call("GET", "/admin/v1/allocations?provider=x").status, 400) << "an unknown filter";
 }
@@ -454,21 +457,28 @@ TEST_F(AdminApiTest, ReconcileCanBookTheCountsKeptOnTheRequest) {
   for (const auto& row : listed.body.at("data").as_array()) {
     const auto& o = row.as_object();
     if (o.at("id") == "req_k") {
-      EXPECT_EQ(o.at("reported_usage"),
-                boost::json::parse(R"({"input_tokens":30,"output_tokens":40,"provider_request_id":"chatcmpl-k"})"));
+      EXPECT_EQ(
+          o.at("reported_usage"),
+          boost::json::parse(
+              R"({"input_tokens":30,"output_tokens":40,"provider_request_id":"chatcmpl-k"})"));
     } else {
       EXPECT_TRUE(o.at("reported_usage").is_null());
     }
   }
-  for (const std::string bad : {R"({"use_reported":true,"input_tokens":1,"output_tokens":2,"evidence":"x"})",
-                                R"({"use_reported":"yes","evidence":"x"})", R"({"use_reported":true})",
-                                R"({"use_reported":false,"evidence":"x"})"}) {
+  for (const std::string bad :
+       {R"({"use_reported":true,"input_tokens":1,"output_tokens":2,"evidence":"x"})",
+        R"({"use_reported":"yes","evidence":"x"})", R"({"use_reported":true})",
+        R"({"use_reported":false,"evidence":"x"})"}) {
     Reply r = call("POST", "/admin/v1/requests/req_k/reconcile", bad);
     EXPECT_EQ(r.status, 400) << bad;
     EXPECT_EQ(r.code(), "invalid_request") << bad;
   }
-  EXPECT_EQ(call("POST", "/admin/v1/requests/req_n/reconcile", R"({"use_reported":true,"evidence":"x"})").status, 400);
-  Reply ok = call("POST", "/admin/v1/requests/req_k/reconcile", R"({"use_reported":true,"evidence":"gateway's report"})");
+  EXPECT_EQ(
+      call("POST", "/admin/v1/requests/req_n/reconcile", R"({"use_reported":true,"evidence":"x"})")
+          .status,
+      400);
+  Reply ok = call("POST", "/admin/v1/requests/req_k/reconcile",
+                  R"({"use_reported":true,"evidence":"gateway's report"})");
   ASSERT_EQ(ok.status, 200) << ok.text;
   EXPECT_EQ(ok.body.at("event").at("input_tokens"), 30);
   EXPECT_EQ(ok.body.at("event").at("output_tokens"), 40);
@@ -551,7 +561,8 @@ TEST_F(AdminApiTest, TheNewListsAnswerPagesBesideTheirCreationRoutes) {
   EXPECT_EQ(key.at("object"), "api_key");
   EXPECT_FALSE(key.contains("secret"));
   EXPECT_TRUE(key.contains("created_at"));
-  EXPECT_EQ(call("POST", "/admin/v1/allocations/" + alloc + "/keys").status, 201) << "POST still creates";
+  EXPECT_EQ(call("POST", "/admin/v1/allocations/" + alloc + "/keys").status, 201)
+      << "POST still creates";
   EXPECT_EQ(call("GET", "/admin/v1/allocations/alloc_nope/keys").status, 404);
   EXPECT_EQ(call("GET", "/admin/v1/agreements?limit=0").status, 400);
   EXPECT_EQ(call("GET", "/admin/v1/agreements?state=x").status, 400);
@@ -559,8 +570,9 @@ TEST_F(AdminApiTest, TheNewListsAnswerPagesBesideTheirCreationRoutes) {
 }
 
 TEST_F(AdminApiTest, ListsPassPageAndTimeFiltersToTheStore) {
-  Reply r = call("GET", "/admin/v1/requests?allocation_id=a&state=failed&from=2026-12-01T00:00:00Z"
-                         "&to=2026-12-02T00:00:00Z&after=req_1&limit=7");
+  Reply r = call("GET",
+                 "/admin/v1/requests?allocation_id=a&state=failed&from=2026-12-01T00:00:00Z"
+                 "&to=2026-12-02T00:00:00Z&after=req_1&limit=7");
   ASSERT_EQ(r.status, 200) << r.text;
   const auto& f = store_.last_request_filter;
   EXPECT_EQ(f.allocation_id, "a");
@@ -585,13 +597,18 @@ TEST_F(AdminApiTest, UsageSeriesReadsBucketFromAndToAlignedToUtc) {
   const auto& q = store_.last_usage_query;
   EXPECT_EQ(q.bucket_us, 3600 * micros_per_second);
   EXPECT_EQ(q.to, clock_->now());
-  EXPECT_EQ(q.from, t0 + 3600 * micros_per_second - int64_t{23} * 3600 * micros_per_second) << "24 buckets, the last holding now";
+  EXPECT_EQ(q.from, t0 + 3600 * micros_per_second - int64_t{23} * 3600 * micros_per_second)
+      << "24 buckets, the last holding now";
   EXPECT_EQ(r.body.at("data").as_array().size(), 24u);
-  ASSERT_EQ(call("GET", base + "?bucket=minute&from=2026-12-01T00:00:30Z&to=2026-12-01T00:10:00Z").status, 200);
+  ASSERT_EQ(
+      call("GET", base + "?bucket=minute&from=2026-12-01T00:00:30Z&to=2026-12-01T00:10:00Z").status,
+      200);
   EXPECT_EQ(store_.last_usage_query.from, t0) << "from aligned down to its minute";
   EXPECT_EQ(store_.last_usage_query.bucket_us, 60 * micros_per_second);
-  for (const std::string bad : {"?bucket=week", "?from=x", "?bucket=minute&from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z",
-                                "?from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z", "?unknown=1"}) {
+  for (const std::string bad :
+       {"?bucket=week", "?from=x",
+        "?bucket=minute&from=2026-11-01T00:00:00Z&to=2026-12-01T00:00:00Z",
+        "?from=2026-12-02T00:00:00Z&to=2026-12-01T00:00:00Z", "?unknown=1"}) {
     Reply b = call("GET", base + bad);
     EXPECT_EQ(b.status, 400) << bad;
     EXPECT_EQ(b.code(), "invalid_request") << bad;
@@ -602,30 +619,39 @@ TEST_F(AdminApiTest, UsageSeriesReadsBucketFromAndToAlignedToUtc) {
 
 TEST_F(AdminApiTest, ReconciliationsReadEveryItemBeforeAnything) {
   add_request("req_p", core::RequestState::usage_pending);
-  const auto post = [&](const std::string& body) { return call("POST", "/admin/v1/reconciliations", body); };
-  Reply bad = post(R"({"evidence":"e","items":[{"request_id":"req_p","input_tokens":1,"output_tokens":1},)"
-                   R"({"request_id":"req_p","provider_request_id":"p","input_tokens":1,"output_tokens":1}]})");
+  const auto post = [&](const std::string& body) {
+    return call("POST", "/admin/v1/reconciliations", body);
+  };
+  Reply bad = post(
+      R"({"evidence":"e","items":[{"request_id":"req_p","input_tokens":1,"output_tokens":1},)"
+      R"({"request_id":"req_p","provider_request_id":"p","input_tokens":1,"output_tokens":1}]})");
   EXPECT_EQ(bad.status, 400);
-  EXPECT_EQ(bad.message().rfind("items[1]: give exactly one of request_id and provider_request_id", 0), 0u)
+  EXPECT_EQ(
+      bad.message().rfind("items[1]: give exactly one of request_id and provider_request_id", 0),
+      0u)
       << bad.message();
   EXPECT_EQ(store_.get_request("req_p")->state, core::RequestState::usage_pending);
-  for (const std::string body :
-       {R"({"items":[]})", R"({"evidence":"e"})", R"({"evidence":"e","items":{}})",
-        R"({"evidence":"e","items":[7]})", R"({"evidence":"e","items":[{"request_id":"r","input_tokens":-1,"output_tokens":1}]})",
-        R"({"evidence":"e","items":[{"request_id":"r","input_tokens":1}]})",
-        R"({"evidence":"e","items":[{"request_id":"r","input_tokens":1,"output_tokens":1,"extra":1}]})",
-        R"({"evidence":"e","surprise":1,"items":[]})"}) {
+  for (
+      const std::string body :
+      {R"({"items":[]})", R"({"evidence":"e"})", R"({"evidence":"e","items":{}})",
+       R"({"evidence":"e","items":[7]})",
+       R"({"evidence":"e","items":[{"request_id":"r","input_tokens":-1,"output_tokens":1}]})",
+       R"({"evidence":"e","items":[{"request_id":"r","input_tokens":1}]})",
+       R"({"evidence":"e","items":[{"request_id":"r","input_tokens":1,"output_tokens":1,"extra":1}]})",
+       R"({"evidence":"e","surprise":1,"items":[]})"}) {
     Reply r = post(body);
     EXPECT_EQ(r.status, 400) << body;
     EXPECT_EQ(r.code(), "invalid_request") << body;
   }
   std::string many = R"({"evidence":"e","items":[)";
-  for (int i = 0; i <= 10000; ++i) many += std::string(i ? "," : "") + R"({"request_id":"r","input_tokens":1,"output_tokens":1})";
+  for (int i = 0; i <= 10000; ++i)
+    many += std::string(i ? "," : "") + R"({"request_id":"r","input_tokens":1,"output_tokens":1})";
   Reply too_many = post(many + "]}");
   EXPECT_EQ(too_many.status, 400);
   EXPECT_NE(too_many.message().find("at most 10000"), std::string::npos) << too_many.message();
-  Reply ok = post(R"({"evidence":"export","items":[{"request_id":"req_p","input_tokens":3,"output_tokens":4},)"
-                  R"({"request_id":"req_nope","input_tokens":1,"output_tokens":1}]})");
+  Reply ok = post(
+      R"({"evidence":"export","items":[{"request_id":"req_p","input_tokens":3,"output_tokens":4},)"
+      R"({"request_id":"req_nope","input_tokens":1,"output_tokens":1}]})");
   ASSERT_EQ(ok.status, 200) << ok.text;
   EXPECT_EQ(ok.body.at("results").at(0).at("outcome"), "booked");
   EXPECT_EQ(ok.body.at("results").at(0).at("event").at("source"), "reconciliation");
@@ -637,7 +663,8 @@ TEST_F(AdminApiTest, ReconciliationsReadEveryItemBeforeAnything) {
 
 TEST_F(AdminApiTest, AdjustChecksItsBodyAndAnswers201WithTheAdjustment) {
   add_request("req_p", core::RequestState::usage_pending);
-  Reply rec = call("POST", "/admin/v1/requests/req_p/reconcile", R"({"input_tokens":5,"output_tokens":6,"evidence":"e"})");
+  Reply rec = call("POST", "/admin/v1/requests/req_p/reconcile",
+                   R"({"input_tokens":5,"output_tokens":6,"evidence":"e"})");
   ASSERT_EQ(rec.status, 200) << rec.text;
   const std::string evt = std::string(rec.body.at("event").at("id").as_string());
   const std::string path = "/admin/v1/events/" + evt + "/adjust";
@@ -651,18 +678,25 @@ TEST_F(AdminApiTest, AdjustChecksItsBodyAndAnswers201WithTheAdjustment) {
   EXPECT_EQ(e.at("source"), "adjustment");
   EXPECT_EQ(e.at("finality"), "confirmed");
   EXPECT_EQ(e.at("corrects").as_string(), evt);
-  EXPECT_TRUE(rec.body.at("event").at("corrects").is_null()) << "every event has the field; null but for an adjustment";
+  EXPECT_TRUE(rec.body.at("event").at("corrects").is_null())
+      << "every event has the field; null but for an adjustment";
   EXPECT_EQ(e.at("input_tokens"), -2);
   EXPECT_EQ(e.at("evidence"), "credit note");
-  EXPECT_EQ(call("POST", "/admin/v1/events/evt_nope/adjust", R"({"input_tokens":1,"evidence":"x"})").status, 404);
+  EXPECT_EQ(call("POST", "/admin/v1/events/evt_nope/adjust", R"({"input_tokens":1,"evidence":"x"})")
+                .status,
+            404);
 }
 
 TEST_F(AdminApiTest, ReconcileForwardsForce) {
   add_request("req_p", core::RequestState::usage_pending);
   EXPECT_EQ(call("POST", "/admin/v1/requests/req_p/reconcile",
-                 R"({"input_tokens":5,"output_tokens":6,"evidence":"e","force":"yes"})").status, 400);
+                 R"({"input_tokens":5,"output_tokens":6,"evidence":"e","force":"yes"})")
+                .status,
+            400);
   EXPECT_EQ(call("POST", "/admin/v1/requests/req_p/reconcile",
-                 R"({"input_tokens":5,"output_tokens":6,"evidence":"e","force":true})").status, 200);
+                 R"({"input_tokens":5,"output_tokens":6,"evidence":"e","force":true})")
+                .status,
+            200);
 }
 
 }  // namespace

@@ -53,7 +53,8 @@ BodyReader::BodyReader(std::string_view body, std::initializer_list<std::string_
   refuse_unknown(known);
 }
 
-BodyReader::BodyReader(const json::object& object, std::initializer_list<std::string_view> known, std::string path)
+BodyReader::BodyReader(const json::object& object, std::initializer_list<std::string_view> known,
+                       std::string path)
     : path_(std::move(path)), object_(object) {
   refuse_unknown(known);
 }

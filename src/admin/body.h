@@ -22,7 +22,8 @@ class BodyReader {
   BodyReader(std::string_view body, std::initializer_list<std::string_view> known);
   // Reads an object nested in a body (an item of an array) the same way; its errors are
   // prefixed with `path` ("items[3]").
-  BodyReader(const boost::json::object& object, std::initializer_list<std::string_view> known, std::string path);
+  BodyReader(const boost::json::object& object, std::initializer_list<std::string_view> known,
+             std::string path);
 
   // Each getter returns nullopt when the field is absent or bad; a bad (or absent and
   // required) field records the error.

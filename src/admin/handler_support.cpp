@@ -3,8 +3,8 @@
 #include <boost/json/serialize.hpp>
 #include <charconv>
 
-#include "render/entity_json.h"
 #include "admin/limits.h"
+#include "render/entity_json.h"
 
 namespace cairva::admin {
 namespace json = boost::json;

@@ -55,9 +55,9 @@ AdminResponse list_allocations(store::Store& store, const Query& q) {
   if (auto state = non_empty(q, "state")) {
     f.state = core::parse_allocation_state(*state);
     if (!f.state) {
-      return error_response(ErrorCode::invalid_request,
-                            "state: must be ready, active, suspended, depleted, expired or cancelled, got " +
-                                *state);
+      return error_response(
+          ErrorCode::invalid_request,
+          "state: must be ready, active, suspended, depleted, expired or cancelled, got " + *state);
     }
   }
   f.supplier = non_empty(q, "supplier");

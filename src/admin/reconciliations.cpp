@@ -5,8 +5,8 @@
 
 #include "admin/body.h"
 #include "admin/console_routes.h"
-#include "render/entity_json.h"
 #include "admin/limits.h"
+#include "render/entity_json.h"
 #include "store/bulk_reconcile.h"
 
 namespace cairva::admin {

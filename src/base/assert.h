@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CAIRVA_ASSERT(cond)                                                         \
-  do {                                                                              \
-    if (!(cond)) [[unlikely]] {                                                     \
+#define CAIRVA_ASSERT(cond)                                                             \
+  do {                                                                                  \
+    if (!(cond)) [[unlikely]] {                                                         \
       std::fprintf(stderr, "%s:%d: assertion failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                 \
-    }                                                                               \
+      std::abort();                                                                     \
+    }                                                                                   \
   } while (0)

@@ -20,7 +20,8 @@ namespace cairva {
 // `f`'s result, or nullopt when it has not returned by `deadline`. An exception from `f`
 // is rethrown here.
 template <class F>
-std::optional<std::invoke_result_t<F>> call_within(F f, std::chrono::steady_clock::time_point deadline) {
+std::optional<std::invoke_result_t<F>> call_within(F f,
+                                                   std::chrono::steady_clock::time_point deadline) {
   using T = std::invoke_result_t<F>;
   auto answer = std::make_shared<std::promise<T>>();
   std::future<T> result = answer->get_future();

@@ -21,7 +21,8 @@ TEST(Digest96, IsTheFirstTwelveBytesOfSha256) {
 
 TEST(Digest96, TellsManyNearbyStringsApart) {
   std::unordered_set<Digest96, Digest96Hash> seen;
-  for (int i = 0; i < 100'000; ++i) ASSERT_TRUE(seen.insert(digest96("chatcmpl-" + std::to_string(i))).second);
+  for (int i = 0; i < 100'000; ++i)
+    ASSERT_TRUE(seen.insert(digest96("chatcmpl-" + std::to_string(i))).second);
   EXPECT_FALSE(seen.insert(digest96("chatcmpl-42")).second);
 }
 

@@ -76,7 +76,8 @@ std::string new_time_ordered_id(std::string_view prefix) {
 }
 
 std::string new_secret() {
-  static constexpr char kAlphabet[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+  static constexpr char kAlphabet[] =
+      "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
   std::string s = "cv_";
   while (s.size() < 3 + secret_random_chars) {
     std::array<unsigned char, 64> raw;

@@ -22,7 +22,8 @@ TEST(Ids, CarryPrefixAndAreUnique) {
 
 TEST(Ids, TimeOrderedHaveTheSameShapeAndEncodeTheirCreationTime) {
   const auto micros = [] {
-    return std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::microseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
         .count();
   };
   std::set<std::string> seen;

@@ -75,21 +75,29 @@ bool digits(std::string_view s, size_t pos, size_t n, int& out) {
 std::string format_rfc3339(UnixMicros t) {
   int64_t secs = t / micros_per_second;
   int64_t frac = t % micros_per_second;
-  if (frac < 0) { frac += micros_per_second; secs -= 1; }
+  if (frac < 0) {
+    frac += micros_per_second;
+    secs -= 1;
+  }
   int64_t days = secs / 86400;
   int64_t rem = secs % 86400;
-  if (rem < 0) { rem += 86400; days -= 1; }
-  int64_t y; unsigned m, d;
+  if (rem < 0) {
+    rem += 86400;
+    days -= 1;
+  }
+  int64_t y;
+  unsigned m, d;
   civil_from_days(days, y, m, d);
   char buf[48];
   if (frac == 0) {
-    std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lldZ", static_cast<long long>(y), m, d,
-                  static_cast<long long>(rem / 3600), static_cast<long long>(rem / 60 % 60),
-                  static_cast<long long>(rem % 60));
+    std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lldZ",
+                  static_cast<long long>(y), m, d, static_cast<long long>(rem / 3600),
+                  static_cast<long long>(rem / 60 % 60), static_cast<long long>(rem % 60));
   } else {
-    std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%06lldZ", static_cast<long long>(y), m, d,
-                  static_cast<long long>(rem / 3600), static_cast<long long>(rem / 60 % 60),
-                  static_cast<long long>(rem % 60), static_cast<long long>(frac));
+    std::snprintf(buf, sizeof buf, "%04lld-%02u-%02uT%02lld:%02lld:%02lld.%06lldZ",
+                  static_cast<long long>(y), m, d, static_cast<long long>(rem / 3600),
+                  static_cast<long long>(rem / 60 % 60), static_cast<long long>(rem % 60),
+                  static_cast<long long>(frac));
   }
   return buf;
 }
@@ -109,8 +117,9 @@ std::string format_rfc3339_millis(UnixMicros t) {
 std::optional<UnixMicros> parse_rfc3339(std::string_view s) {
   int Y, M, D, h, mi, se;
   if (!digits(s, 0, 4, Y) || s.size() < 20 || s[4] != '-' || !digits(s, 5, 2, M) || s[7] != '-' ||
-      !digits(s, 8, 2, D) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') || !digits(s, 11, 2, h) ||
-      s[13] != ':' || !digits(s, 14, 2, mi) || s[16] != ':' || !digits(s, 17, 2, se)) {
+      !digits(s, 8, 2, D) || (s[10] != 'T' && s[10] != 't' && s[10] != ' ') ||
+      !digits(s, 11, 2, h) || s[13] != ':' || !digits(s, 14, 2, mi) || s[16] != ':' ||
+      !digits(s, 17, 2, se)) {
     return std::nullopt;
   }
   if (M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || mi > 59 || se > 60) return std::nullopt;
@@ -120,7 +129,10 @@ std::optional<UnixMicros> parse_rfc3339(std::string_view s) {
     ++pos;
     int n = 0;
     while (pos < s.size() && s[pos] >= '0' && s[pos] <= '9') {
-      if (n < 6) { frac = frac * 10 + (s[pos] - '0'); ++n; }
+      if (n < 6) {
+        frac = frac * 10 + (s[pos] - '0');
+        ++n;
+      }
       ++pos;
     }
     if (n == 0) return std::nullopt;
@@ -131,7 +143,8 @@ std::optional<UnixMicros> parse_rfc3339(std::string_view s) {
     ++pos;
   } else if (pos < s.size() && (s[pos] == '+' || s[pos] == '-')) {
     int oh, om;
-    if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' || !digits(s, pos + 4, 2, om)) {
+    if (!digits(s, pos + 1, 2, oh) || pos + 3 >= s.size() || s[pos + 3] != ':' ||
+        !digits(s, pos + 4, 2, om)) {
       return std::nullopt;
     }
     offset_s = (int64_t{oh} * 3600 + int64_t{om} * 60) * (s[pos] == '+' ? 1 : -1);

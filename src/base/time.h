@@ -62,7 +62,7 @@ class ManualClock final : public Clock {
 
   std::atomic<UnixMicros> now_;
   mutable std::mutex watchers_mu_;
-  mutable uint64_t next_watch_id_ = 1;                              // GUARDED_BY(watchers_mu_)
+  mutable uint64_t next_watch_id_ = 1;                          // GUARDED_BY(watchers_mu_)
   mutable std::map<uint64_t, std::function<void()>> watchers_;  // GUARDED_BY(watchers_mu_)
 };
 

@@ -23,7 +23,8 @@ TEST(Rfc3339, MillisAreAlwaysThreeDigitsTruncated) {
 
 TEST(Rfc3339, AppliesOffsets) {
   EXPECT_EQ(parse_rfc3339("2026-01-01T01:00:00+01:00"), parse_rfc3339("2026-01-01T00:00:00Z"));
-  EXPECT_EQ(parse_rfc3339("2026-01-01T00:00:00.5Z"), *parse_rfc3339("2026-01-01T00:00:00Z") + 500000);
+  EXPECT_EQ(parse_rfc3339("2026-01-01T00:00:00.5Z"),
+            *parse_rfc3339("2026-01-01T00:00:00Z") + 500000);
 }
 
 TEST(Rfc3339, RejectsMalformed) {

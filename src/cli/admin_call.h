@@ -18,7 +18,8 @@ namespace cairva::cli {
 // The process's exit codes (docs/operations.md, "Deploy with systemd"): the unit restarts
 // on 1 and never on 2, which no restart can mend.
 inline constexpr int exit_ok = 0;
-inline constexpr int exit_refused = 1;     // a runtime error, or the admin API said no / was not reached
+inline constexpr int exit_refused =
+    1;  // a runtime error, or the admin API said no / was not reached
 inline constexpr int exit_bad_config = 2;  // a bad config file or command line
 
 struct AdminOptions {

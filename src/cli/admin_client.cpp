@@ -34,15 +34,18 @@ struct Target {
 };
 
 Error failure(const Target& t, const std::string& what, const boost::system::error_code& ec) {
-  const std::string why = ec == beast::error::timeout ? "no answer within " + std::to_string(t.timeout_s) + " s"
-                                                      : ec.message();
-  return make_error(ErrorCode::provider_unavailable, "admin API at " + t.url + ": " + what + ": " + why);
+  const std::string why = ec == beast::error::timeout
+                              ? "no answer within " + std::to_string(t.timeout_s) + " s"
+                              : ec.message();
+  return make_error(ErrorCode::provider_unavailable,
+                    "admin API at " + t.url + ": " + what + ": " + why);
 }
 
 // Sends the request and reads the reply over a connected stream (TCP, or TLS over it).
 // The deadline is the TCP stream's: Beast's timeouts apply to asynchronous operations only.
 template <class Stream>
-net::awaitable<Result<HttpReply>> exchange(Stream& stream, const bhttp::request<bhttp::string_body>& req,
+net::awaitable<Result<HttpReply>> exchange(Stream& stream,
+                                           const bhttp::request<bhttp::string_body>& req,
                                            const Target& t) {
   auto [wec, wn] = co_await bhttp::async_write(stream, req, nothrow);
   if (wec) co_return failure(t, "cannot send the request", wec);
@@ -75,15 +78,16 @@ Result<Endpoints> resolve_within(const Target& t, std::chrono::steady_clock::tim
 }
 
 net::awaitable<Result<HttpReply>> call_admin(const Target& t, const Endpoints& endpoints,
-                                             std::chrono::steady_clock::time_point deadline, const std::string& token,
-                                             const HttpCall& call) {
+                                             std::chrono::steady_clock::time_point deadline,
+                                             const std::string& token, const HttpCall& call) {
   auto ex = co_await net::this_coro::executor;
   beast::tcp_stream stream(ex);
   stream.expires_at(deadline);  // covers every later operation on the stream
   auto [cec, ep] = co_await stream.async_connect(endpoints, nothrow);
   if (cec) co_return failure(t, "cannot connect (is `cairva serve` running?)", cec);
 
-  bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(call.method), t.prefix + call.target, 11};
+  bhttp::request<bhttp::string_body> req{bhttp::string_to_verb(call.method), t.prefix + call.target,
+                                         11};
   req.set(bhttp::field::host, t.host_and_port);
   req.set(bhttp::field::user_agent, "cairva-cli");
   req.set(bhttp::field::authorization, "Bearer " + token);
@@ -105,8 +109,9 @@ net::awaitable<Result<HttpReply>> call_admin(const Target& t, const Endpoints& e
   (void)net::ip::make_address(t.host, not_ip);
   // Server name indication names hosts, never addresses (RFC 6066 §3).
   if (not_ip && !SSL_set_tlsext_host_name(secure.native_handle(), t.host.c_str())) {
-    co_return failure(t, "cannot set the TLS server name",
-                      beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category()));
+    co_return failure(
+        t, "cannot set the TLS server name",
+        beast::error_code(static_cast<int>(::ERR_get_error()), net::error::get_ssl_category()));
   }
   auto [hec] = co_await secure.async_handshake(net::ssl::stream_base::client, nothrow);
   if (hec) co_return failure(t, "TLS handshake failed", hec);
@@ -123,10 +128,18 @@ Result<HttpReply> admin_http(const std::string& admin_url, const std::string& to
   const bool tls = url && url->scheme() == "https";
   if (!url || !(tls || url->scheme() == "http") || url->host().empty()) {
     return make_error(ErrorCode::invalid_request,
-                      "admin URL must look like http://HOST:PORT or https://HOST:PORT, got \"" + admin_url + "\"");
+                      "admin URL must look like http://HOST:PORT or https://HOST:PORT, got \"" +
+                          admin_url + "\"");
   }
-  Target t{admin_url, std::string(url->host()), url->has_port() ? std::string(url->port()) : tls ? "443" : "80",
-           std::string(url->encoded_path()), std::string(url->encoded_host_and_port()), tls, call.timeout_s};
+  Target t{admin_url,
+           std::string(url->host()),
+           url->has_port() ? std::string(url->port())
+           : tls           ? "443"
+                           : "80",
+           std::string(url->encoded_path()),
+           std::string(url->encoded_host_and_port()),
+           tls,
+           call.timeout_s};
   while (!t.prefix.empty() && t.prefix.back() == '/') t.prefix.pop_back();
 
   // One deadline for the whole call, name resolution included.
@@ -136,9 +149,14 @@ Result<HttpReply> admin_http(const std::string& admin_url, const std::string& to
   net::io_context ioc;
   std::optional<Result<HttpReply>> out;
   net::co_spawn(
-      ioc, [&]() -> net::awaitable<void> { out = co_await call_admin(t, *endpoints, deadline, token, call); },
+      ioc,
+      [&]() -> net::awaitable<void> {
+        out = co_await call_admin(t, *endpoints, deadline, token, call);
+      },
       [&](const std::exception_ptr& e) {
-        if (e) out = make_error(ErrorCode::provider_unavailable, "admin API at " + admin_url + ": the call failed");
+        if (e)
+          out = make_error(ErrorCode::provider_unavailable,
+                           "admin API at " + admin_url + ": the call failed");
       });
   ioc.run();
   return std::move(*out);

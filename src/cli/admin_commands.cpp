@@ -156,7 +156,8 @@ Result<std::string> agreement_body(const AgreementArgs& a, UnixMicros now) {
     UnixMicros end = start + *seconds * micros_per_second;
     // From the local clock, the end is rounded up to a whole second: a readable time that
     // never makes the window shorter than asked.
-    if (a.starts_at.empty()) end = (end + micros_per_second - 1) / micros_per_second * micros_per_second;
+    if (a.starts_at.empty())
+      end = (end + micros_per_second - 1) / micros_per_second * micros_per_second;
     o["ends_at"] = format_rfc3339(end);
   }
   o["requests_per_minute"] = a.requests_per_minute;
@@ -253,8 +254,9 @@ std::string render_allocation_list(const json::value& list) {
 std::string render_agreement_list(const json::value& list) {
   Table t({"AGREEMENT", "STATE", "SUPPLIER", "BUYER", "PROVIDER", "ALLOWANCE IN/OUT", "ENDS_AT"});
   for (const auto& g : data_of(list)) {
-    t.add({field(g, "id"), field(g, "state"), field(g, "supplier"), field(g, "buyer"), field(g, "provider"),
-           field(g, "input_tokens") + "/" + field(g, "output_tokens"), field(g, "ends_at")});
+    t.add({field(g, "id"), field(g, "state"), field(g, "supplier"), field(g, "buyer"),
+           field(g, "provider"), field(g, "input_tokens") + "/" + field(g, "output_tokens"),
+           field(g, "ends_at")});
   }
   return t.str();
 }
@@ -295,14 +297,16 @@ std::string render_event(const json::value& v) {
   const json::value none;
   const json::value* e = v.is_object() ? v.get_object().if_contains("event") : nullptr;
   const json::value& ev = e ? *e : none;
-  std::vector<std::pair<std::string, std::string>> rows = {{"event", field(ev, "id")},
-                   {"request", field(ev, "request_id")},
-                   {"booked in/out", field(ev, "input_tokens") + "/" + field(ev, "output_tokens")},
-                   {"source", field(ev, "source") + " (" + field(ev, "finality") + ")"},
-                   {"evidence", field(ev, "evidence")},
-                   {"booked at", field(ev, "booked_at")}};
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"event", field(ev, "id")},
+      {"request", field(ev, "request_id")},
+      {"booked in/out", field(ev, "input_tokens") + "/" + field(ev, "output_tokens")},
+      {"source", field(ev, "source") + " (" + field(ev, "finality") + ")"},
+      {"evidence", field(ev, "evidence")},
+      {"booked at", field(ev, "booked_at")}};
   const json::value* corrects = ev.is_object() ? ev.get_object().if_contains("corrects") : nullptr;
-  if (corrects != nullptr && corrects->is_string()) rows.push_back({"corrects", field(ev, "corrects")});
+  if (corrects != nullptr && corrects->is_string())
+    rows.push_back({"corrects", field(ev, "corrects")});
   return kv_lines(rows);
 }
 
@@ -330,13 +334,14 @@ std::string render_conflict_list(const json::value& list) {
 std::string render_backup(const json::value& v) {
   const json::value* b = v.is_object() ? v.get_object().if_contains("backup") : nullptr;
   if (b == nullptr) return "backup: -\n";
-  return kv_lines({{"backup", field(*b, "path")},
-                   {"bytes", field(*b, "bytes")},
-                   {"allocations", field(*b, "allocations")},
-                   {"requests", field(*b, "requests")},
-                   {"usage events", field(*b, "usage_events")},
-                   {"started at", field(*b, "started_at") + " (holds every write acknowledged before)"},
-                   {"finished at", field(*b, "finished_at")}});
+  return kv_lines(
+      {{"backup", field(*b, "path")},
+       {"bytes", field(*b, "bytes")},
+       {"allocations", field(*b, "allocations")},
+       {"requests", field(*b, "requests")},
+       {"usage events", field(*b, "usage_events")},
+       {"started at", field(*b, "started_at") + " (holds every write acknowledged before)"},
+       {"finished at", field(*b, "finished_at")}});
 }
 
 std::string render_error(int status, const std::string& body) {

@@ -36,7 +36,8 @@ constexpr const char* footer =
     "  cairva requests pending\n"
     "  cairva reconcile req_... --input 1200 --output 340 --evidence \"provider export "
     "2026-11-30\"\n"
-    "  cairva reconcile req_... --reported --evidence \"the provider's report, kept by the gateway\"\n"
+    "  cairva reconcile req_... --reported --evidence \"the provider's report, kept by the "
+    "gateway\"\n"
     "  cairva backup --to /var/lib/cairva/backup/cairva-$(date +%F).db\n"
     "  cairva reconcile import metering.csv --evidence \"provider export 2026-11-30\" --dry-run\n"
     "  cairva adjust evt_... --input -1200 --output 0 --evidence \"credit note 17\"\n"
@@ -44,7 +45,8 @@ constexpr const char* footer =
     "List commands follow every page of the admin API (--limit N stops after N rows).\n"
     "Run `cairva COMMAND --help` for a command's options.";
 
-Result<config::Config> load_config(const std::string& path, const config::LoadOptions& options = {}) {
+Result<config::Config> load_config(const std::string& path,
+                                   const config::LoadOptions& options = {}) {
   if (path.empty()) return config::default_config();
   return config::load_config_file(path, options);
 }
@@ -129,7 +131,9 @@ int run(int argc, char** argv, const Hooks& hooks) {
   CLI::App app{description, "cairva"};
   app.require_subcommand(1);
   app.footer(footer);
-  if (!hooks.version.empty()) app.set_version_flag("--version", hooks.version, "Print the version, commit and schema versions");
+  if (!hooks.version.empty())
+    app.set_version_flag("--version", hooks.version,
+                         "Print the version, commit and schema versions");
   std::function<int()> action;
 
   // --- serve, mock-provider, audit ---
@@ -168,7 +172,8 @@ int run(int argc, char** argv, const Hooks& hooks) {
         std::cerr << "cairva: --listen: expected HOST:PORT, got \"" << mock_listen << "\"\n";
         return exit_bad_config;
       }
-      return hooks.mock_provider ? hooks.mock_provider(mock_listen, mock_threads) : not_built("mock-provider");
+      return hooks.mock_provider ? hooks.mock_provider(mock_listen, mock_threads)
+                                 : not_built("mock-provider");
     };
   });
 
@@ -270,17 +275,20 @@ int run(int argc, char** argv, const Hooks& hooks) {
   allocation->require_subcommand(1);
   std::optional<size_t> rows_max;  // --limit: stop after this many rows (default: every page)
   std::string al_state, al_supplier, al_buyer;  // allocation list's filters (empty: any)
-  auto* al_list = allocation->add_subcommand("list", "List every allocation with its usage (every page)");
-  al_list->add_option("--state", al_state, "Only this state: ready, active, suspended, depleted, expired or cancelled");
+  auto* al_list =
+      allocation->add_subcommand("list", "List every allocation with its usage (every page)");
+  al_list->add_option("--state", al_state,
+                      "Only this state: ready, active, suspended, depleted, expired or cancelled");
   al_list->add_option("--supplier", al_supplier, "Only this supplier's (exact)");
   al_list->add_option("--buyer", al_buyer, "Only this buyer's (exact)");
-  al_list->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
+  al_list->add_option("--limit", rows_max, "At most this many (default: all)")
+      ->check(CLI::PositiveNumber);
   add_admin_options(al_list, admin);
   al_list->callback([&] {
     action = [&] {
       return admin_list(hooks, admin, "/admin/v1/allocations",
-                        {{"state", al_state}, {"supplier", al_supplier}, {"buyer", al_buyer}}, std::nullopt, rows_max,
-                        render_allocation_list);
+                        {{"state", al_state}, {"supplier", al_supplier}, {"buyer", al_buyer}},
+                        std::nullopt, rows_max, render_allocation_list);
     };
   });
   for (const char* verb : {"show", "suspend", "resume"}) {
@@ -324,28 +332,30 @@ int run(int argc, char** argv, const Hooks& hooks) {
   std::string alloc_filter, state_filter, after;
   auto* requests = app.add_subcommand("requests", "List or export requests");
   requests->require_subcommand(1);
-  auto* pending =
-      requests->add_subcommand("pending", "Requests waiting for reconciliation (usage_pending), every page");
+  auto* pending = requests->add_subcommand(
+      "pending", "Requests waiting for reconciliation (usage_pending), every page");
   pending->add_option("--allocation", alloc_filter, "Only this allocation");
-  pending->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
+  pending->add_option("--limit", rows_max, "At most this many (default: all)")
+      ->check(CLI::PositiveNumber);
   add_admin_options(pending, admin);
   pending->callback([&] {
     action = [&] {
       return admin_list(hooks, admin, "/admin/v1/requests",
-                        {{"allocation_id", alloc_filter}, {"state", "usage_pending"}}, std::nullopt, rows_max,
-                        render_request_list);
+                        {{"allocation_id", alloc_filter}, {"state", "usage_pending"}}, std::nullopt,
+                        rows_max, render_request_list);
     };
   });
   auto* req_list = requests->add_subcommand("list", "Requests in any state, every page");
   req_list->add_option("--allocation", alloc_filter, "Only this allocation");
   req_list->add_option("--state", state_filter, "in_flight, booked, usage_pending or failed");
-  req_list->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
+  req_list->add_option("--limit", rows_max, "At most this many (default: all)")
+      ->check(CLI::PositiveNumber);
   add_admin_options(req_list, admin);
   req_list->callback([&] {
     action = [&] {
       return admin_list(hooks, admin, "/admin/v1/requests",
-                        {{"allocation_id", alloc_filter}, {"state", state_filter}}, std::nullopt, rows_max,
-                        render_request_list);
+                        {{"allocation_id", alloc_filter}, {"state", state_filter}}, std::nullopt,
+                        rows_max, render_request_list);
     };
   });
 
@@ -353,21 +363,25 @@ int run(int argc, char** argv, const Hooks& hooks) {
   bool rec_reported = false;
   std::string evidence;
   auto* reconcile = app.add_subcommand(
-      "reconcile", "Book the real counts of a usage_pending request, with written evidence (or import a file)");
+      "reconcile",
+      "Book the real counts of a usage_pending request, with written evidence (or import a file)");
   // Not required here: `cairva reconcile import FILE` names none.
   reconcile->add_option("REQUEST", id, "Request id (req_...)");
   bool rec_force = false;
   reconcile->add_flag("--force", rec_force,
                       "Book counts above 10x the request's hold (reconcile_hold_ratio_max)");
   auto* rec_in = reconcile->add_option("--input", rec_input, "Input tokens the provider metered");
-  auto* rec_out = reconcile->add_option("--output", rec_output, "Output tokens the provider metered");
-  auto* rec_rep = reconcile->add_flag("--reported", rec_reported,
-                                      "Book the counts the provider reported, kept on the request (reported_usage)");
+  auto* rec_out =
+      reconcile->add_option("--output", rec_output, "Output tokens the provider metered");
+  auto* rec_rep = reconcile->add_flag(
+      "--reported", rec_reported,
+      "Book the counts the provider reported, kept on the request (reported_usage)");
   rec_rep->excludes(rec_in)->excludes(rec_out);
   rec_in->needs(rec_out);
   rec_out->needs(rec_in);
   // Required, but checked in the action: `reconcile import` takes its own.
-  reconcile->add_option("--evidence", evidence, "Where the counts come from (kept with the booking; required)");
+  reconcile->add_option("--evidence", evidence,
+                        "Where the counts come from (kept with the booking; required)");
   add_admin_options(reconcile, admin);
   reconcile->callback([&] {
     if (!reconcile->get_subcommands().empty()) return;  // `reconcile import` set its own action
@@ -391,8 +405,10 @@ int run(int argc, char** argv, const Hooks& hooks) {
         body["input_tokens"] = rec_input;
         body["output_tokens"] = rec_output;
       }
-      return admin_call(hooks, admin, HttpCall{"POST", admin_target({"requests", id, "reconcile"}), json::serialize(body)},
-                        render_event);
+      return admin_call(
+          hooks, admin,
+          HttpCall{"POST", admin_target({"requests", id, "reconcile"}), json::serialize(body)},
+          render_event);
     };
   });
 
@@ -400,31 +416,36 @@ int run(int argc, char** argv, const Hooks& hooks) {
       "events", "List usage events in booking order, every page (or `events export`)");
   events->add_option("--allocation", alloc_filter, "Only this allocation");
   events->add_option("--after", after, "Only events after this event id (exclusive)");
-  events->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
+  events->add_option("--limit", rows_max, "At most this many (default: all)")
+      ->check(CLI::PositiveNumber);
   add_admin_options(events, admin);
   events->callback([&] {
     if (!events->get_subcommands().empty()) return;  // `events export` set its own action
     action = [&] {
       return admin_list(hooks, admin, "/admin/v1/events", {{"allocation_id", alloc_filter}},
-                        after.empty() ? std::nullopt : std::optional<std::string>(after), rows_max, render_event_list);
+                        after.empty() ? std::nullopt : std::optional<std::string>(after), rows_max,
+                        render_event_list);
     };
   });
 
   auto* conflicts = app.add_subcommand(
-      "conflicts", "Provider reports (or imports) that repeated a booked provider request id with other counts");
+      "conflicts",
+      "Provider reports (or imports) that repeated a booked provider request id with other counts");
   conflicts->add_option("--allocation", alloc_filter, "Only this allocation");
-  conflicts->add_option("--limit", rows_max, "At most this many (default: all)")->check(CLI::PositiveNumber);
+  conflicts->add_option("--limit", rows_max, "At most this many (default: all)")
+      ->check(CLI::PositiveNumber);
   add_admin_options(conflicts, admin);
   conflicts->callback([&] {
     action = [&] {
-      return admin_list(hooks, admin, "/admin/v1/conflicts", {{"allocation_id", alloc_filter}}, std::nullopt, rows_max,
-                        render_conflict_list);
+      return admin_list(hooks, admin, "/admin/v1/conflicts", {{"allocation_id", alloc_filter}},
+                        std::nullopt, rows_max, render_conflict_list);
     };
   });
 
   // SPEC-CONSOLE's commands: lists of agreements and keys, exports, bulk reconciliation,
   // adjustments (console_commands.cpp).
-  ConsoleCommands console{app, hooks, admin, action, *agreement, *key, *requests, *events, *reconcile};
+  ConsoleCommands console{app,  hooks,     admin,   action,    *agreement,
+                          *key, *requests, *events, *reconcile};
   add_console_commands(console);
 
   // Its own options: a copy of a large store takes longer than other admin calls.
@@ -433,17 +454,19 @@ int run(int argc, char** argv, const Hooks& hooks) {
   auto* backup = app.add_subcommand(
       "backup",
       "Copy the gateway's embedded store, online and consistent, into a new file on its machine");
-  backup->add_option("--to", backup_to,
-                     "The new file (mode 0600; never replaces one). A path on the gateway's machine: "
-                     "a relative one is made absolute here")
+  backup
+      ->add_option("--to", backup_to,
+                   "The new file (mode 0600; never replaces one). A path on the gateway's machine: "
+                   "a relative one is made absolute here")
       ->required();
   add_admin_options(backup, backup_admin);
   backup->callback([&] {
     action = [&] {
       const std::string path = absolute_path(backup_to);
-      return admin_call(hooks, backup_admin,
-                        HttpCall{"POST", admin_target({"backup"}), json::serialize(json::object{{"path", path}})},
-                        render_backup);
+      return admin_call(
+          hooks, backup_admin,
+          HttpCall{"POST", admin_target({"backup"}), json::serialize(json::object{{"path", path}})},
+          render_backup);
     };
   });
 

@@ -127,26 +127,37 @@ TEST_F(CliTest, AgreementCreatePostsTheBodyAndPrintsTheSecretOnce) {
 }
 
 TEST_F(CliTest, AgreementCreateSendsServiceTiersRepeatedOrCommaSeparated) {
-  reply_ = {201, R"({"agreement":{"id":"agr_1","state":"in_force","service_tiers":["priority","flex"]},
+  reply_ = {201,
+            R"({"agreement":{"id":"agr_1","state":"in_force","service_tiers":["priority","flex"]},
                     "allocation":{"id":"alloc_1","state":"active"},
                     "api_key":{"id":"key_1","secret":"cv_SECRET"}})"};
-  const std::vector<std::string> base = {"agreement", "create", "--supplier", "acme", "--buyer", "bob",
-                                         "--provider", "openai", "--input-tokens", "100", "--output-tokens", "50",
-                                         "--ends-at", "2027-01-01T00:00:00Z", "--rpm", "60", "--tpm", "1000",
-                                         "--concurrency", "4"};
-  for (const std::vector<std::string>& extra : {std::vector<std::string>{"--service-tier", "priority", "--service-tier", "flex"},
-                                               std::vector<std::string>{"--service-tier", "priority,flex"}}) {
+  const std::vector<std::string> base = {"agreement",       "create",
+                                         "--supplier",      "acme",
+                                         "--buyer",         "bob",
+                                         "--provider",      "openai",
+                                         "--input-tokens",  "100",
+                                         "--output-tokens", "50",
+                                         "--ends-at",       "2027-01-01T00:00:00Z",
+                                         "--rpm",           "60",
+                                         "--tpm",           "1000",
+                                         "--concurrency",   "4"};
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--service-tier", "priority", "--service-tier", "flex"},
+        std::vector<std::string>{"--service-tier", "priority,flex"}}) {
     std::vector<std::string> args = base;
     args.insert(args.end(), extra.begin(), extra.end());
     calls_.clear();
     Outcome o = run_cli(args);
     ASSERT_EQ(o.code, 0) << o.err;
     ASSERT_EQ(calls_.size(), 1u);
-    EXPECT_EQ(json::parse(calls_[0].body).at("service_tiers"), json::parse(R"(["priority","flex"])")) << extra[1];
+    EXPECT_EQ(json::parse(calls_[0].body).at("service_tiers"),
+              json::parse(R"(["priority","flex"])"))
+        << extra[1];
   }
   calls_.clear();
   ASSERT_EQ(run_cli(base).code, 0);
-  EXPECT_FALSE(json::parse(calls_[0].body).as_object().contains("service_tiers")) << "none beyond auto/default";
+  EXPECT_FALSE(json::parse(calls_[0].body).as_object().contains("service_tiers"))
+      << "none beyond auto/default";
 }
 
 TEST_F(CliTest, JsonFlagPrintsTheRawAnswer) {
@@ -182,20 +193,26 @@ TEST_F(CliTest, ApiErrorExitsNonZeroWithItsMessage) {
 }
 
 TEST_F(CliTest, ReconcileReportedBooksTheKeptCountsInOneCommand) {
-  reply_ = {200, R"({"event":{"id":"evt_1","request_id":"req_1","input_tokens":3,"output_tokens":4}})"};
+  reply_ = {200,
+            R"({"event":{"id":"evt_1","request_id":"req_1","input_tokens":3,"output_tokens":4}})"};
   Outcome o = run_cli({"reconcile", "req_1", "--reported", "--evidence", "kept by the gateway"});
   EXPECT_EQ(o.code, 0) << o.err;
   ASSERT_EQ(calls_.size(), 1u);
   EXPECT_EQ(calls_[0].target, "/admin/v1/requests/req_1/reconcile");
-  EXPECT_EQ(json::parse(calls_[0].body), json::parse(R"({"use_reported":true,"evidence":"kept by the gateway"})"));
+  EXPECT_EQ(json::parse(calls_[0].body),
+            json::parse(R"({"use_reported":true,"evidence":"kept by the gateway"})"));
   // Counts and --reported exclude each other; one of them is needed.
-  EXPECT_NE(run_cli({"reconcile", "req_1", "--reported", "--input", "1", "--output", "1", "--evidence", "e"}).code, 0);
+  EXPECT_NE(run_cli({"reconcile", "req_1", "--reported", "--input", "1", "--output", "1",
+                     "--evidence", "e"})
+                .code,
+            0);
   EXPECT_NE(run_cli({"reconcile", "req_1", "--evidence", "e"}).code, 0);
   EXPECT_EQ(calls_.size(), 1u);
 }
 
 TEST_F(CliTest, BackupPostsAnAbsolutePathWithItsOwnTimeoutAndPrintsTheCopy) {
-  reply_ = {200, R"({"backup":{"object":"backup","path":"/srv/b/copy.db","bytes":4096,"allocations":2,
+  reply_ = {200,
+            R"({"backup":{"object":"backup","path":"/srv/b/copy.db","bytes":4096,"allocations":2,
                     "requests":7,"usage_events":5,"started_at":"2026-12-01T00:00:00Z",
                     "finished_at":"2026-12-01T00:00:01Z"}})"};
   Outcome o = run_cli({"backup", "--to", "/srv/b/copy.db"});
@@ -258,7 +275,8 @@ TEST_F(CliTest, EachAdminCommandCallsItsRoute) {
       {{"allocation", "list", "--state", "suspended", "--supplier", "Acme Corp", "--buyer", "b&c"},
        "GET /admin/v1/allocations?state=suspended&supplier=Acme%20Corp&buyer=b%26c&limit=1000"},
       {{"key", "list", "alloc_1"}, "GET /admin/v1/allocations/alloc_1/keys?limit=1000"},
-      {{"adjust", "evt_1", "--input", "-5", "--evidence", "credit"}, "POST /admin/v1/events/evt_1/adjust"},
+      {{"adjust", "evt_1", "--input", "-5", "--evidence", "credit"},
+       "POST /admin/v1/events/evt_1/adjust"},
   };
   for (const auto& [args, want] : cases) {
     calls_.clear();
@@ -425,12 +443,14 @@ TEST(Printable, EscapesEveryTerminalControl) {
   EXPECT_EQ(printable("m\x1b[2K\r"), "m\\x1b[2K\\x0d");
   EXPECT_EQ(printable(std::string("a\0b", 3)), "a\\x00b");
   EXPECT_EQ(printable("a\nb\tc\x7f"), "a\\x0ab\\x09c\\x7f");
-  EXPECT_EQ(printable("\xc2\x9b" "31m"), "\\u009b31m");  // C1 CSI, as UTF-8
-  EXPECT_EQ(printable("\xc2\x85"), "\\u0085");          // C1 NEL
+  EXPECT_EQ(printable("\xc2\x9b"
+                      "31m"),
+            "\\u009b31m");                               // C1 CSI, as UTF-8
+  EXPECT_EQ(printable("\xc2\x85"), "\\u0085");           // C1 NEL
   EXPECT_EQ(printable("back\\slash"), "back\\\\slash");  // so an escape is never ambiguous
   EXPECT_EQ(printable("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
             "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");  // printable UTF-8 unchanged
-  EXPECT_EQ(printable("\xc2\xa0"), "\xc2\xa0");             // U+00A0 is past C1
+  EXPECT_EQ(printable("\xc2\xa0"), "\xc2\xa0");            // U+00A0 is past C1
   EXPECT_EQ(printable("\x9b\xff\xc0\xaf\xed\xa0\x80"),
             "\\x9b\\xff\\xc0\\xaf\\xed\\xa0\\x80");  // raw C1, invalid, overlong, surrogate
   EXPECT_EQ(printable("\xe2\x82"), "\\xe2\\x82");    // truncated sequence
@@ -466,7 +486,9 @@ TEST_F(CliTest, EveryOutputEscapesStoredStrings) {
   EXPECT_NE(table.out.find("m\\x1b[2K\\x0d"), std::string::npos) << table.out;
   reply_ = {200, "{\"data\":[{\"model\":\"m\x7f\xc2\x9b\"}]}"};
   Outcome raw = run_cli({"requests", "list", "--json"});
-  EXPECT_EQ(raw.out, "{\"object\":\"list\",\"data\":[{\"model\":\"m\\u007f\\u009b\"}],\"has_more\":false}\n");
+  EXPECT_EQ(
+      raw.out,
+      "{\"object\":\"list\",\"data\":[{\"model\":\"m\\u007f\\u009b\"}],\"has_more\":false}\n");
   reply_ = {409, R"({"error":{"code":"not_pending","message":"request m\u001b[2K is not"}})"};
   Outcome error = run_cli({"requests", "list"});
   EXPECT_EQ(error.err, "cairva: 409 not_pending: request m\\x1b[2K is not\n");
@@ -480,7 +502,6 @@ TEST_F(CliTest, EveryOutputEscapesStoredStrings) {
             std::string::npos);
 }
 
-
 // ---------------------------------------------------------------- SPEC-CONSOLE commands
 
 // A fake listing of `rows` ids served `page` at a time, as the admin API pages.
@@ -490,16 +511,21 @@ HttpReply page_of(const HttpCall& call, const std::vector<std::string>& rows) {
   for (auto p : url->params()) {
     if (p.key == "limit") limit = std::stoul(std::string(p.value));
     if (p.key == "after") {
-      start = static_cast<size_t>(std::find(rows.begin(), rows.end(), std::string(p.value)) - rows.begin()) + 1;
+      start = static_cast<size_t>(std::find(rows.begin(), rows.end(), std::string(p.value)) -
+                                  rows.begin()) +
+              1;
     }
   }
   json::array data;
   for (size_t i = start; i < rows.size() && i < start + limit; ++i) {
-    data.push_back(json::object{{"id", rows[i]}, {"evidence", "a,\"b\"\nc"}, {"input_tokens", 1},
+    data.push_back(json::object{{"id", rows[i]},
+                                {"evidence", "a,\"b\"\nc"},
+                                {"input_tokens", 1},
                                 {"hold", json::object{{"input_tokens", 2}, {"output_tokens", 3}}}});
   }
   const bool more = start + limit < rows.size();
-  return {200, json::serialize(json::object{{"object", "list"}, {"data", std::move(data)}, {"has_more", more}})};
+  return {200, json::serialize(json::object{
+                   {"object", "list"}, {"data", std::move(data)}, {"has_more", more}})};
 }
 
 TEST_F(CliTest, ListsFollowEveryPageAndLimitStopsEarly) {
@@ -515,7 +541,8 @@ TEST_F(CliTest, ListsFollowEveryPageAndLimitStopsEarly) {
   ASSERT_EQ(calls_.size(), 3u);
   EXPECT_EQ(calls_[1].target, "/admin/v1/requests?state=usage_pending&after=req_999&limit=1000");
   EXPECT_NE(all.out.find("req_2499"), std::string::npos);
-  EXPECT_EQ(std::count(all.out.begin(), all.out.end(), '\n'), 2501);  // the header and every row once
+  EXPECT_EQ(std::count(all.out.begin(), all.out.end(), '\n'),
+            2501);  // the header and every row once
   calls_.clear();
   Outcome some = run_cli({"requests", "pending", "--limit", "1500"});
   ASSERT_EQ(some.code, 0);
@@ -532,11 +559,14 @@ TEST_F(CliTest, ExportsWriteCsvWithItsHeaderOrJsonLinesFollowingPages) {
     small.target += "&limit=2";  // the fake pages by two whatever is asked
     return Result<HttpReply>(page_of(small, rows));
   };
-  Outcome csv = run_cli({"events", "export", "--allocation", "alloc_1", "--from", "2026-01-01T00:00:00Z"});
+  Outcome csv =
+      run_cli({"events", "export", "--allocation", "alloc_1", "--from", "2026-01-01T00:00:00Z"});
   ASSERT_EQ(csv.code, 0) << csv.err;
-  EXPECT_EQ(calls_[0].target, "/admin/v1/events?allocation_id=alloc_1&from=2026-01-01T00:00:00Z&limit=1000");
+  EXPECT_EQ(calls_[0].target,
+            "/admin/v1/events?allocation_id=alloc_1&from=2026-01-01T00:00:00Z&limit=1000");
   EXPECT_EQ(csv.out,
-            "id,allocation_id,request_id,provider_request_id,input_tokens,output_tokens,source,finality,evidence,"
+            "id,allocation_id,request_id,provider_request_id,input_tokens,output_tokens,source,"
+            "finality,evidence,"
             "booked_at,corrects\r\n"
             "evt_1,,,,1,,,,\"a,\"\"b\"\"\nc\",,\r\n"
             "evt_2,,,,1,,,,\"a,\"\"b\"\"\nc\",,\r\n"
@@ -547,7 +577,8 @@ TEST_F(CliTest, ExportsWriteCsvWithItsHeaderOrJsonLinesFollowingPages) {
   EXPECT_EQ(calls_[0].target, "/admin/v1/requests?allocation_id=alloc_1&limit=1000");
   EXPECT_EQ(std::count(jsonl.out.begin(), jsonl.out.end(), '\n'), 3);
   EXPECT_EQ(json::parse(jsonl.out.substr(0, jsonl.out.find('\n'))).at("id"), "evt_1");
-  EXPECT_EQ(run_cli({"events", "export", "--allocation", "a", "--format", "xml"}).code, 2) << "bad usage";
+  EXPECT_EQ(run_cli({"events", "export", "--allocation", "a", "--format", "xml"}).code, 2)
+      << "bad usage";
 }
 
 // An adjustment's row names the event it corrects; any other event's leaves it empty.
@@ -563,18 +594,24 @@ TEST(ExportLine, EventsEndWithTheEventAnAdjustmentCorrects) {
   EXPECT_TRUE(csv_header(ExportKind::events).ends_with(",booked_at,corrects\r\n"));
   EXPECT_EQ(export_line(ExportKind::events, ExportFormat::csv, adjustment),
             "evt_2,a,req_1,p,-5,0,adjustment,confirmed,typo,t1,evt_1\r\n");
-  EXPECT_EQ(export_line(ExportKind::events, ExportFormat::csv, booked), "evt_1,a,req_1,p,9,2,provider,provisional,,t0,\r\n");
-  EXPECT_EQ(json::parse(export_line(ExportKind::events, ExportFormat::jsonl, adjustment)).at("corrects"), "evt_1");
+  EXPECT_EQ(export_line(ExportKind::events, ExportFormat::csv, booked),
+            "evt_1,a,req_1,p,9,2,provider,provisional,,t0,\r\n");
+  EXPECT_EQ(
+      json::parse(export_line(ExportKind::events, ExportFormat::jsonl, adjustment)).at("corrects"),
+      "evt_1");
 }
 
 TEST(ExportLine, RequestsSplitTheHoldAndQuoteByRfc4180) {
-  json::value r = json::parse(R"({"id":"req_1","allocation_id":"a","state":"booked","started_at":"t0",)"
-                              R"("finished_at":null,"model":"m,1","stream":false,)"
-                              R"("hold":{"input_tokens":5,"output_tokens":7},"provider_request_id":"p"})");
+  json::value r =
+      json::parse(R"({"id":"req_1","allocation_id":"a","state":"booked","started_at":"t0",)"
+                  R"("finished_at":null,"model":"m,1","stream":false,)"
+                  R"("hold":{"input_tokens":5,"output_tokens":7},"provider_request_id":"p"})");
   EXPECT_EQ(csv_header(ExportKind::requests),
-            "id,allocation_id,state,started_at,finished_at,model,stream,hold_input_tokens,hold_output_tokens,"
+            "id,allocation_id,state,started_at,finished_at,model,stream,hold_input_tokens,hold_"
+            "output_tokens,"
             "provider_request_id\r\n");
-  EXPECT_EQ(export_line(ExportKind::requests, ExportFormat::csv, r), "req_1,a,booked,t0,,\"m,1\",false,5,7,p\r\n");
+  EXPECT_EQ(export_line(ExportKind::requests, ExportFormat::csv, r),
+            "req_1,a,booked,t0,,\"m,1\",false,5,7,p\r\n");
   EXPECT_EQ(csv_field("plain"), "plain");
   EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
   EXPECT_EQ(csv_field("a\r\nb"), "\"a\r\nb\"");
@@ -589,13 +626,15 @@ TEST(ReconcileFile, ReadsCsvAndJsonlNamingTheLineOfAnyProblem) {
   ASSERT_TRUE(csv.ok()) << csv.error().message;
   ASSERT_EQ(csv->size(), 2u);
   EXPECT_EQ((*csv)[0].line, 2u);
-  EXPECT_EQ(json::value((*csv)[0].item), json::parse(R"({"request_id":"req_1","input_tokens":10,"output_tokens":20})"));
+  EXPECT_EQ(json::value((*csv)[0].item),
+            json::parse(R"({"request_id":"req_1","input_tokens":10,"output_tokens":20})"));
   EXPECT_EQ((*csv)[1].line, 4u);
   EXPECT_EQ((*csv)[1].item.at("provider_request_id"), "chat,\"cmpl\"\n-2");
-  auto jsonl = parse_reconcile_file("{\"request_id\":\"r\",\"input_tokens\":1,\"output_tokens\":2}\n\n"
-                                    "{\"provider_request_id\":\"p\",\"allocation_id\":\"a\",\"input_tokens\":0,"
-                                    "\"output_tokens\":0}",
-                                    ExportFormat::jsonl);
+  auto jsonl = parse_reconcile_file(
+      "{\"request_id\":\"r\",\"input_tokens\":1,\"output_tokens\":2}\n\n"
+      "{\"provider_request_id\":\"p\",\"allocation_id\":\"a\",\"input_tokens\":0,"
+      "\"output_tokens\":0}",
+      ExportFormat::jsonl);
   ASSERT_TRUE(jsonl.ok()) << jsonl.error().message;
   ASSERT_EQ(jsonl->size(), 2u);
   EXPECT_EQ((*jsonl)[1].line, 3u);
@@ -604,7 +643,8 @@ TEST(ReconcileFile, ReadsCsvAndJsonlNamingTheLineOfAnyProblem) {
       {"request_id,input_tokens,output_tokens\nr,-1,2\n", "line 2: input_tokens"},
       {"request_id,input_tokens,output_tokens\nr,x,2\n", "line 2: input_tokens"},
       {"request_id,input_token,output_tokens\n", "line 1: unknown column"},
-      {"request_id,provider_request_id,input_tokens,output_tokens\nr,p,1,2\n", "line 2: give exactly one"},
+      {"request_id,provider_request_id,input_tokens,output_tokens\nr,p,1,2\n",
+       "line 2: give exactly one"},
       {"request_id,input_tokens,output_tokens\n\"r,1,2\n", "line 2: a quoted field is not closed"},
   };
   for (const auto& [text, want] : bad) {
@@ -612,7 +652,8 @@ TEST(ReconcileFile, ReadsCsvAndJsonlNamingTheLineOfAnyProblem) {
     ASSERT_FALSE(r.ok()) << text;
     EXPECT_EQ(r.error().message.rfind(want, 0), 0u) << r.error().message;
   }
-  auto j = parse_reconcile_file("{\"request_id\":\"r\",\"input_tokens\":1.5,\"output_tokens\":2}\n", ExportFormat::jsonl);
+  auto j = parse_reconcile_file("{\"request_id\":\"r\",\"input_tokens\":1.5,\"output_tokens\":2}\n",
+                                ExportFormat::jsonl);
   ASSERT_FALSE(j.ok());
   EXPECT_EQ(j.error().message.rfind("line 1: input_tokens", 0), 0u);
   EXPECT_EQ(guess_import_format("x.csv", "{"), ExportFormat::csv);
@@ -641,11 +682,13 @@ TEST_F(ReconcileImportTest, DryRunsEveryBatchFirstThenBooksAndSummarises) {
     for (size_t i = 0; i < items.size(); ++i) {
       results.push_back(json::object{{"item", i}, {"outcome", i == 1 ? "conflict" : "booked"}});
     }
-    return Result<HttpReply>(HttpReply{200, json::serialize(json::object{{"results", std::move(results)}})});
+    return Result<HttpReply>(
+        HttpReply{200, json::serialize(json::object{{"results", std::move(results)}})});
   };
   std::string text = "provider_request_id,input_tokens,output_tokens\n";
   for (int i = 0; i < 1500; ++i) text += "p" + std::to_string(i) + ",1,2\n";
-  Outcome o = run_cli({"reconcile", "import", write_file(text), "--evidence", "export 12", "--force"});
+  Outcome o =
+      run_cli({"reconcile", "import", write_file(text), "--evidence", "export 12", "--force"});
   EXPECT_EQ(o.code, 1) << "a conflict needs attention";
   ASSERT_EQ(calls_.size(), 4u);  // two batches checked, then two booked
   EXPECT_EQ(dry_runs, (std::vector<bool>{true, true, false, false}));
@@ -654,13 +697,16 @@ TEST_F(ReconcileImportTest, DryRunsEveryBatchFirstThenBooksAndSummarises) {
   EXPECT_EQ(first.at("items").as_array().size(), reconcile_import_batch_items);
   EXPECT_EQ(first.at("evidence"), "export 12");
   EXPECT_EQ(first.at("force"), true);
-  EXPECT_EQ(first.at("items").at(0), json::parse(R"({"provider_request_id":"p0","input_tokens":1,"output_tokens":2})"));
+  EXPECT_EQ(first.at("items").at(0),
+            json::parse(R"({"provider_request_id":"p0","input_tokens":1,"output_tokens":2})"));
   EXPECT_EQ(o.out.rfind("imported 1500 items\n", 0), 0u) << o.out;
-  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1 + 5 + 2) << "a line per outcome and per note";
+  EXPECT_EQ(std::count(o.out.begin(), o.out.end(), '\n'), 1 + 5 + 2)
+      << "a line per outcome and per note";
   EXPECT_NE(o.out.find("booked          1498"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("conflict        2"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("line 3: conflict (provider_request_id p1)"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("line 1003: conflict (provider_request_id p1001)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("line 1003: conflict (provider_request_id p1001)"), std::string::npos)
+      << o.out;
   calls_.clear();
   dry_runs.clear();
   Outcome dry = run_cli({"reconcile", "import", write_file(text), "--evidence", "e", "--dry-run"});
@@ -672,9 +718,11 @@ TEST_F(ReconcileImportTest, ARefusedItemStopsTheImportBeforeAnythingIsBookedAndN
   hooks_.admin_http = [&](const std::string&, const std::string&, const HttpCall& call) {
     calls_.push_back(call);
     return Result<HttpReply>(HttpReply{
-        400, R"({"error":{"code":"invalid_request","message":"items[1]: output_tokens 5000 is 100.0x the request's hold"}})"});
+        400,
+        R"({"error":{"code":"invalid_request","message":"items[1]: output_tokens 5000 is 100.0x the request's hold"}})"});
   };
-  Outcome o = run_cli({"reconcile", "import", write_file("request_id,input_tokens,output_tokens\nr1,1,2\n\nr2,1,5000\n"),
+  Outcome o = run_cli({"reconcile", "import",
+                       write_file("request_id,input_tokens,output_tokens\nr1,1,2\n\nr2,1,5000\n"),
                        "--evidence", "e"});
   EXPECT_EQ(o.code, 1);
   ASSERT_EQ(calls_.size(), 1u);
@@ -683,21 +731,29 @@ TEST_F(ReconcileImportTest, ARefusedItemStopsTheImportBeforeAnythingIsBookedAndN
   EXPECT_NE(o.err.find("nothing of"), std::string::npos) << o.err;
   // A file that does not parse is refused before any call.
   calls_.clear();
-  Outcome bad = run_cli({"reconcile", "import", write_file("request_id,input_tokens,output_tokens\nr1,one,2\n"),
-                         "--evidence", "e"});
+  Outcome bad =
+      run_cli({"reconcile", "import",
+               write_file("request_id,input_tokens,output_tokens\nr1,one,2\n"), "--evidence", "e"});
   EXPECT_EQ(bad.code, 1);
   EXPECT_TRUE(calls_.empty());
   EXPECT_NE(bad.err.find("line 2: input_tokens"), std::string::npos) << bad.err;
 }
 
 TEST_F(CliTest, AdjustSendsSignedCountsAndReconcileForce) {
-  reply_ = {201, R"({"event":{"id":"evt_2","source":"adjustment","corrects":"evt_1","input_tokens":-5}})"};
-  Outcome o = run_cli({"adjust", "evt_1", "--input", "-5", "--output", "3", "--evidence", "credit note"});
+  reply_ = {
+      201,
+      R"({"event":{"id":"evt_2","source":"adjustment","corrects":"evt_1","input_tokens":-5}})"};
+  Outcome o =
+      run_cli({"adjust", "evt_1", "--input", "-5", "--output", "3", "--evidence", "credit note"});
   ASSERT_EQ(o.code, 0) << o.err;
-  EXPECT_EQ(json::parse(calls_[0].body), json::parse(R"({"input_tokens":-5,"output_tokens":3,"evidence":"credit note"})"));
+  EXPECT_EQ(json::parse(calls_[0].body),
+            json::parse(R"({"input_tokens":-5,"output_tokens":3,"evidence":"credit note"})"));
   EXPECT_NE(o.out.find("corrects"), std::string::npos) << o.out;
   reply_ = {200, R"({"event":{"id":"evt_3"}})"};
-  ASSERT_EQ(run_cli({"reconcile", "req_1", "--input", "1", "--output", "2", "--evidence", "e", "--force"}).code, 0);
+  ASSERT_EQ(
+      run_cli({"reconcile", "req_1", "--input", "1", "--output", "2", "--evidence", "e", "--force"})
+          .code,
+      0);
   EXPECT_EQ(json::parse(calls_[1].body).at("force"), true);
   EXPECT_NE(run_cli({"reconcile", "--evidence", "e"}).code, 0) << "a request id or import";
 }

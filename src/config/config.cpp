@@ -33,7 +33,8 @@ constexpr std::string_view sqlite_scheme = "sqlite://";
 // Collects the first error as "SOURCE: KEY: problem".
 class Checker {
  public:
-  Checker(std::string source, const LoadOptions& load) : options(load), source_(std::move(source)) {}
+  Checker(std::string source, const LoadOptions& load)
+      : options(load), source_(std::move(source)) {}
 
   void fail(const std::string& key, const std::string& problem) {
     if (!error_) error_ = source_ + ": " + key + ": " + problem;
@@ -168,9 +169,9 @@ void load_server(Checker& c, const toml::table& root, Config& cfg) {
   const toml::table* t = get_table(c, root, "server");
   if (!t) return;
   reject_unknown(c, *t, "server",
-                 {"listen", "admin_listen", "threads", "access_log", "connections_max", "connections_per_client_max",
-                  "first_byte_timeout_s", "body_bytes_in_flight_max", "drain_timeout_s", "access_log_format",
-                  "access_log_path"});
+                 {"listen", "admin_listen", "threads", "access_log", "connections_max",
+                  "connections_per_client_max", "first_byte_timeout_s", "body_bytes_in_flight_max",
+                  "drain_timeout_s", "access_log_format", "access_log_path"});
   check_listen(c, get_string(c, *t, "listen", "server.listen"), "server.listen", cfg.listen);
   check_listen(c, get_string(c, *t, "admin_listen", "server.admin_listen"), "server.admin_listen",
                cfg.admin_listen);
@@ -187,19 +188,22 @@ void load_server(Checker& c, const toml::table& root, Config& cfg) {
   }
   if (auto v = get_string(c, *t, "access_log_path", "server.access_log_path")) {
     if (v->empty() || v->find('\0') != std::string::npos) {
-      c.fail("server.access_log_path", "expected a file path (leave the key out for standard output), got " + quoted(*v));
+      c.fail("server.access_log_path",
+             "expected a file path (leave the key out for standard output), got " + quoted(*v));
     } else {
       cfg.access_log_path = *v;
     }
   }
-  if (auto v = get_int(c, *t, "connections_max", "server.connections_max", 1, connections_max_max)) {
+  if (auto v =
+          get_int(c, *t, "connections_max", "server.connections_max", 1, connections_max_max)) {
     cfg.connections_max = *v;
   }
   if (auto v = get_int(c, *t, "connections_per_client_max", "server.connections_per_client_max", 0,
                        connections_max_max)) {
     cfg.connections_per_client_max = *v;
   }
-  if (auto v = get_int(c, *t, "first_byte_timeout_s", "server.first_byte_timeout_s", 1, timeout_s_max)) {
+  if (auto v =
+          get_int(c, *t, "first_byte_timeout_s", "server.first_byte_timeout_s", 1, timeout_s_max)) {
     cfg.first_byte_timeout_s = *v;
   }
   if (auto v = get_int(c, *t, "body_bytes_in_flight_max", "server.body_bytes_in_flight_max",
@@ -279,7 +283,9 @@ void check_base_url(Checker& c, const std::string& path, const std::string& url)
 }
 
 void load_provider(Checker& c, const toml::table& t, const std::string& prefix, Provider& p) {
-  reject_unknown(c, t, prefix, {"name", "kind", "base_url", "api_key_env", "timeout_s", "ca_file", "limit_field"});
+  reject_unknown(
+      c, t, prefix,
+      {"name", "kind", "base_url", "api_key_env", "timeout_s", "ca_file", "limit_field"});
   auto name = get_string(c, t, "name", prefix + ".name");
   if (!name || name->empty()) {
     if (!c.failed()) c.fail(prefix + ".name", "required: a non-empty provider name");
@@ -322,8 +328,9 @@ void load_provider(Checker& c, const toml::table& t, const std::string& prefix, 
   }
   if (auto f = get_string(c, t, "limit_field", prefix + ".limit_field")) {
     if (*f != limit_field_default && *f != limit_field_max_tokens) {
-      c.fail(prefix + ".limit_field",
-             "expected \"" + std::string(limit_field_default) + "\" or \"" + limit_field_max_tokens + "\", got " + quoted(*f));
+      c.fail(prefix + ".limit_field", "expected \"" + std::string(limit_field_default) +
+                                          "\" or \"" + limit_field_max_tokens + "\", got " +
+                                          quoted(*f));
     } else {
       p.limit_field = *f;
     }

@@ -27,7 +27,8 @@ inline constexpr int64_t provider_timeout_s_default = core::in_flight_timeout_s_
 // The request member a provider reads its output limit from (SPEC §8): every current
 // OpenAI model accepts max_completion_tokens and reasoning models require it.
 inline constexpr const char* limit_field_default = "max_completion_tokens";
-inline constexpr const char* limit_field_max_tokens = "max_tokens";  // for servers that know only that
+inline constexpr const char* limit_field_max_tokens =
+    "max_tokens";  // for servers that know only that
 // [server] connections_max: open public connections per process; beyond it the oldest idle
 // connection is shed, or the new one closed at accept.
 inline constexpr int64_t connections_max_default = 20000;
@@ -60,9 +61,9 @@ enum class ProviderKind : uint8_t {
 
 struct Provider {
   std::string name;
-  std::string base_url;      // e.g. https://api.openai.com/v1
-  std::string api_key_env;   // env var holding the supplier's key; empty = no key sent
-  std::string api_key;       // resolved from api_key_env at load time; never logged
+  std::string base_url;     // e.g. https://api.openai.com/v1
+  std::string api_key_env;  // env var holding the supplier's key; empty = no key sent
+  std::string api_key;      // resolved from api_key_env at load time; never logged
   int64_t timeout_s = provider_timeout_s_default;
   // PEM file of extra trusted CA certificates for this provider (e.g. a private CA);
   // empty = the system's trust store only. Verification is always on.
@@ -85,8 +86,8 @@ struct Config {
   int64_t default_max_tokens = default_max_tokens_default;
   int64_t in_flight_timeout_s = in_flight_timeout_s_default;
   std::vector<Provider> providers;
-  int threads = 0;  // [server] threads: event loops; 0 = one per core
-  bool access_log = true;  // [server] access_log: one line per public request
+  int threads = 0;               // [server] threads: event loops; 0 = one per core
+  bool access_log = true;        // [server] access_log: one line per public request
   bool access_log_json = false;  // [server] access_log_format = "json" (else "text")
   std::string access_log_path;   // [server] access_log_path; empty: standard output
   int64_t connections_max = connections_max_default;

@@ -130,19 +130,24 @@ TEST_F(ConfigTest, RefusesUnknownTopLevelKey) {
 }
 
 TEST_F(ConfigTest, ProviderCaFileMustBeReadable) {
-  EXPECT_EQ(error_of("[[providers]]\nname = \"p\"\nbase_url = \"https://x.test/v1\"\nca_file = \"/nonexistent/ca.pem\"\n"),
+  EXPECT_EQ(error_of("[[providers]]\nname = \"p\"\nbase_url = \"https://x.test/v1\"\nca_file = "
+                     "\"/nonexistent/ca.pem\"\n"),
             "cairva.toml: providers[0].ca_file: cannot read \"/nonexistent/ca.pem\"");
-  auto ok = parse_config("[[providers]]\nname = \"p\"\nbase_url = \"https://x.test/v1\"\nca_file = \"/etc/hostname\"\n",
-                         "cairva.toml");
+  auto ok = parse_config(
+      "[[providers]]\nname = \"p\"\nbase_url = \"https://x.test/v1\"\nca_file = "
+      "\"/etc/hostname\"\n",
+      "cairva.toml");
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   EXPECT_EQ(ok->providers[0].ca_file, "/etc/hostname");
 }
 
 TEST_F(ConfigTest, ProviderLimitFieldDefaultsToMaxCompletionTokensAndAcceptsMaxTokens) {
-  auto r = parse_config("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\n"
-                        "[[providers]]\nname = \"b\"\nbase_url = \"http://b\"\nlimit_field = \"max_tokens\"\n"
-                        "[[providers]]\nname = \"c\"\nbase_url = \"http://c\"\nlimit_field = \"max_completion_tokens\"\n",
-                        "cairva.toml");
+  auto r = parse_config(
+      "[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\n"
+      "[[providers]]\nname = \"b\"\nbase_url = \"http://b\"\nlimit_field = \"max_tokens\"\n"
+      "[[providers]]\nname = \"c\"\nbase_url = \"http://c\"\nlimit_field = "
+      "\"max_completion_tokens\"\n",
+      "cairva.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->providers.size(), 3u);
   EXPECT_EQ(r->providers[0].limit_field, "max_completion_tokens");
@@ -151,18 +156,21 @@ TEST_F(ConfigTest, ProviderLimitFieldDefaultsToMaxCompletionTokensAndAcceptsMaxT
 }
 
 TEST_F(ConfigTest, RefusesAnyOtherProviderLimitFieldNamingFileAndKey) {
-  EXPECT_EQ(error_of("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\nlimit_field = \"max_output_tokens\"\n"),
-            "cairva.toml: providers[0].limit_field: expected \"max_completion_tokens\" or \"max_tokens\", "
+  EXPECT_EQ(error_of("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\nlimit_field = "
+                     "\"max_output_tokens\"\n"),
+            "cairva.toml: providers[0].limit_field: expected \"max_completion_tokens\" or "
+            "\"max_tokens\", "
             "got \"max_output_tokens\"");
   EXPECT_EQ(error_of("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\nlimit_field = 1\n"),
             "cairva.toml: providers[0].limit_field: expected a string, got an integer");
 }
 
 TEST_F(ConfigTest, ProviderKindDefaultsToOpenaiAndAcceptsAnthropic) {
-  auto r = parse_config("[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\n"
-                        "[[providers]]\nname = \"b\"\nkind = \"anthropic\"\nbase_url = \"http://b/v1\"\n"
-                        "[[providers]]\nname = \"c\"\nkind = \"openai\"\nbase_url = \"http://c\"\n",
-                        "cairva.toml");
+  auto r = parse_config(
+      "[[providers]]\nname = \"a\"\nbase_url = \"http://a\"\n"
+      "[[providers]]\nname = \"b\"\nkind = \"anthropic\"\nbase_url = \"http://b/v1\"\n"
+      "[[providers]]\nname = \"c\"\nkind = \"openai\"\nbase_url = \"http://c\"\n",
+      "cairva.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;
   ASSERT_EQ(r->providers.size(), 3u);
   EXPECT_EQ(r->providers[0].kind, ProviderKind::openai);
@@ -344,15 +352,20 @@ TEST(ConfigServerLimits, ReadsTheListenerBudgetsAndChecksTheirRanges) {
     auto bad = parse_config(text, "c.toml");
     return bad.ok() ? std::string("accepted") : bad.error().message;
   };
-  EXPECT_EQ(error_of("[server]\nconnections_max = 0\n").rfind("c.toml: server.connections_max: must be between 1", 0), 0u);
+  EXPECT_EQ(error_of("[server]\nconnections_max = 0\n")
+                .rfind("c.toml: server.connections_max: must be between 1", 0),
+            0u);
   EXPECT_EQ(error_of("[server]\nconnections_per_client_max = -1\n")
                 .rfind("c.toml: server.connections_per_client_max: must be between 0", 0),
             0u);
-  EXPECT_EQ(error_of("[server]\nfirst_byte_timeout_s = 0\n").rfind("c.toml: server.first_byte_timeout_s: must be between 1", 0),
+  EXPECT_EQ(error_of("[server]\nfirst_byte_timeout_s = 0\n")
+                .rfind("c.toml: server.first_byte_timeout_s: must be between 1", 0),
             0u);
   EXPECT_EQ(error_of("[server]\nbody_bytes_in_flight_max = 1048576\n"),
-            "c.toml: server.body_bytes_in_flight_max: must be between 33554432 and 1099511627776, got 1048576");
-  EXPECT_EQ(error_of("[server]\nfirst_byte_timeout = 2\n"), "c.toml: server.first_byte_timeout: unknown key");
+            "c.toml: server.body_bytes_in_flight_max: must be between 33554432 and 1099511627776, "
+            "got 1048576");
+  EXPECT_EQ(error_of("[server]\nfirst_byte_timeout = 2\n"),
+            "c.toml: server.first_byte_timeout: unknown key");
 }
 
 TEST(ConfigServerDrain, ReadsTheDrainTimeoutAndChecksItsRange) {
@@ -366,10 +379,12 @@ TEST(ConfigServerDrain, ReadsTheDrainTimeoutAndChecksItsRange) {
   }
   auto negative = parse_config("[server]\ndrain_timeout_s = -1\n", "c.toml");
   ASSERT_FALSE(negative.ok());
-  EXPECT_EQ(negative.error().message, "c.toml: server.drain_timeout_s: must be between 0 and 86400, got -1");
+  EXPECT_EQ(negative.error().message,
+            "c.toml: server.drain_timeout_s: must be between 0 and 86400, got -1");
   auto text = parse_config("[server]\ndrain_timeout_s = \"30s\"\n", "c.toml");
   ASSERT_FALSE(text.ok());
-  EXPECT_EQ(text.error().message, "c.toml: server.drain_timeout_s: expected an integer, got a string");
+  EXPECT_EQ(text.error().message,
+            "c.toml: server.drain_timeout_s: expected an integer, got a string");
 }
 
 TEST(ConfigServerAccessLog, ReadsTheFormatAndPathAndChecksThem) {
@@ -378,8 +393,9 @@ TEST(ConfigServerAccessLog, ReadsTheFormatAndPathAndChecksThem) {
   EXPECT_TRUE(d->access_log);
   EXPECT_FALSE(d->access_log_json);
   EXPECT_EQ(d->access_log_path, "");
-  auto r = parse_config("[server]\naccess_log_format = \"json\"\naccess_log_path = \"/var/log/cairva/access.log\"\n",
-                        "c.toml");
+  auto r = parse_config(
+      "[server]\naccess_log_format = \"json\"\naccess_log_path = \"/var/log/cairva/access.log\"\n",
+      "c.toml");
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_TRUE(r->access_log_json);
   EXPECT_EQ(r->access_log_path, "/var/log/cairva/access.log");
@@ -388,10 +404,12 @@ TEST(ConfigServerAccessLog, ReadsTheFormatAndPathAndChecksThem) {
   EXPECT_FALSE(text->access_log_json);
   auto bad = parse_config("[server]\naccess_log_format = \"xml\"\n", "c.toml");
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.error().message, "c.toml: server.access_log_format: expected \"text\" or \"json\", got \"xml\"");
+  EXPECT_EQ(bad.error().message,
+            "c.toml: server.access_log_format: expected \"text\" or \"json\", got \"xml\"");
   auto empty = parse_config("[server]\naccess_log_path = \"\"\n", "c.toml");
   ASSERT_FALSE(empty.ok());
-  EXPECT_EQ(empty.error().message.rfind("c.toml: server.access_log_path: expected a file path", 0), 0u);
+  EXPECT_EQ(empty.error().message.rfind("c.toml: server.access_log_path: expected a file path", 0),
+            0u);
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ TEST(ConsoleAssets, IndexNamesOnlyServedImmutableAssets) {
   for (Audience a : audiences) {
     const std::string html(find_asset(a, "/")->body);
     int refs = 0;
-    for (auto it = std::sregex_iterator(html.begin(), html.end(), ref); it != std::sregex_iterator(); ++it) {
+    for (auto it = std::sregex_iterator(html.begin(), html.end(), ref);
+         it != std::sregex_iterator(); ++it) {
       const std::string url = (*it)[1];
       if (url.starts_with("#")) continue;  // a page of the console itself
       const Asset* asset = find_asset(a, url);
@@ -44,7 +45,8 @@ TEST(ConsoleAssets, IndexNamesOnlyServedImmutableAssets) {
 TEST(ConsoleAssets, IndexHasNoInlineScriptOrStyle) {
   for (Audience a : audiences) {
     const std::string html(find_asset(a, "/")->body);
-    EXPECT_FALSE(std::regex_search(html, std::regex(R"(<script(?![^>]*\bsrc=))"))) << "inline script";
+    EXPECT_FALSE(std::regex_search(html, std::regex(R"(<script(?![^>]*\bsrc=))")))
+        << "inline script";
     EXPECT_EQ(html.find("<style"), std::string::npos);
     EXPECT_EQ(html.find("style="), std::string::npos);
     EXPECT_EQ(html.find("http://"), std::string::npos) << "nothing from elsewhere";

@@ -36,8 +36,7 @@ Refused refused(Refusal reason) {
               "Too many requests are in flight for this allocation's max_concurrency limit; "
               "retry when one finishes."};
     case Refusal::tokens_per_minute:
-      return {reason, ErrorCode::rate_limited, retry_after_s_tokens_per_minute,
-              "tokens_per_minute",
+      return {reason, ErrorCode::rate_limited, retry_after_s_tokens_per_minute, "tokens_per_minute",
               "Too many tokens booked in the last 60 seconds for this allocation's "
               "tokens_per_minute limit; retry after 60 seconds."};
     case Refusal::allowance_exhausted:
@@ -203,8 +202,8 @@ AllocationState shown_state(const AllocationSnapshot& snap) {
 }
 
 std::string state_change_refusal(bool suspend, AllocationState shown) {
-  std::string m = std::string(suspend ? "cannot suspend" : "cannot resume") + " an allocation that is " +
-                  std::string(to_string(shown));
+  std::string m = std::string(suspend ? "cannot suspend" : "cannot resume") +
+                  " an allocation that is " + std::string(to_string(shown));
   switch (shown) {
     case AllocationState::cancelled:
       return m + ": its agreement was cancelled; create a new agreement to sell more capacity";
@@ -221,7 +220,8 @@ std::string state_change_refusal(bool suspend, AllocationState shown) {
   return m;
 }
 
-AgreementState effective_agreement_state(AgreementState state, const Window& window, UnixMicros now) {
+AgreementState effective_agreement_state(AgreementState state, const Window& window,
+                                         UnixMicros now) {
   if (state == AgreementState::in_force && now >= window.ends_at) return AgreementState::expired;
   return state;
 }
@@ -232,15 +232,24 @@ bool is_depleted(const Tokens& allowance, const Tokens& booked) {
 
 std::string_view refusal_name(Refusal r) {
   switch (r) {
-    case Refusal::agreement_cancelled: return "agreement_cancelled";
-    case Refusal::depleted: return "depleted";
-    case Refusal::expired: return "expired";
-    case Refusal::window_not_open: return "window_not_open";
-    case Refusal::suspended: return "suspended";
-    case Refusal::requests_per_minute: return "requests_per_minute";
-    case Refusal::max_concurrency: return "max_concurrency";
-    case Refusal::tokens_per_minute: return "tokens_per_minute";
-    case Refusal::allowance_exhausted: return "allowance_exhausted";
+    case Refusal::agreement_cancelled:
+      return "agreement_cancelled";
+    case Refusal::depleted:
+      return "depleted";
+    case Refusal::expired:
+      return "expired";
+    case Refusal::window_not_open:
+      return "window_not_open";
+    case Refusal::suspended:
+      return "suspended";
+    case Refusal::requests_per_minute:
+      return "requests_per_minute";
+    case Refusal::max_concurrency:
+      return "max_concurrency";
+    case Refusal::tokens_per_minute:
+      return "tokens_per_minute";
+    case Refusal::allowance_exhausted:
+      return "allowance_exhausted";
   }
   return "unknown";
 }

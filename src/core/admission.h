@@ -22,8 +22,8 @@ struct AllocationSnapshot {
   AgreementState agreement_state = AgreementState::in_force;
   AllocationState state = AllocationState::ready;
   Terms terms;
-  Tokens booked;                  // sum of usage events
-  Tokens held;                    // sum of holds of in_flight and usage_pending requests
+  Tokens booked;                     // sum of usage events
+  Tokens held;                       // sum of holds of in_flight and usage_pending requests
   int64_t requests_last_minute = 0;  // admitted requests with started_at > now - 60 s
   int64_t tokens_last_minute = 0;    // input+output of events with booked_at > now - 60 s
   int64_t in_flight = 0;             // in_flight requests not yet stale
@@ -66,23 +66,23 @@ struct RequestFacts {
 // Why a request was refused, declared in the seed's check order: when several checks
 // fail, the lowest enumerator is the answer.
 enum class Refusal : uint8_t {
-  agreement_cancelled,   // 403 allocation_not_active
-  depleted,              // 402 allocation_depleted
-  expired,               // 403 allocation_expired (now >= ends_at, or already expired)
-  window_not_open,       // 403 allocation_not_active (now < starts_at)
-  suspended,             // 403 allocation_not_active
-  requests_per_minute,   // 429 rate_limited, Retry-After 60
-  max_concurrency,       // 429 rate_limited, Retry-After 2
-  tokens_per_minute,     // 429 rate_limited, Retry-After 60
-  allowance_exhausted,   // 402 allocation_exhausted
+  agreement_cancelled,  // 403 allocation_not_active
+  depleted,             // 402 allocation_depleted
+  expired,              // 403 allocation_expired (now >= ends_at, or already expired)
+  window_not_open,      // 403 allocation_not_active (now < starts_at)
+  suspended,            // 403 allocation_not_active
+  requests_per_minute,  // 429 rate_limited, Retry-After 60
+  max_concurrency,      // 429 rate_limited, Retry-After 2
+  tokens_per_minute,    // 429 rate_limited, Retry-After 60
+  allowance_exhausted,  // 402 allocation_exhausted
 };
 
 struct Refused {
   Refusal reason;
-  ErrorCode code;               // the wire code
-  int retry_after_s = 0;        // 0 when no Retry-After header applies
-  std::string_view limit;       // "requests_per_minute" | "tokens_per_minute" | "max_concurrency" | ""
-  std::string_view message;     // human text for the error body
+  ErrorCode code;            // the wire code
+  int retry_after_s = 0;     // 0 when no Retry-After header applies
+  std::string_view limit;    // "requests_per_minute" | "tokens_per_minute" | "max_concurrency" | ""
+  std::string_view message;  // human text for the error body
   // requests_per_minute, tokens_per_minute: how long until the refused window has room,
   // in whole milliseconds rounded up (retry-after-ms). 0 for every other refusal: when a
   // request in flight finishes is not known.
@@ -90,9 +90,9 @@ struct Refused {
 };
 
 struct Admitted {
-  Tokens hold;                          // input estimate, per-choice limit * n
-  int64_t per_choice_limit = 0;         // what the provider is asked for, per choice
-  std::optional<int64_t> lowered_to;    // set when the limit was lowered to fit
+  Tokens hold;                        // input estimate, per-choice limit * n
+  int64_t per_choice_limit = 0;       // what the provider is asked for, per choice
+  std::optional<int64_t> lowered_to;  // set when the limit was lowered to fit
 };
 
 struct AdmissionDecision {
@@ -149,7 +149,8 @@ std::string state_change_refusal(bool suspend, AllocationState shown);
 
 // The agreement's state as shown at `now`: an in_force agreement whose window has ended
 // is expired (SPEC §7: "becomes expired when its window ends unused").
-AgreementState effective_agreement_state(AgreementState state, const Window& window, UnixMicros now);
+AgreementState effective_agreement_state(AgreementState state, const Window& window,
+                                         UnixMicros now);
 
 // True when `booked` has reached the allowance in either direction (SPEC §5 Depletion).
 bool is_depleted(const Tokens& allowance, const Tokens& booked);

@@ -46,7 +46,8 @@ Refused refused(const AdmissionDecision& d) {
 
 Admitted admitted(const AdmissionDecision& d) {
   if (!d.admitted()) {
-    ADD_FAILURE() << "expected an admission, got " << refusal_name(std::get<Refused>(d.outcome).reason);
+    ADD_FAILURE() << "expected an admission, got "
+                  << refusal_name(std::get<Refused>(d.outcome).reason);
     return Admitted{};
   }
   return std::get<Admitted>(d.outcome);
@@ -330,9 +331,11 @@ TEST(RefuseByState, RefusesAsAdmissionsFirstCheckWouldButNeverForALimit) {
   s.requests_last_minute = s.terms.limits.requests_per_minute;  // every limit reached
   s.in_flight = s.terms.limits.max_concurrency;
   s.held = s.terms.allowance;
-  EXPECT_EQ(refuse_by_state(s, kNow), std::nullopt) << "calls that book nothing count toward no limit";
+  EXPECT_EQ(refuse_by_state(s, kNow), std::nullopt)
+      << "calls that book nothing count toward no limit";
   s.state = AllocationState::ready;
-  EXPECT_EQ(refuse_by_state(s, kNow), std::nullopt) << "a ready allocation inside its window serves";
+  EXPECT_EQ(refuse_by_state(s, kNow), std::nullopt)
+      << "a ready allocation inside its window serves";
   struct Case {
     std::function<void(AllocationSnapshot&)> change;
     UnixMicros at;
@@ -340,14 +343,15 @@ TEST(RefuseByState, RefusesAsAdmissionsFirstCheckWouldButNeverForALimit) {
     ErrorCode code;
   };
   const std::vector<Case> cases = {
-      {[](AllocationSnapshot& a) { a.state = AllocationState::suspended; }, kNow, Refusal::suspended,
-       ErrorCode::allocation_not_active},
+      {[](AllocationSnapshot& a) { a.state = AllocationState::suspended; }, kNow,
+       Refusal::suspended, ErrorCode::allocation_not_active},
       {[](AllocationSnapshot& a) { a.state = AllocationState::depleted; }, kNow, Refusal::depleted,
        ErrorCode::allocation_depleted},
       {[](AllocationSnapshot& a) { a.state = AllocationState::expired; }, kNow, Refusal::expired,
        ErrorCode::allocation_expired},
       {[](AllocationSnapshot&) {}, kStart + kHour, Refusal::expired, ErrorCode::allocation_expired},
-      {[](AllocationSnapshot&) {}, kStart - 1, Refusal::window_not_open, ErrorCode::allocation_not_active},
+      {[](AllocationSnapshot&) {}, kStart - 1, Refusal::window_not_open,
+       ErrorCode::allocation_not_active},
       {[](AllocationSnapshot& a) { a.agreement_state = AgreementState::cancelled; }, kNow,
        Refusal::agreement_cancelled, ErrorCode::allocation_not_active},
   };
@@ -358,7 +362,8 @@ TEST(RefuseByState, RefusesAsAdmissionsFirstCheckWouldButNeverForALimit) {
     ASSERT_TRUE(r) << refusal_name(c.reason);
     EXPECT_EQ(r->reason, c.reason);
     EXPECT_EQ(r->code, c.code);
-    EXPECT_EQ(r->message, refused(decide_admission(a, facts(), c.at)).message) << "the same words as admission";
+    EXPECT_EQ(r->message, refused(decide_admission(a, facts(), c.at)).message)
+        << "the same words as admission";
   }
 }
 
@@ -536,8 +541,10 @@ TEST(ApplyAdmission, EachDecisionOnTheSnapshotTheLastOneLeftStopsAtMaxConcurrenc
   for (int i = 0; i < 5; ++i) {
     const AdmissionDecision d = decide_admission(s, facts(), kNow);
     apply_admission(s, d);
-    if (d.admitted()) holds.push_back(std::get<Admitted>(d.outcome).hold);
-    else EXPECT_EQ(refused(d).reason, Refusal::max_concurrency);
+    if (d.admitted())
+      holds.push_back(std::get<Admitted>(d.outcome).hold);
+    else
+      EXPECT_EQ(refused(d).reason, Refusal::max_concurrency);
   }
   ASSERT_EQ(holds.size(), 3u);  // max_concurrency
   EXPECT_EQ(s.state, AllocationState::active);
@@ -626,11 +633,11 @@ TEST(Admission, ARequestsPerMinuteRefusalSaysWhenItsOldestStartLeaves) {
   AllocationSnapshot s = open_snapshot();
   s.requests_last_minute = s.terms.limits.requests_per_minute;
   s.oldest_start_at = kNow - 20 * micros_per_second - 1500;  // leaves in 40 s - 1.5 ms
-  s.tokens_last_minute = s.terms.limits.tokens_per_minute;  // full too: not the answer
+  s.tokens_last_minute = s.terms.limits.tokens_per_minute;   // full too: not the answer
   s.freeing_booking_at = kNow - 50 * micros_per_second;
   const Refused r = refused(decide_admission(s, facts(), kNow));
   EXPECT_EQ(r.reason, Refusal::requests_per_minute);
-  EXPECT_EQ(r.retry_after_s, 60);  // the seed's header stays as written
+  EXPECT_EQ(r.retry_after_s, 60);       // the seed's header stays as written
   EXPECT_EQ(r.retry_after_ms, 39'999);  // 39,998.5 ms rounded up
 }
 
@@ -687,8 +694,10 @@ TEST(EffectiveState, InForceAgreementExpiresAtWindowEndOthersKeepTheirState) {
   const Window w{100, 200};
   EXPECT_EQ(effective_agreement_state(AgreementState::in_force, w, 199), AgreementState::in_force);
   EXPECT_EQ(effective_agreement_state(AgreementState::in_force, w, 200), AgreementState::expired);
-  EXPECT_EQ(effective_agreement_state(AgreementState::completed, w, 500), AgreementState::completed);
-  EXPECT_EQ(effective_agreement_state(AgreementState::cancelled, w, 500), AgreementState::cancelled);
+  EXPECT_EQ(effective_agreement_state(AgreementState::completed, w, 500),
+            AgreementState::completed);
+  EXPECT_EQ(effective_agreement_state(AgreementState::cancelled, w, 500),
+            AgreementState::cancelled);
 }
 
 }  // namespace
@@ -715,10 +724,12 @@ TEST(ShownState, ACancelledAgreementShowsItsAllocationCancelledACompletedOneDepl
 
 TEST(ShownState, ARefusedStateChangeSaysWhatCanBeDoneInstead) {
   EXPECT_EQ(state_change_refusal(false, AllocationState::cancelled),
-            "cannot resume an allocation that is cancelled: its agreement was cancelled; create a new agreement "
+            "cannot resume an allocation that is cancelled: its agreement was cancelled; create a "
+            "new agreement "
             "to sell more capacity");
   EXPECT_EQ(state_change_refusal(true, AllocationState::suspended),
-            "cannot suspend an allocation that is suspended: it is suspended already; resume it to serve requests "
+            "cannot suspend an allocation that is suspended: it is suspended already; resume it to "
+            "serve requests "
             "again");
   EXPECT_EQ(state_change_refusal(false, AllocationState::active),
             "cannot resume an allocation that is active: it is not suspended");

@@ -39,7 +39,8 @@ void BookedIds::split_if_full(size_t shard) {
     const unsigned depth = shards_[shard].depth;
     if (depth == depth_) {  // the directory doubles: each entry becomes two
       std::vector<uint32_t> twice(directory_.size() * 2);
-      for (size_t i = 0; i < directory_.size(); ++i) twice[2 * i] = twice[2 * i + 1] = directory_[i];
+      for (size_t i = 0; i < directory_.size(); ++i)
+        twice[2 * i] = twice[2 * i + 1] = directory_[i];
       directory_ = std::move(twice);
       ++depth_;
     }
@@ -59,7 +60,8 @@ void BookedIds::split_if_full(size_t shard) {
     const size_t span = size_t{1} << (depth_ - depth);  // entries sharing the shard's prefix
     for (size_t first = 0; first < directory_.size(); first += span) {
       if (directory_[first] != shard) continue;
-      for (size_t i = first + span / 2; i < first + span; ++i) directory_[i] = static_cast<uint32_t>(moved_to);
+      for (size_t i = first + span / 2; i < first + span; ++i)
+        directory_[i] = static_cast<uint32_t>(moved_to);
     }
     // Should every id have gone one way (odds 2^-shard_ids_max), that side splits again.
     if (shards_[moved_to].slots.size() > shards_[shard].slots.size()) shard = moved_to;

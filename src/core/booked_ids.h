@@ -13,6 +13,7 @@
 // Thread safety: none (the ledger's owner holds the allocation's lock).
 #pragma once
 
+#include <boost/unordered/unordered_flat_map.hpp>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -20,8 +21,6 @@
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <boost/unordered/unordered_flat_map.hpp>
 
 #include "base/digest.h"
 #include "core/types.h"

@@ -12,8 +12,8 @@ int64_t input_estimate(const PromptFacts& facts) {
   const int64_t chars_tokens =
       facts.chars / estimate_chars_per_token + (facts.chars % estimate_chars_per_token != 0);
   // No overflow: every count is bounded by the body's bytes (16 MiB at most).
-  return chars_tokens + facts.tokens + estimate_tokens_per_message * facts.items + estimate_tokens_per_request +
-         media_part_tokens_estimate * facts.media;
+  return chars_tokens + facts.tokens + estimate_tokens_per_message * facts.items +
+         estimate_tokens_per_request + media_part_tokens_estimate * facts.media;
 }
 
 int64_t per_choice_limit(const OutputRequest& req, int64_t default_max_tokens) {

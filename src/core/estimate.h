@@ -10,9 +10,9 @@ namespace cairva::core {
 // Facts the wire layer reads out of a request's body for SPEC §4's input estimate (one
 // rule for every API; SPEC-APIS §2 says what `items` is per API).
 struct PromptFacts {
-  int64_t chars = 0;   // code points of every key and string value but the top-level model and media
-  int64_t items = 0;   // entries of `messages` (chat), of `input` (responses, embeddings)
-  int64_t media = 0;   // media payloads, each estimated at media_part_tokens_estimate
+  int64_t chars = 0;  // code points of every key and string value but the top-level model and media
+  int64_t items = 0;  // entries of `messages` (chat), of `input` (responses, embeddings)
+  int64_t media = 0;  // media payloads, each estimated at media_part_tokens_estimate
   int64_t tokens = 0;  // tokens counted exactly (embeddings token arrays), not as chars
   friend bool operator==(const PromptFacts&, const PromptFacts&) = default;
 };
@@ -24,7 +24,7 @@ int64_t input_estimate(const PromptFacts& facts);
 struct OutputRequest {
   std::optional<int64_t> max_completion_tokens;  // wins over max_tokens
   std::optional<int64_t> max_tokens;
-  int64_t n = 1;                                 // >= 1
+  int64_t n = 1;  // >= 1
 };
 
 // Per-choice output limit: max_completion_tokens, else max_tokens, else `default_max_tokens`.

@@ -14,11 +14,13 @@ TEST(Estimate, InputIsCharsOverThreeRoundedUpPlusFourPerItemPlusEight) {
   EXPECT_EQ(input_estimate({.chars = 33, .items = 1}), 11 + 4 + 8);  // "one short user message": 23
   EXPECT_EQ(input_estimate({.chars = 6, .items = 1}), 2 + 4 + 8);    // exact multiple of 3
   EXPECT_EQ(input_estimate({.chars = 7, .items = 1}), 3 + 4 + 8);    // rounds up
-  EXPECT_EQ(input_estimate({.chars = 93, .items = 2}), 31 + 8 + 8);  // "system + user, max_tokens": 47
+  EXPECT_EQ(input_estimate({.chars = 93, .items = 2}),
+            31 + 8 + 8);  // "system + user, max_tokens": 47
 }
 
 TEST(Estimate, EachMediaPartAddsItsFixedEstimateAndExactTokensAddAsTheyAre) {
-  EXPECT_EQ(input_estimate({.chars = 3, .items = 1, .media = 1}), 1 + 4 + 8 + media_part_tokens_estimate);
+  EXPECT_EQ(input_estimate({.chars = 3, .items = 1, .media = 1}),
+            1 + 4 + 8 + media_part_tokens_estimate);
   EXPECT_EQ(input_estimate({.items = 1, .media = 2}), 4 + 8 + 2 * 1600);
   EXPECT_EQ(input_estimate({.chars = 4, .items = 2, .tokens = 5}), 2 + 5 + 8 + 8);
 }

@@ -57,8 +57,7 @@ void AllocationLedger::restore_booked_provider_id(const std::string& provider_re
   booked_provider_ids_.assign(provider_request_id, counts);
 }
 
-void AllocationLedger::restore_open_request(const std::string& request_id,
-                                            const OpenRequest& req) {
+void AllocationLedger::restore_open_request(const std::string& request_id, const OpenRequest& req) {
   if (!is_open_state(req.state)) return;  // settled requests are not the ledger's concern
   auto [it, inserted] = open_.try_emplace(request_id, Open{req, in_flight_order_.end()});
   if (!inserted) return;  // a repeated row: the first one stands
@@ -146,9 +145,9 @@ AdmissionDecision AllocationLedger::admit(const std::string& request_id, const R
   CAIRVA_ASSERT(hold.input == 0 || booked_.input + held_.input <= terms_.allowance.input);
   CAIRVA_ASSERT(hold.output == 0 || booked_.output + held_.output <= terms_.allowance.output);
 
-  auto [it, inserted] =
-      open_.try_emplace(request_id, Open{OpenRequest{RequestState::in_flight, hold, now},
-                                         in_flight_order_.end(), counted_start});
+  auto [it, inserted] = open_.try_emplace(
+      request_id,
+      Open{OpenRequest{RequestState::in_flight, hold, now}, in_flight_order_.end(), counted_start});
   CAIRVA_ASSERT(inserted);  // request ids are generated unique by the gateway
   // Admission order is start order (times are taken under the allocation's lock), so the
   // in-flight list stays sorted by appending; a clock stepping back only delays a sweep.
@@ -214,9 +213,11 @@ bool AllocationLedger::apply_booking(const Tokens& usage, UnixMicros now) {
   return true;
 }
 
-SettlePlan AllocationLedger::settle(const std::string& request_id, const Report& report, UnixMicros now) {
+SettlePlan AllocationLedger::settle(const std::string& request_id, const Report& report,
+                                    UnixMicros now) {
   CAIRVA_ASSERT(report.usage.input >= 0 && report.usage.output >= 0);
-  SettlementFacts facts{std::nullopt, nullptr, std::nullopt, state_, agreement_state_, terms_.allowance, booked_};
+  SettlementFacts facts{std::nullopt,     nullptr,          std::nullopt, state_,
+                        agreement_state_, terms_.allowance, booked_};
   const auto it = open_.find(request_id);
   if (it == open_.end()) return plan_settlement(facts, report);
   Open& open = it->second;
@@ -226,7 +227,8 @@ SettlePlan AllocationLedger::settle(const std::string& request_id, const Report&
   if (report.kind == SettleKind::usage) {
     // One lookup both tests the booking key and claims it. An open request has no event
     // of its own, so an id already booked is another request's.
-    const BookedIds::Claim claim = booked_provider_ids_.claim(report.provider_request_id, report.usage);
+    const BookedIds::Claim claim =
+        booked_provider_ids_.claim(report.provider_request_id, report.usage);
     claimed = claim.claimed;
     if (!claimed) facts.booked = BookedEvent{claim.booked, false};
   }
@@ -250,21 +252,25 @@ SettlePlan AllocationLedger::settle(const std::string& request_id, const Report&
   return plan;
 }
 
-BookOutcome AllocationLedger::book(const std::string& request_id, const std::string& provider_request_id,
-                                   const Tokens& usage, UnixMicros now) {
+BookOutcome AllocationLedger::book(const std::string& request_id,
+                                   const std::string& provider_request_id, const Tokens& usage,
+                                   UnixMicros now) {
   const SettlePlan p = settle(request_id, {SettleKind::usage, provider_request_id, usage}, now);
   return {p.outcome, p.booked_counts, p.depletes};
 }
 
-std::optional<Tokens> AllocationLedger::booked_counts(const std::string& provider_request_id) const {
+std::optional<Tokens> AllocationLedger::booked_counts(
+    const std::string& provider_request_id) const {
   return booked_provider_ids_.find(provider_request_id);
 }
 
 bool AllocationLedger::owns_provider_request(const std::string& provider_request_id) const {
-  return booked_provider_ids_.find(provider_request_id).has_value() || open_provider_ids_.contains(provider_request_id);
+  return booked_provider_ids_.find(provider_request_id).has_value() ||
+         open_provider_ids_.contains(provider_request_id);
 }
 
-bool AllocationLedger::note_provider_id(const std::string& request_id, std::string_view provider_request_id) {
+bool AllocationLedger::note_provider_id(const std::string& request_id,
+                                        std::string_view provider_request_id) {
   const auto it = open_.find(request_id);
   if (it == open_.end() || it->second.req.state != RequestState::in_flight) return false;
   record_provider_id(it->second, provider_request_id);
@@ -294,7 +300,8 @@ bool AllocationLedger::withdraw(const std::string& request_id) {
   const auto it = open_.find(request_id);
   if (it == open_.end() || it->second.req.state != RequestState::in_flight) return false;
   // Equal entries are interchangeable; none is left once the start has aged out.
-  const auto [first, last] = std::equal_range(starts_.begin(), starts_.end(), it->second.counted_start);
+  const auto [first, last] =
+      std::equal_range(starts_.begin(), starts_.end(), it->second.counted_start);
   if (first != last) starts_.erase(first);
   close(it);
   check_invariants();
@@ -340,7 +347,8 @@ std::vector<std::string> AllocationLedger::sweep_stale(UnixMicros now,
 // ---------------------------------------------------------------- corrections
 
 AdjustmentPlan AllocationLedger::adjust(const Tokens& delta) {
-  const AdjustmentPlan p = plan_adjustment(state_, agreement_state_, terms_.allowance, booked_, delta);
+  const AdjustmentPlan p =
+      plan_adjustment(state_, agreement_state_, terms_.allowance, booked_, delta);
   if (!p.allowed) return p;
   booked_ = p.booked_after;
   state_ = p.state;
@@ -389,8 +397,9 @@ void AllocationLedger::check_invariants() const {
   CAIRVA_ASSERT(open_provider_ids_.size() <= open_.size());
   CAIRVA_ASSERT(static_cast<int64_t>(starts_.size()) <= terms_.limits.requests_per_minute);
   // The running sums span exactly the window's tokens.
-  CAIRVA_ASSERT(bookings_.empty() || bookings_.back().running - bookings_.front().running +
-                                             bookings_.front().tokens == tokens_in_window_);
+  CAIRVA_ASSERT(bookings_.empty() ||
+                bookings_.back().running - bookings_.front().running + bookings_.front().tokens ==
+                    tokens_in_window_);
 }
 
 }  // namespace cairva::core

@@ -26,8 +26,8 @@ namespace cairva::core {
 // A usage report's settlement (settle()), as book() returns it.
 struct BookOutcome {
   BookResult result = BookResult::unknown_request;
-  Tokens booked_event;          // duplicate, conflict, reused_id: the counts already booked
-  bool became_depleted = false; // allocation -> depleted, agreement -> completed
+  Tokens booked_event;           // duplicate, conflict, reused_id: the counts already booked
+  bool became_depleted = false;  // allocation -> depleted, agreement -> completed
 };
 
 enum class ReconcileResult : uint8_t { booked, not_pending, unknown_request, provider_id_taken };

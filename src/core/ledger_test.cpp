@@ -18,11 +18,12 @@ constexpr UnixMicros kNow = kStart + 10 * kSecond;
 // are legal and must come back exactly.
 constexpr int64_t kU32Max = std::numeric_limits<uint32_t>::max();
 
-Terms terms(Limits limits = {.requests_per_minute = 100, .tokens_per_minute = 1'000'000,
+Terms terms(Limits limits = {.requests_per_minute = 100,
+                             .tokens_per_minute = 1'000'000,
                              .max_concurrency = 10},
             Tokens allowance = {1'000'000, 1'000'000}) {
-  return Terms{.window = {kStart, kStart + 3600 * kSecond}, .limits = limits,
-               .allowance = allowance};
+  return Terms{
+      .window = {kStart, kStart + 3600 * kSecond}, .limits = limits, .allowance = allowance};
 }
 
 RequestFacts facts(int64_t max_tokens = 100, int64_t input = 20, int64_t n = 1) {
@@ -65,8 +66,8 @@ TEST(Ledger, AdmitActivatesReadyAllocationAndRecordsStartHoldAndInFlight) {
 }
 
 TEST(Ledger, RefusedRequestIsNotStartedAndCountsTowardNoLimit) {
-  AllocationLedger l(terms({.requests_per_minute = 5, .tokens_per_minute = 1000,
-                            .max_concurrency = 1}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 5, .tokens_per_minute = 1000, .max_concurrency = 1}));
   ASSERT_TRUE(l.admit("r1", facts(), kNow).admitted());
   EXPECT_EQ(refusal_of(l.admit("r2", facts(), kNow)), Refusal::max_concurrency);
   EXPECT_EQ(l.find_open("r2"), nullptr);
@@ -77,8 +78,8 @@ TEST(Ledger, RefusedRequestIsNotStartedAndCountsTowardNoLimit) {
 }
 
 TEST(Ledger, RequestsPerMinuteCountsStartsInTheExactTrailingSixtySeconds) {
-  AllocationLedger l(terms({.requests_per_minute = 2, .tokens_per_minute = 1000,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 2, .tokens_per_minute = 1000, .max_concurrency = 10}));
   ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
   ASSERT_TRUE(l.admit("b", facts(), kNow + 30 * kSecond).admitted());
   // The first start still counts one microsecond before it is 60 s old...
@@ -91,8 +92,8 @@ TEST(Ledger, RequestsPerMinuteCountsStartsInTheExactTrailingSixtySeconds) {
 }
 
 TEST(Ledger, FailedRequestsStillCountTowardRequestsPerMinute) {
-  AllocationLedger l(terms({.requests_per_minute = 1, .tokens_per_minute = 1000,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 1, .tokens_per_minute = 1000, .max_concurrency = 10}));
   ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
   ASSERT_TRUE(l.fail("a"));
   EXPECT_EQ(l.snapshot(kNow).requests_last_minute, 1);
@@ -100,8 +101,8 @@ TEST(Ledger, FailedRequestsStillCountTowardRequestsPerMinute) {
 }
 
 TEST(Ledger, AWithdrawnAdmissionLeavesNoTrace) {
-  AllocationLedger l(terms({.requests_per_minute = 2, .tokens_per_minute = 1000,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 2, .tokens_per_minute = 1000, .max_concurrency = 10}));
   ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
   ASSERT_TRUE(l.admit("b", facts(), kNow).admitted());  // same start time as a's
   EXPECT_EQ(refusal_of(l.admit("c", facts(), kNow)), Refusal::requests_per_minute);
@@ -124,8 +125,8 @@ TEST(Ledger, AWithdrawnAdmissionLeavesNoTrace) {
 }
 
 TEST(Ledger, WithdrawingAfterTheStartAgedOutChangesOnlyTheRequest) {
-  AllocationLedger l(terms({.requests_per_minute = 1, .tokens_per_minute = 1000,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 1, .tokens_per_minute = 1000, .max_concurrency = 10}));
   ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
   const UnixMicros later = kNow + 61 * kSecond;
   ASSERT_TRUE(l.admit("b", facts(), later).admitted());  // a's start has aged out
@@ -136,8 +137,8 @@ TEST(Ledger, WithdrawingAfterTheStartAgedOutChangesOnlyTheRequest) {
 }
 
 TEST(Ledger, RequestsPerMinuteLogNeverHoldsMoreThanTheLimit) {
-  AllocationLedger l(terms({.requests_per_minute = 3, .tokens_per_minute = 1000,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 3, .tokens_per_minute = 1000, .max_concurrency = 10}));
   // A restart may restore more starts than the limit (rows written by processes that
   // raced); only the newest `limit` of them can ever decide an admission.
   for (int i = 0; i < 10; ++i) l.restore_start(kNow - 50 * kSecond + i * kSecond);
@@ -152,8 +153,8 @@ TEST(Ledger, RequestsPerMinuteLogNeverHoldsMoreThanTheLimit) {
 }
 
 TEST(Ledger, ConcurrencyCountsOnlyRequestsInFlight) {
-  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100'000,
-                            .max_concurrency = 2}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 100, .tokens_per_minute = 100'000, .max_concurrency = 2}));
   ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
   ASSERT_TRUE(l.admit("b", facts(), kNow).admitted());
   EXPECT_EQ(refusal_of(l.admit("c", facts(), kNow)), Refusal::max_concurrency);
@@ -165,22 +166,22 @@ TEST(Ledger, ConcurrencyCountsOnlyRequestsInFlight) {
 }
 
 TEST(Ledger, TokensPerMinuteCountsBookedTokensInTheExactTrailingSixtySeconds) {
-  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 100, .tokens_per_minute = 100, .max_concurrency = 10}));
   ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
   ASSERT_EQ(l.book("a", "p-a", {40, 60}, kNow + kSecond).result, BookResult::booked);
   EXPECT_EQ(l.snapshot(kNow + kSecond).tokens_last_minute, 100);
-  EXPECT_EQ(refusal_of(l.admit("b", facts(), kNow + 61 * kSecond - 1)),
-            Refusal::tokens_per_minute);
+  EXPECT_EQ(refusal_of(l.admit("b", facts(), kNow + 61 * kSecond - 1)), Refusal::tokens_per_minute);
   EXPECT_EQ(l.snapshot(kNow + 61 * kSecond).tokens_last_minute, 0);
   EXPECT_TRUE(l.admit("b", facts(), kNow + 61 * kSecond).admitted());
 }
 
 TEST(Ledger, TokensPerMinuteCountsUsageOnlyOnceBookedSoABurstStartsTogether) {
-  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 500,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 100, .tokens_per_minute = 500, .max_concurrency = 10}));
   // Holds far above the tokens_per_minute limit do not stop a burst from starting.
-  for (const char* id : {"a", "b", "c"}) ASSERT_TRUE(l.admit(id, facts(1000, 300), kNow).admitted());
+  for (const char* id : {"a", "b", "c"})
+    ASSERT_TRUE(l.admit(id, facts(1000, 300), kNow).admitted());
   EXPECT_EQ(l.snapshot(kNow).tokens_last_minute, 0);
   ASSERT_EQ(l.book("a", "p-a", {300, 250}, kNow + kSecond).result, BookResult::booked);
   EXPECT_EQ(refusal_of(l.admit("d", facts(), kNow + kSecond)), Refusal::tokens_per_minute);
@@ -190,8 +191,8 @@ TEST(Ledger, TokensPerMinuteCountsUsageOnlyOnceBookedSoABurstStartsTogether) {
 }
 
 TEST(Ledger, TokensPerMinuteCountsReconciledBookingsByBookedAt) {
-  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 100, .tokens_per_minute = 100, .max_concurrency = 10}));
   ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
   ASSERT_TRUE(l.mark_usage_pending("a"));
   const UnixMicros later = kNow + 3600 * kSecond / 2;
@@ -203,8 +204,8 @@ TEST(Ledger, TokensPerMinuteCountsReconciledBookingsByBookedAt) {
 // ---------------------------------------------------------------- rate resets
 
 TEST(Ledger, AFullRequestsWindowResetsWhenItsOldestStartLeaves) {
-  AllocationLedger l(terms({.requests_per_minute = 3, .tokens_per_minute = 1000,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 3, .tokens_per_minute = 1000, .max_concurrency = 10}));
   ASSERT_TRUE(l.admit("a", facts(), kNow).admitted());
   EXPECT_EQ(rate_resets(l.snapshot(kNow), kNow).requests_us, 0);
   ASSERT_TRUE(l.admit("b", facts(), kNow + 5 * kSecond).admitted());
@@ -228,8 +229,8 @@ TEST(Ledger, AFullRequestsWindowResetsWhenItsOldestStartLeaves) {
 }
 
 TEST(Ledger, AFullTokensWindowResetsWhenEnoughBookedTokensLeave) {
-  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 100, .tokens_per_minute = 100, .max_concurrency = 10}));
   for (const char* id : {"a", "b", "c", "d"}) ASSERT_TRUE(l.admit(id, facts(), kNow).admitted());
   ASSERT_EQ(l.book("a", "p-a", {20, 10}, kNow + 1 * kSecond).result, BookResult::booked);  // 30
   ASSERT_EQ(l.book("b", "p-b", {20, 20}, kNow + 2 * kSecond).result, BookResult::booked);  // 70
@@ -255,8 +256,8 @@ TEST(Ledger, AFullTokensWindowResetsWhenEnoughBookedTokensLeave) {
 }
 
 TEST(Ledger, ASingleBookingOverTheLimitFreesTheWindowWhenItLeaves) {
-  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 100, .tokens_per_minute = 100, .max_concurrency = 10}));
   for (const char* id : {"a", "b"}) ASSERT_TRUE(l.admit(id, facts(), kNow).admitted());
   ASSERT_EQ(l.book("a", "p-a", {1, 0}, kNow).result, BookResult::booked);
   ASSERT_EQ(l.book("b", "p-b", {400, 400}, kNow + kSecond).result, BookResult::booked);
@@ -266,8 +267,8 @@ TEST(Ledger, ASingleBookingOverTheLimitFreesTheWindowWhenItLeaves) {
 }
 
 TEST(Ledger, RestoredBookingsOutOfOrderKeepTheRunningSumsExact) {
-  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 100,
-                            .max_concurrency = 10}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 100, .tokens_per_minute = 100, .max_concurrency = 10}));
   l.restore_booking(kNow - 10 * kSecond, 50);
   l.restore_booking(kNow - 30 * kSecond, 40);  // before the first: renumbers it
   l.restore_booking(kNow - 20 * kSecond, 30);
@@ -351,7 +352,8 @@ TEST(Ledger, OwnsTheIdsItBookedAndThoseItsPendingRequestsRecorded) {
   ASSERT_EQ(l.book("a", "resp_a", {5, 5}, kNow).result, BookResult::booked);
   EXPECT_TRUE(l.owns_provider_request("resp_a"));
   // Usage missing: the request's provider id is kept with it while it is pending.
-  EXPECT_EQ(l.settle("b", {SettleKind::usage_missing, "resp_b", {}}, kNow).outcome, BookResult::pending);
+  EXPECT_EQ(l.settle("b", {SettleKind::usage_missing, "resp_b", {}}, kNow).outcome,
+            BookResult::pending);
   EXPECT_EQ(l.find_open("b")->provider_request_id, "resp_b");
   EXPECT_TRUE(l.owns_provider_request("resp_b"));
   // Reconciled under it: still owned, now as a booked id.
@@ -364,7 +366,8 @@ TEST(Ledger, OwnsTheIdsItBookedAndThoseItsPendingRequestsRecorded) {
   EXPECT_FALSE(l.owns_provider_request("resp_elsewhere"));
   // A pending request restored at a restart keeps what it recorded.
   AllocationLedger restored(terms());
-  restored.restore_open_request("e", OpenRequest{RequestState::usage_pending, {20, 100}, kNow, std::nullopt, "resp_e"});
+  restored.restore_open_request(
+      "e", OpenRequest{RequestState::usage_pending, {20, 100}, kNow, std::nullopt, "resp_e"});
   EXPECT_TRUE(restored.owns_provider_request("resp_e"));
   EXPECT_EQ(restored.settle("e", {SettleKind::failed, "", {}}, kNow).outcome, BookResult::failed);
   EXPECT_FALSE(restored.owns_provider_request("resp_e")) << "forgotten with the request";
@@ -390,7 +393,8 @@ TEST(Ledger, AProviderIdNotedInFlightIsOwnedUntilTheRequestEndsWithout) {
   ASSERT_TRUE(l.admit("d", facts(), kNow).admitted());
   EXPECT_TRUE(l.note_provider_id("c", "resp_same"));
   ASSERT_EQ(l.book("d", "resp_same", {5, 5}, kNow).result, BookResult::booked);
-  EXPECT_EQ(l.settle("c", {SettleKind::usage, "resp_same", {5, 5}}, kNow).outcome, BookResult::reused_id);
+  EXPECT_EQ(l.settle("c", {SettleKind::usage, "resp_same", {5, 5}}, kNow).outcome,
+            BookResult::reused_id);
   EXPECT_EQ(l.find_open("c")->provider_request_id, "");
 }
 
@@ -463,14 +467,13 @@ TEST(Ledger, ProviderErrorReleasesTheHoldAndBooksNothing) {
 }
 
 TEST(Ledger, StaleInFlightRequestBecomesUsagePendingAndLeavesConcurrency) {
-  AllocationLedger l(terms({.requests_per_minute = 100, .tokens_per_minute = 1000,
-                            .max_concurrency = 1}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 100, .tokens_per_minute = 1000, .max_concurrency = 1}));
   ASSERT_TRUE(l.admit("a", facts(100, 20), kNow).admitted());
   const UnixMicros stale_at = kNow + in_flight_timeout_s_default * kSecond;
   EXPECT_TRUE(l.sweep_stale(stale_at - 1, in_flight_timeout_s_default).empty());
   EXPECT_EQ(refusal_of(l.admit("b", facts(), stale_at - 1)), Refusal::max_concurrency);
-  EXPECT_EQ(l.sweep_stale(stale_at, in_flight_timeout_s_default),
-            std::vector<std::string>{"a"});
+  EXPECT_EQ(l.sweep_stale(stale_at, in_flight_timeout_s_default), std::vector<std::string>{"a"});
   EXPECT_EQ(l.find_open("a")->state, RequestState::usage_pending);
   EXPECT_EQ(l.held(), (Tokens{20, 100}));  // the hold stays
   EXPECT_TRUE(l.admit("b", facts(), stale_at).admitted());
@@ -645,8 +648,8 @@ TEST(Ledger, CancelRefusesAdmissionButRequestsInFlightSettle) {
 // ---------------------------------------------------------------- restart
 
 TEST(Ledger, RestoreRebuildsWindowsHoldsAndBookingKeys) {
-  AllocationLedger l(terms({.requests_per_minute = 3, .tokens_per_minute = 100,
-                            .max_concurrency = 2}));
+  AllocationLedger l(
+      terms({.requests_per_minute = 3, .tokens_per_minute = 100, .max_concurrency = 2}));
   l.restore_states(AgreementState::in_force, AllocationState::active);
   l.restore_booked({500, 600});
   l.restore_start(kNow - 10 * kSecond);

@@ -5,7 +5,9 @@
 namespace cairva::core {
 namespace {
 
-bool is_open(RequestState s) { return s == RequestState::in_flight || s == RequestState::usage_pending; }
+bool is_open(RequestState s) {
+  return s == RequestState::in_flight || s == RequestState::usage_pending;
+}
 
 // The report's counts kept on the open request (usage_pending, hold kept), unless they
 // are kept already: a retried settlement writes nothing twice.
@@ -62,8 +64,9 @@ SettlePlan plan_settlement(const SettlementFacts& f, const Report& r) {
       p.outcome = BookResult::booked;
       p.request_state = RequestState::booked;
       p.insert_event = p.release_hold = p.change_state = p.record_provider_id = true;
-      p.depletes = depletes(f.allocation_state, f.allowance,
-                            {f.booked_total.input + r.usage.input, f.booked_total.output + r.usage.output});
+      p.depletes =
+          depletes(f.allocation_state, f.allowance,
+                   {f.booked_total.input + r.usage.input, f.booked_total.output + r.usage.output});
       p.completes_agreement = p.depletes && f.agreement_state == AgreementState::in_force;
       return p;
     case SettleKind::usage_unbooked:

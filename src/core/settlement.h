@@ -49,9 +49,9 @@ struct BookedEvent {
 };
 
 struct SettlementFacts {
-  std::optional<RequestState> state;      // nullopt: not a request of the allocation
+  std::optional<RequestState> state;        // nullopt: not a request of the allocation
   const ReportedUsage* reported = nullptr;  // counts already kept on the request, if any
-  std::optional<BookedEvent> booked;      // usage reports: the event under the id, if any
+  std::optional<BookedEvent> booked;        // usage reports: the event under the id, if any
   // The allocation, for depletion.
   AllocationState allocation_state = AllocationState::active;
   AgreementState agreement_state = AgreementState::in_force;
@@ -63,15 +63,15 @@ struct SettlementFacts {
 struct SettlePlan {
   BookResult outcome = BookResult::unknown_request;
   RequestState request_state = RequestState::failed;  // after the settlement
-  bool insert_event = false;     // the report as a provider event; request booked; totals raised
-  bool release_hold = false;     // with insert_event, or the request failed
-  bool change_state = false;     // the request becomes request_state (insert_event: booked)
+  bool insert_event = false;  // the report as a provider event; request booked; totals raised
+  bool release_hold = false;  // with insert_event, or the request failed
+  bool change_state = false;  // the request becomes request_state (insert_event: booked)
   // With change_state: the report's provider id (when not empty) becomes the request's,
   // under which a reconciliation books. Not an id another request's event holds.
   bool record_provider_id = false;
   bool record_conflict = false;  // a conflict row: the report's counts against booked_counts
   bool keep_reported = false;    // the request's reported_usage becomes the report
-  Tokens booked_counts;          // the event already booked under the id (duplicate, conflict, reused_id)
+  Tokens booked_counts;  // the event already booked under the id (duplicate, conflict, reused_id)
   // With insert_event: the allocation reached its allowance and becomes depleted; its
   // agreement, if in force, completed.
   bool depletes = false;

@@ -26,28 +26,50 @@ struct Row {
 };
 
 const Row kRows[] = {
-    // name                        state             booked                 reported kind                outcome              after              ins    rel    chg    cfl    keep
-    {"unknown request",            std::nullopt,     std::nullopt,          nullptr, K::usage,          R::unknown_request,  S::failed,         false, false, false, false, false},
-    {"books a new id",             S::in_flight,     std::nullopt,          nullptr, K::usage,          R::booked,           S::booked,         true,  true,  true,  false, false},
-    {"books a late report",        S::usage_pending, std::nullopt,          nullptr, K::usage,          R::booked,           S::booked,         true,  true,  true,  false, false},
-    {"own event again",            S::booked,        BookedEvent{kUsage, true},  nullptr, K::usage,     R::duplicate,        S::booked,         false, false, false, false, false},
-    {"own event, other counts",    S::booked,        BookedEvent{kOther, true},  nullptr, K::usage,     R::conflict,         S::booked,         false, false, false, true,  false},
-    {"booked under another id",    S::booked,        std::nullopt,          nullptr, K::usage,          R::already_settled,  S::booked,         false, false, false, false, false},
-    {"failed, then a report",      S::failed,        std::nullopt,          nullptr, K::usage,          R::already_settled,  S::failed,         false, false, false, false, false},
-    {"reused id",                  S::in_flight,     BookedEvent{kUsage, false}, nullptr, K::usage,     R::reused_id,        S::usage_pending,  false, false, true,  true,  true},
-    {"reused id, other counts",    S::in_flight,     BookedEvent{kOther, false}, nullptr, K::usage,     R::reused_id,        S::usage_pending,  false, false, true,  true,  true},
-    {"reused id, late report",     S::usage_pending, BookedEvent{kUsage, false}, nullptr, K::usage,     R::reused_id,        S::usage_pending,  false, false, false, true,  true},
-    {"reused id, retried",         S::usage_pending, BookedEvent{kUsage, false}, &kKept,  K::usage,     R::reused_id,        S::usage_pending,  false, false, false, false, false},
-    {"usage missing",              S::in_flight,     std::nullopt,          nullptr, K::usage_missing,  R::pending,          S::usage_pending,  false, false, true,  false, false},
-    {"usage missing, pending",     S::usage_pending, std::nullopt,          nullptr, K::usage_missing,  R::pending,          S::usage_pending,  false, false, false, false, false},
-    {"usage missing, booked",      S::booked,        std::nullopt,          nullptr, K::usage_missing,  R::already_settled,  S::booked,         false, false, false, false, false},
-    {"failed",                     S::in_flight,     std::nullopt,          nullptr, K::failed,         R::failed,           S::failed,         false, true,  true,  false, false},
-    {"failed, pending",            S::usage_pending, std::nullopt,          nullptr, K::failed,         R::failed,           S::failed,         false, true,  true,  false, false},
-    {"failed twice",               S::failed,        std::nullopt,          nullptr, K::failed,         R::already_settled,  S::failed,         false, false, false, false, false},
-    {"unbooked counts kept",       S::in_flight,     std::nullopt,          nullptr, K::usage_unbooked, R::pending,          S::usage_pending,  false, false, true,  false, true},
-    {"unbooked counts, pending",   S::usage_pending, std::nullopt,          nullptr, K::usage_unbooked, R::pending,          S::usage_pending,  false, false, false, false, true},
-    {"unbooked counts, retried",   S::usage_pending, std::nullopt,          &kKept,  K::usage_unbooked, R::pending,          S::usage_pending,  false, false, false, false, false},
-    {"unbooked counts, booked",    S::booked,        std::nullopt,          nullptr, K::usage_unbooked, R::already_settled,  S::booked,         false, false, false, false, false},
+    // name                        state             booked                 reported kind outcome
+    // after              ins    rel    chg    cfl    keep
+    {"unknown request", std::nullopt, std::nullopt, nullptr, K::usage, R::unknown_request,
+     S::failed, false, false, false, false, false},
+    {"books a new id", S::in_flight, std::nullopt, nullptr, K::usage, R::booked, S::booked, true,
+     true, true, false, false},
+    {"books a late report", S::usage_pending, std::nullopt, nullptr, K::usage, R::booked, S::booked,
+     true, true, true, false, false},
+    {"own event again", S::booked, BookedEvent{kUsage, true}, nullptr, K::usage, R::duplicate,
+     S::booked, false, false, false, false, false},
+    {"own event, other counts", S::booked, BookedEvent{kOther, true}, nullptr, K::usage,
+     R::conflict, S::booked, false, false, false, true, false},
+    {"booked under another id", S::booked, std::nullopt, nullptr, K::usage, R::already_settled,
+     S::booked, false, false, false, false, false},
+    {"failed, then a report", S::failed, std::nullopt, nullptr, K::usage, R::already_settled,
+     S::failed, false, false, false, false, false},
+    {"reused id", S::in_flight, BookedEvent{kUsage, false}, nullptr, K::usage, R::reused_id,
+     S::usage_pending, false, false, true, true, true},
+    {"reused id, other counts", S::in_flight, BookedEvent{kOther, false}, nullptr, K::usage,
+     R::reused_id, S::usage_pending, false, false, true, true, true},
+    {"reused id, late report", S::usage_pending, BookedEvent{kUsage, false}, nullptr, K::usage,
+     R::reused_id, S::usage_pending, false, false, false, true, true},
+    {"reused id, retried", S::usage_pending, BookedEvent{kUsage, false}, &kKept, K::usage,
+     R::reused_id, S::usage_pending, false, false, false, false, false},
+    {"usage missing", S::in_flight, std::nullopt, nullptr, K::usage_missing, R::pending,
+     S::usage_pending, false, false, true, false, false},
+    {"usage missing, pending", S::usage_pending, std::nullopt, nullptr, K::usage_missing,
+     R::pending, S::usage_pending, false, false, false, false, false},
+    {"usage missing, booked", S::booked, std::nullopt, nullptr, K::usage_missing,
+     R::already_settled, S::booked, false, false, false, false, false},
+    {"failed", S::in_flight, std::nullopt, nullptr, K::failed, R::failed, S::failed, false, true,
+     true, false, false},
+    {"failed, pending", S::usage_pending, std::nullopt, nullptr, K::failed, R::failed, S::failed,
+     false, true, true, false, false},
+    {"failed twice", S::failed, std::nullopt, nullptr, K::failed, R::already_settled, S::failed,
+     false, false, false, false, false},
+    {"unbooked counts kept", S::in_flight, std::nullopt, nullptr, K::usage_unbooked, R::pending,
+     S::usage_pending, false, false, true, false, true},
+    {"unbooked counts, pending", S::usage_pending, std::nullopt, nullptr, K::usage_unbooked,
+     R::pending, S::usage_pending, false, false, false, false, true},
+    {"unbooked counts, retried", S::usage_pending, std::nullopt, &kKept, K::usage_unbooked,
+     R::pending, S::usage_pending, false, false, false, false, false},
+    {"unbooked counts, booked", S::booked, std::nullopt, nullptr, K::usage_unbooked,
+     R::already_settled, S::booked, false, false, false, false, false},
 };
 
 TEST(Settlement, EveryOutcomeAndItsEffects) {
@@ -96,11 +118,23 @@ struct DepletionRow {
 TEST(Settlement, ABookingThatReachesTheAllowanceDepletes) {
   const DepletionRow rows[] = {
       {AllocationState::active, AgreementState::in_force, {0, 0}, false, false},
-      {AllocationState::active, AgreementState::in_force, {990, 0}, true, true},     // input reaches it
-      {AllocationState::active, AgreementState::in_force, {0, 980}, true, true},     // output reaches it
+      {AllocationState::active,
+       AgreementState::in_force,
+       {990, 0},
+       true,
+       true},  // input reaches it
+      {AllocationState::active,
+       AgreementState::in_force,
+       {0, 980},
+       true,
+       true},  // output reaches it
       {AllocationState::suspended, AgreementState::in_force, {990, 0}, true, true},
       {AllocationState::ready, AgreementState::in_force, {990, 0}, true, true},
-      {AllocationState::active, AgreementState::cancelled, {990, 0}, true, false},   // stays cancelled
+      {AllocationState::active,
+       AgreementState::cancelled,
+       {990, 0},
+       true,
+       false},  // stays cancelled
       {AllocationState::depleted, AgreementState::completed, {990, 0}, false, false},
       {AllocationState::expired, AgreementState::expired, {990, 0}, false, false},
   };

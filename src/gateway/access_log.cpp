@@ -1,5 +1,8 @@
 #include "gateway/access_log.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <array>
 #include <cerrno>
 #include <charconv>
@@ -7,11 +10,8 @@
 #include <cstring>
 #include <system_error>
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include "metrics/metrics.h"
 #include "base/thread_name.h"
+#include "metrics/metrics.h"
 
 namespace cairva::gateway {
 namespace {
@@ -77,7 +77,8 @@ void json_field(std::string& out, std::string_view key, std::string_view v, bool
   if (bounded && v.size() > access_log_field_bytes_max) v = v.substr(0, access_log_field_bytes_max);
   out.push_back('"');
   bool bare = true;
-  for (const char c : v) bare = bare && (plain(static_cast<unsigned char>(c)) || c == ' ' || c == '=');
+  for (const char c : v)
+    bare = bare && (plain(static_cast<unsigned char>(c)) || c == ' ' || c == '=');
   if (bare) {
     out.append(v).push_back('"');
     return;
@@ -117,7 +118,8 @@ void latency(std::string& out, int64_t us, bool json) {
   out.append(json ? ",\"latency_ms\":" : " latency_ms=");
   append_int(out, us / 1000);
   const auto frac = static_cast<int>(us % 1000);
-  const char digits[4] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+  const char digits[4] = {'.', static_cast<char>('0' + frac / 100),
+                          static_cast<char>('0' + frac / 10 % 10),
                           static_cast<char>('0' + frac % 10)};
   out.append(digits, sizeof digits);
 }
@@ -136,7 +138,8 @@ void append_time(std::string& out, UnixMicros t) {
   }
   out.append(cached);
   const auto frac = static_cast<int>(ms - second * 1000);
-  const char digits[5] = {'.', static_cast<char>('0' + frac / 100), static_cast<char>('0' + frac / 10 % 10),
+  const char digits[5] = {'.', static_cast<char>('0' + frac / 100),
+                          static_cast<char>('0' + frac / 10 % 10),
                           static_cast<char>('0' + frac % 10), 'Z'};
   out.append(digits, sizeof digits);
 }
@@ -166,13 +169,15 @@ void format_access_line(const AccessRecord& r, AccessLogFormat format, std::stri
   out.append(json ? "}\n" : "\n");
 }
 
-Result<std::unique_ptr<AccessLog>> AccessLog::open(const std::string& path, AccessLogFormat format) {
+Result<std::unique_ptr<AccessLog>> AccessLog::open(const std::string& path,
+                                                   AccessLogFormat format) {
   int fd = STDOUT_FILENO;
   if (!path.empty()) {
     fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, access_log_file_mode);
     if (fd < 0) {
-      return make_error(ErrorCode::invalid_request,
-                        "server.access_log_path: cannot open " + path + ": " + std::generic_category().message(errno));
+      return make_error(ErrorCode::invalid_request, "server.access_log_path: cannot open " + path +
+                                                        ": " +
+                                                        std::generic_category().message(errno));
     }
   }
   return std::unique_ptr<AccessLog>(new AccessLog(path, fd, format));
@@ -254,7 +259,8 @@ void AccessLog::write_out(const std::string& bytes) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       // A full disk or a closed pipe: these lines are lost, later ones are tried again.
-      std::fprintf(stderr, "cairva: access log %s: write failed: %s\n", path_.empty() ? "(stdout)" : path_.c_str(),
+      std::fprintf(stderr, "cairva: access log %s: write failed: %s\n",
+                   path_.empty() ? "(stdout)" : path_.c_str(),
                    std::generic_category().message(errno).c_str());
       return;
     }
@@ -264,10 +270,13 @@ void AccessLog::write_out(const std::string& bytes) {
 
 void AccessLog::reopen_now() {
   if (path_.empty()) return;  // stdout: journald rotates its own
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, access_log_file_mode);
+  const int fd =
+      ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, access_log_file_mode);
   if (fd < 0) {
-    std::fprintf(stderr, "cairva: access log %s: cannot reopen (%s): still writing to the file open before\n",
-                 path_.c_str(), std::generic_category().message(errno).c_str());
+    std::fprintf(
+        stderr,
+        "cairva: access log %s: cannot reopen (%s): still writing to the file open before\n",
+        path_.c_str(), std::generic_category().message(errno).c_str());
     return;
   }
   ::close(fd_);

@@ -44,7 +44,7 @@ enum class AccessLogFormat : uint8_t { text, json };
 
 // What one line says. Views: they need to live only through AccessLog::write().
 struct AccessRecord {
-  UnixMicros time = 0;  // when the response was done (wall clock, UTC)
+  UnixMicros time = 0;      // when the response was done (wall clock, UTC)
   std::string_view client;  // the peer's address
   std::string_view method;
   std::string_view path;  // the request target without its query string
@@ -88,7 +88,7 @@ class AccessLog {
   int fd_;  // the writer thread's
   mutable std::mutex mu_;
   std::condition_variable wake_;
-  std::string buffer_;        // GUARDED_BY(mu_)
+  std::string buffer_;         // GUARDED_BY(mu_)
   bool reopen_asked_ = false;  // GUARDED_BY(mu_)
   bool stop_ = false;          // GUARDED_BY(mu_)
   int64_t dropped_ = 0;        // GUARDED_BY(mu_)

@@ -39,16 +39,18 @@ std::string line_of(const AccessRecord& r, AccessLogFormat f) {
 }
 
 TEST(AccessLine, TextIsOneLineOfKeysAndValues) {
-  EXPECT_EQ(line_of(booked(), AccessLogFormat::text),
-            "2026-11-30T19:12:08.123Z client=10.0.0.7 method=POST path=/v1/chat/completions status=200 "
-            "allocation_id=alloc_1 request_id=req_1 provider_request_id=chatcmpl-9 model=gpt-4o-mini input_tokens=12 "
-            "output_tokens=7 outcome=booked latency_ms=12.345\n");
+  EXPECT_EQ(
+      line_of(booked(), AccessLogFormat::text),
+      "2026-11-30T19:12:08.123Z client=10.0.0.7 method=POST path=/v1/chat/completions status=200 "
+      "allocation_id=alloc_1 request_id=req_1 provider_request_id=chatcmpl-9 model=gpt-4o-mini "
+      "input_tokens=12 "
+      "output_tokens=7 outcome=booked latency_ms=12.345\n");
 }
 
 TEST(AccessLine, TimeIsRfc3339UtcWithMillisecondsAcrossSeconds) {
   AccessRecord r = booked();
-  for (const UnixMicros t : {t_us, t_us + 1, t_us + 876'543, t_us + 876'544 + 1'000'000, t_us + 3'000'000'000,
-                             UnixMicros{0}, UnixMicros{-1}, t_us}) {
+  for (const UnixMicros t : {t_us, t_us + 1, t_us + 876'543, t_us + 876'544 + 1'000'000,
+                             t_us + 3'000'000'000, UnixMicros{0}, UnixMicros{-1}, t_us}) {
     r.time = t;
     const std::string line = line_of(r, AccessLogFormat::text);
     EXPECT_EQ(line.substr(0, line.find(' ')), format_rfc3339_millis(t)) << t;
@@ -66,9 +68,11 @@ TEST(AccessLine, TextShowsAbsentFieldsAsADash) {
   r.status = 200;
   r.request_id = "req_2";
   r.outcome = "-";
-  EXPECT_EQ(line_of(r, AccessLogFormat::text),
-            "2026-11-30T19:12:08.123Z client=::1 method=GET path=/healthz status=200 allocation_id=- request_id=req_2 "
-            "provider_request_id=- model=- input_tokens=0 output_tokens=0 outcome=- latency_ms=0.000\n");
+  EXPECT_EQ(
+      line_of(r, AccessLogFormat::text),
+      "2026-11-30T19:12:08.123Z client=::1 method=GET path=/healthz status=200 allocation_id=- "
+      "request_id=req_2 "
+      "provider_request_id=- model=- input_tokens=0 output_tokens=0 outcome=- latency_ms=0.000\n");
 }
 
 TEST(AccessLine, TextEscapesWhatAClientSentSoItCannotForgeALine) {
@@ -77,7 +81,9 @@ TEST(AccessLine, TextEscapesWhatAClientSentSoItCannotForgeALine) {
   r.path = "/v1/\x1b[31m";
   const std::string line = line_of(r, AccessLogFormat::text);
   EXPECT_EQ(line.find('\n'), line.size() - 1) << line;
-  EXPECT_NE(line.find(R"(model="m\x0a2026-01-01T00:00:00.000Z client=1.2.3.4 \"x\"\\")"), std::string::npos) << line;
+  EXPECT_NE(line.find(R"(model="m\x0a2026-01-01T00:00:00.000Z client=1.2.3.4 \"x\"\\")"),
+            std::string::npos)
+      << line;
   EXPECT_NE(line.find(R"(path="/v1/\x1b[31m")"), std::string::npos) << line;
 }
 
@@ -109,7 +115,8 @@ TEST(AccessLine, JsonStaysValidWhateverBytesAClientSent) {
   const std::string line = line_of(r, AccessLogFormat::json);
   EXPECT_EQ(line.find('\n'), line.size() - 1);
   const json::object o = json::parse(line).as_object();
-  EXPECT_EQ(std::string(o.at("model").as_string()), std::string("caf\u00c3\u00a9 \"q\" \\ \n \x01 \u00ff"));
+  EXPECT_EQ(std::string(o.at("model").as_string()),
+            std::string("caf\u00c3\u00a9 \"q\" \\ \n \x01 \u00ff"));
   EXPECT_TRUE(o.at("provider_request_id").is_null());
 }
 
@@ -119,7 +126,8 @@ TEST(AccessLine, ClientFieldsAreBounded) {
   r.path = long_path;
   const std::string line = line_of(r, AccessLogFormat::text);
   EXPECT_LT(line.size(), 1000u);
-  EXPECT_NE(line.find("path=/" + std::string(access_log_field_bytes_max - 1, 'a') + " "), std::string::npos);
+  EXPECT_NE(line.find("path=/" + std::string(access_log_field_bytes_max - 1, 'a') + " "),
+            std::string::npos);
 }
 
 std::string read_file(const std::filesystem::path& p) {
@@ -130,7 +138,8 @@ std::string read_file(const std::filesystem::path& p) {
 }
 
 TEST(AccessLog, WritesEveryLineByExitAndReopensTheFileByItsPath) {
-  const auto dir = std::filesystem::temp_directory_path() / ("cairva-access-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("cairva-access-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   const auto path = dir / "access.log";
   {
@@ -164,7 +173,9 @@ TEST(AccessLog, WritesEveryLineByExitAndReopensTheFileByItsPath) {
 TEST(AccessLog, AFileThatCannotBeOpenedIsAClearError) {
   auto log = AccessLog::open("/nonexistent-dir/cairva/access.log", AccessLogFormat::text);
   ASSERT_FALSE(log.ok());
-  EXPECT_EQ(log.error().message.rfind("server.access_log_path: cannot open /nonexistent-dir/cairva/access.log: ", 0), 0u);
+  EXPECT_EQ(log.error().message.rfind(
+                "server.access_log_path: cannot open /nonexistent-dir/cairva/access.log: ", 0),
+            0u);
 }
 
 }  // namespace

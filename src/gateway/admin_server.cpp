@@ -40,7 +40,8 @@ bool framed_by_chunked(const bhttp::request_parser<bhttp::string_body>& parser) 
 }  // namespace
 
 net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptions& options,
-                                   net::ip::tcp::socket socket, std::shared_ptr<http::Connection> connection) {
+                                   net::ip::tcp::socket socket,
+                                   std::shared_ptr<http::Connection> connection) {
   constexpr auto nothrow = net::as_tuple(net::use_awaitable);
   beast::tcp_stream stream(std::move(socket));
   connection->on_shed([&stream] { stream.close(); });
@@ -53,7 +54,8 @@ net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptio
     parser.body_limit(admin_body_bytes_max);
     if (buffer.size() == 0) {
       // Idle until the request's first byte: a fresh connection gets the short wait.
-      stream.expires_after(std::chrono::seconds(first_request ? options.first_byte_timeout_s : http::idle_timeout_s));
+      stream.expires_after(std::chrono::seconds(first_request ? options.first_byte_timeout_s
+                                                              : http::idle_timeout_s));
       http::Connection::Idle idle(*connection);
       auto [ec, n] = co_await stream.async_read_some(buffer.prepare(4096), nothrow);
       if (ec) break;
@@ -62,7 +64,8 @@ net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptio
     first_request = false;
     stream.expires_after(std::chrono::seconds(http::header_read_timeout_s));
     auto [ec, n] = co_await bhttp::async_read_header(stream, buffer, parser, nothrow);
-    if (ec == bhttp::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout) break;
+    if (ec == bhttp::error::end_of_stream || ec == net::error::eof || ec == beast::error::timeout)
+      break;
     admin::AdminResponse out;
     const console::Asset* asset = nullptr;  // a console file instead of `out`
     bool keep_alive = false;
@@ -72,9 +75,11 @@ net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptio
     if (ec == bhttp::error::header_limit) {
       out = error_response(ErrorCode::headers_too_large, "request headers exceed 16 KiB");
     } else if (ec == bhttp::error::bad_transfer_encoding || (!ec && !framed_by_chunked(parser))) {
-      out = error_response(ErrorCode::invalid_request,
-                           "Transfer-Encoding must be chunked alone, without Content-Length (RFC 9112 section 6.1)");
-    } else if (ec == bhttp::error::body_limit) {  // Beast checks an announced length with the header
+      out = error_response(
+          ErrorCode::invalid_request,
+          "Transfer-Encoding must be chunked alone, without Content-Length (RFC 9112 section 6.1)");
+    } else if (ec ==
+               bhttp::error::body_limit) {  // Beast checks an announced length with the header
       out = error_response(ErrorCode::request_too_large, "admin request body exceeds 4 MiB");
     } else if (ec) {
       out = error_response(ErrorCode::invalid_request, "malformed HTTP request: " + ec.message());
@@ -100,17 +105,20 @@ net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptio
         head_only = req.method() == bhttp::verb::head;
         const std::string_view target(req.target().data(), req.target().size());
         if (console::is_console_path(target)) {
-          const ConsoleAnswer answer = console_answer(console::Audience::operators, req.method(), target);
+          const ConsoleAnswer answer =
+              console_answer(console::Audience::operators, req.method(), target);
           asset = answer.asset;
           if (asset == nullptr) out = error_response(answer.error, answer.message);
         } else {
           admin::AdminRequest in{std::string(req.method_string()), std::string(target),
-                                 std::string(req[bhttp::field::authorization]), std::move(req.body())};
+                                 std::string(req[bhttp::field::authorization]),
+                                 std::move(req.body())};
           out = api.handle(in);
         }
       }
     }
-    if (asset != nullptr) out = admin::AdminResponse{200, std::string(asset->body), std::string(asset->content_type)};
+    if (asset != nullptr)
+      out = admin::AdminResponse{200, std::string(asset->body), std::string(asset->content_type)};
     bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(out.status), 11};
     res.set(bhttp::field::content_type, out.content_type);
     res.set("x-cairva-request-id", new_id("req"));
@@ -132,7 +140,8 @@ net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptio
   stream.socket().shutdown(net::ip::tcp::socket::shutdown_send, ignored);
   if (unread) {
     http::Connection::Idle idle(*connection);  // discarding is the first thing to give up
-    co_await http::discard_until_closed(stream, buffer, [&stream](auto d) { stream.expires_after(d); });
+    co_await http::discard_until_closed(stream, buffer,
+                                        [&stream](auto d) { stream.expires_after(d); });
   }
 }
 

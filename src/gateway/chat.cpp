@@ -10,12 +10,14 @@ using http::Task;
 using upstream::ProviderEndpoint;
 
 Task<bool> chat_completion(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
-                                     const store::KeyGrant& grant, std::string body) {
+                           const store::KeyGrant& grant, std::string body) {
   auto inspected = wire::inspect_chat_request(body);
-  if (!inspected) co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request, inspected.error().message);
+  if (!inspected)
+    co_return co_await refuse_before_admission(gw, ex, grant, ErrorCode::invalid_request,
+                                               inspected.error().message);
   const wire::ChatRequest& chat = *inspected;
-  const core::RequestFacts facts{core::input_estimate(chat.prompt), chat.max_completion_tokens, chat.max_tokens,
-                                 chat.n, gw.config.default_max_tokens};
+  const core::RequestFacts facts{core::input_estimate(chat.prompt), chat.max_completion_tokens,
+                                 chat.max_tokens, chat.n, gw.config.default_max_tokens};
   auto admission = co_await admit(gw, ex, grant, chat.model, chat.service_tier, chat.stream, facts);
   if (!admission.admitted) co_return admission.keep;
   const auto& adm = *admission.admitted;
@@ -23,10 +25,12 @@ Task<bool> chat_completion(const Gateway& gw, upstream::Upstream& upstream, Clie
   const ProviderEndpoint* provider = gw.find_provider(grant.provider);
   Flow<wire::ChatCodec> flow{gw, upstream, ex, grant, provider};
   flow.lowered_to = adm.lowered_to;
-  flow.deadline_mono = gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
+  flow.deadline_mono =
+      gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
   if (!provider) {
     co_await flow.settle(store::SettleKind::failed);
-    co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider \"" + grant.provider + "\" is not configured");
+    co_return co_await ex.send_error(ErrorCode::provider_unavailable,
+                                     "provider \"" + grant.provider + "\" is not configured");
   }
   wire::RewritePlan plan;
   plan.per_choice_limit = adm.per_choice_limit;  // what was held, lowered or not (SPEC §4)
@@ -34,8 +38,9 @@ Task<bool> chat_completion(const Gateway& gw, upstream::Upstream& upstream, Clie
     if (p.name == grant.provider) plan.limit_field = p.limit_field;
   }
   plan.include_usage = chat.stream && !chat.include_usage;
-  std::string upstream_body = wire::rewrite_needed(chat, plan) ? wire::rewrite_chat_request(body, chat, plan)
-                                                               : std::move(body);
+  std::string upstream_body = wire::rewrite_needed(chat, plan)
+                                  ? wire::rewrite_chat_request(body, chat, plan)
+                                  : std::move(body);
   co_return co_await flow.run(provider->chat_path, upstream_body, chat.stream, chat.include_usage);
 }
 

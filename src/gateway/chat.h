@@ -15,7 +15,7 @@ namespace cairva::gateway {
 // `upstream` (the event loop's UpstreamPool; a scripted fake in tests).
 // Returns false when the client connection must close.
 http::Task<bool> chat_completion(const Gateway& gw, upstream::Upstream& upstream,
-                                             ClientExchange& ex, const store::KeyGrant& grant,
-                                             std::string body);
+                                 ClientExchange& ex, const store::KeyGrant& grant,
+                                 std::string body);
 
 }  // namespace cairva::gateway

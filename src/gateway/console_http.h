@@ -4,10 +4,9 @@
 // The API routes never reach here (console::is_console_path decides first).
 #pragma once
 
+#include <boost/beast/http/verb.hpp>
 #include <string>
 #include <string_view>
-
-#include <boost/beast/http/verb.hpp>
 
 #include "base/error_code.h"
 #include "console/assets.h"
@@ -22,10 +21,12 @@ struct ConsoleAnswer {
 };
 
 // REQUIRES: console::is_console_path(target).
-ConsoleAnswer console_answer(console::Audience audience, boost::beast::http::verb method, std::string_view target);
+ConsoleAnswer console_answer(console::Audience audience, boost::beast::http::verb method,
+                             std::string_view target);
 
 // The public listener's answer, written on `ex` (a HEAD gets the head alone). Returns false
 // when the connection must close.
-http::Task<bool> send_console(ClientExchange& ex, boost::beast::http::verb method, std::string_view target);
+http::Task<bool> send_console(ClientExchange& ex, boost::beast::http::verb method,
+                              std::string_view target);
 
 }  // namespace cairva::gateway

@@ -7,14 +7,13 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <vector>
-
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
 
 #include "gateway/open_requests.h"
 #include "gateway/settle_retry.h"
@@ -42,7 +41,8 @@ class Drain {
     // which the process's exit would reset. Empty: none to wait for.
     std::function<int64_t()> listeners_open = {};
   };
-  Drain(boost::asio::io_context& ctx, std::chrono::seconds timeout, std::atomic<bool>& draining, Hooks hooks);
+  Drain(boost::asio::io_context& ctx, std::chrono::seconds timeout, std::atomic<bool>& draining,
+        Hooks hooks);
   // Waits for the first signal, then drains; stops `ctx` when the drain ends.
   void start();
   // After `ctx` stopped: true when the drain ended with public connections still open (at
@@ -70,6 +70,7 @@ class Drain {
 // cut_settlement_wait for the store; a settlement it did not record is given to `retry`.
 // REQUIRES: the event loops owning `lists` have stopped and their threads been joined.
 // Returns how many requests were cut.
-int64_t settle_cut_requests(store::Store& store, SettlementRetry& retry, const std::vector<const OpenRequests*>& lists);
+int64_t settle_cut_requests(store::Store& store, SettlementRetry& retry,
+                            const std::vector<const OpenRequests*>& lists);
 
 }  // namespace cairva::gateway

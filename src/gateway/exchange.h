@@ -5,13 +5,12 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <boost/asio/awaitable.hpp>
-#include <boost/beast/core/flat_buffer.hpp>
-#include <boost/asio/ip/tcp.hpp>
 
 #include "base/error_code.h"
 #include "base/result.h"
@@ -30,7 +29,7 @@ struct ClientExchange {
   http::Deadline& deadline;  // the connection's one timer
   unsigned version = 11;
   bool keep_alive = true;
-  bool head_only = false;  // a HEAD request: the response's body is not sent
+  bool head_only = false;                        // a HEAD request: the response's body is not sent
   std::string request_id;                        // x-cairva-request-id
   std::string_view key_hash;                     // the request's key's, while it is served
   std::optional<core::AllocationSnapshot> rate;  // for x-ratelimit-* headers
@@ -53,7 +52,8 @@ struct ClientExchange {
   // Whether the connection stays open after the response being sent: keep_alive, which
   // turns false once the process drains, so that the response says Connection: close.
   bool keep_open() {
-    if (keep_alive && closing != nullptr && closing->load(std::memory_order_relaxed)) keep_alive = false;
+    if (keep_alive && closing != nullptr && closing->load(std::memory_order_relaxed))
+      keep_alive = false;
     return keep_alive;
   }
 
@@ -62,7 +62,9 @@ struct ClientExchange {
   // Writes `head` (from head()) and a JSON body. Returns false when the connection is lost
   // or must close.
   http::Task<bool> send_json(http::MessageHead head, std::string body);
-  http::Task<bool> send_json(int status, std::string body) { return send_json(head(status), std::move(body)); }
+  http::Task<bool> send_json(int status, std::string body) {
+    return send_json(head(status), std::move(body));
+  }
   // Writes an error in the exchange's dialect; `retry_after_s` > 0 adds Retry-After (a
   // store_unavailable always has one), `retry_after_ms` > 0 adds retry-after-ms (the
   // OpenAI and Vercel AI SDKs read it before Retry-After). `message` is the buyer's to
@@ -84,7 +86,8 @@ struct ClientExchange {
   // connection is lost.
   http::Task<bool> send_continue();
   // An error body in the exchange's dialect, for an answer with HTTP `status`.
-  std::string error_body(int status, ErrorCode code, std::string_view message, std::string_view limit = {}) const;
+  std::string error_body(int status, ErrorCode code, std::string_view message,
+                         std::string_view limit = {}) const;
 };
 
 }  // namespace cairva::gateway

@@ -6,16 +6,14 @@
 #pragma once
 
 #include <algorithm>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
 #include <charconv>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 
-#include <boost/asio/write.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
-
-#include "metrics/metrics.h"
 #include "gateway/exchange.h"
 #include "gateway/gateway.h"
 #include "gateway/limits.h"
@@ -24,6 +22,7 @@
 #include "http/executor.h"
 #include "http/limits.h"
 #include "http/message_head.h"
+#include "metrics/metrics.h"
 #include "store/rows.h"
 #include "upstream/upstream.h"
 #include "wire/codec.h"
@@ -36,8 +35,9 @@ namespace cairva::gateway {
 // error). A provisional grant (Store::authenticate_for_admission) is checked first: a key
 // revoked since gets 401 invalid_api_key, as a revoked key must at once; a store that
 // cannot say gets 503 store_unavailable.
-http::Task<bool> refuse_before_admission(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant,
-                                         ErrorCode code, std::string_view message);
+http::Task<bool> refuse_before_admission(const Gateway& gw, ClientExchange& ex,
+                                         const store::KeyGrant& grant, ErrorCode code,
+                                         std::string_view message);
 
 // What admission decided; `admitted` empty when the request was refused (already answered,
 // `keep` saying whether the connection stays open).
@@ -49,22 +49,24 @@ struct Admission {
 // Admission, the same for every API: the agreement's model list and service tiers, then
 // the store's decision under the allocation's lock. Answers a refusal itself.
 http::Task<Admission> admit(const Gateway& gw, ClientExchange& ex, const store::KeyGrant& grant,
-                            const std::string& model, const std::optional<std::string>& service_tier, bool stream,
+                            const std::string& model,
+                            const std::optional<std::string>& service_tier, bool stream,
                             const core::RequestFacts& facts);
 
 namespace flow_detail {
 
 namespace net = boost::asio;
 namespace bhttp = boost::beast::http;
+using http::Task;
+using http::task_nothrow;
 using upstream::Field;
 using upstream::ProviderEndpoint;
 using upstream::ReadStatus;
-using http::Task;
-using http::task_nothrow;
 
 inline bool is_2xx(unsigned status) { return status >= 200 && status < 300; }
 
-static_assert(http::provider_body_bytes_max == size_t{64} << 20, "the message below names the limit");
+static_assert(http::provider_body_bytes_max == size_t{64} << 20,
+              "the message below names the limit");
 
 // What the client is told when a provider's body could not be read whole.
 inline const char* unread_body_message(ReadStatus s, const char* cut_off) {
@@ -101,30 +103,36 @@ struct Flow {
   const store::KeyGrant& grant;
   const ProviderEndpoint* provider = nullptr;  // set before send()
   std::optional<int64_t> lowered_to;
-  UnixMicros deadline_mono = 0;  // in_flight_timeout_s after admission, monotonic
+  UnixMicros deadline_mono = 0;             // in_flight_timeout_s after admission, monotonic
   std::unique_ptr<upstream::Response> res;  // the provider's response, head then body
   std::span<const upstream::Header> forward_headers;  // the client's, passed on (anthropic-version)
   OpenRequests::Entry* open = nullptr;  // while run() forwards: what the end of a drain settles
   bool provider_id_noted = false;
 
-  Task<Result<store::SettleResult>> settle(store::SettleKind kind, std::string provider_request_id = {},
-                                                     core::Tokens usage = {}) {
+  Task<Result<store::SettleResult>> settle(store::SettleKind kind,
+                                           std::string provider_request_id = {},
+                                           core::Tokens usage = {}) {
     store::SettleCommand cmd{ex.request_id, grant.allocation_id, kind, provider_request_id, usage};
-    auto start = [this, &cmd](store::Callback<store::SettleResult> cb) { gw.store.settle(std::move(cmd), std::move(cb)); };
+    auto start = [this, &cmd](store::Callback<store::SettleResult> cb) {
+      gw.store.settle(std::move(cmd), std::move(cb));
+    };
     const int64_t asked_at = gw.clock.monotonic_micros();
     auto settled = co_await await_store<store::SettleResult>(start);
-    metrics::registry().observe_store_wait_us(metrics::StoreWait::settle, gw.clock.monotonic_micros() - asked_at);
+    metrics::registry().observe_store_wait_us(metrics::StoreWait::settle,
+                                              gw.clock.monotonic_micros() - asked_at);
     if (!settled) {
       // The provider's report is kept and settled again until the store records it.
       if (gw.settlement_retry != nullptr) {
-        gw.settlement_retry->keep({ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage},
-                                  settled.error());
+        gw.settlement_retry->keep(
+            {ex.request_id, grant.allocation_id, kind, std::move(provider_request_id), usage},
+            settled.error());
       }
       co_return settled;
     }
     ex.outcome = core::to_string(settled->request_state);
     // The gateway's own id stands in for none: the line shows none.
-    if (gw.access_log != nullptr && provider_request_id != ex.request_id) ex.provider_request_id = provider_request_id;
+    if (gw.access_log != nullptr && provider_request_id != ex.request_id)
+      ex.provider_request_id = provider_request_id;
     if (kind == store::SettleKind::usage) {
       metrics::registry().count_booking(settled->book, usage);
       if (settled->book == core::BookResult::booked) ex.booked = usage;
@@ -153,13 +161,16 @@ struct Flow {
     auto h = ex.head(static_cast<int>(status));
     if (lowered_to) h.add("x-cairva-max-tokens-lowered", *lowered_to);
     if (res->has_field(Field::request_id)) h.add("x-request-id", res->field(Field::request_id));
-    if (res->has_field(Field::processing_ms)) h.add("openai-processing-ms", res->field(Field::processing_ms));
-    if (res->has_field(Field::anthropic_request_id)) h.add("request-id", res->field(Field::anthropic_request_id));
+    if (res->has_field(Field::processing_ms))
+      h.add("openai-processing-ms", res->field(Field::processing_ms));
+    if (res->has_field(Field::anthropic_request_id))
+      h.add("request-id", res->field(Field::anthropic_request_id));
     return h;
   }
 
   std::chrono::steady_clock::duration until_deadline() const {
-    return std::chrono::microseconds(std::max<int64_t>(0, deadline_mono - gw.clock.monotonic_micros()));
+    return std::chrono::microseconds(
+        std::max<int64_t>(0, deadline_mono - gw.clock.monotonic_micros()));
   }
 
   // The provider's id, the first time a stream shows one: recorded on the in-flight request
@@ -173,10 +184,11 @@ struct Flow {
   }
 
   // Sends the request and receives the response's head into `res`.
-  Task<Status> send(std::string_view path, std::string_view body, std::string_view method = "POST") {
+  Task<Status> send(std::string_view path, std::string_view body,
+                    std::string_view method = "POST") {
     upstream::Request req{path, ex.request_id, body,
-                          std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(provider->timeout_s),
-                                                                        until_deadline())};
+                          std::min<std::chrono::steady_clock::duration>(
+                              std::chrono::seconds(provider->timeout_s), until_deadline())};
     req.method = method;
     req.headers = forward_headers;
     auto sent = co_await upstream.send(*provider, req);
@@ -219,20 +231,23 @@ struct Flow {
     const unsigned status = res->status();
     if (status == 401 || status == 403 || status == 429) {
       log_provider_body(status);
-      const int retry_after_s = status == 429 ? retry_after_seconds(res->field(Field::retry_after)) : 0;
+      const int retry_after_s =
+          status == 429 ? retry_after_seconds(res->field(Field::retry_after)) : 0;
       release(read == ReadStatus::ok && res->keep_alive());
       if (status == 429) {
         co_return co_await ex.send_error(ErrorCode::rate_limited,
-                                         "the provider is rate limiting this capacity; retry later", {},
-                                         retry_after_s);
+                                         "the provider is rate limiting this capacity; retry later",
+                                         {}, retry_after_s);
       }
-      co_return co_await ex.send_error(ErrorCode::provider_unavailable,
-                                       "the provider refused the supplier's credentials; the operator must fix them");
+      co_return co_await ex.send_error(
+          ErrorCode::provider_unavailable,
+          "the provider refused the supplier's credentials; the operator must fix them");
     }
     if (read != ReadStatus::ok) {
       release(false);
-      co_return co_await ex.send_error(ErrorCode::provider_unavailable,
-                                       unread_body_message(read, "provider error response was cut off"));
+      co_return co_await ex.send_error(
+          ErrorCode::provider_unavailable,
+          unread_body_message(read, "provider error response was cut off"));
     }
     auto head = client_head();
     std::string body = std::move(res->body());
@@ -246,7 +261,8 @@ struct Flow {
     std::string body = res->body().substr(0, provider_error_log_bytes_max);
     constexpr std::string_view bearer = "Bearer ";
     std::string_view key = provider->x_api_key;
-    if (provider->authorization.size() > bearer.size()) key = std::string_view(provider->authorization).substr(bearer.size());
+    if (provider->authorization.size() > bearer.size())
+      key = std::string_view(provider->authorization).substr(bearer.size());
     if (!key.empty()) {
       for (size_t at = body.find(key); at != std::string::npos; at = body.find(key, at)) {
         body.replace(at, key.size(), "[supplier key]");
@@ -277,7 +293,8 @@ struct Flow {
     if (!info) {
       release(res->keep_alive());
       co_await settle(store::SettleKind::usage_missing);
-      co_return co_await ex.send_error(ErrorCode::provider_unavailable, "provider sent a malformed response");
+      co_return co_await ex.send_error(ErrorCode::provider_unavailable,
+                                       "provider sent a malformed response");
     }
     std::string provider_id = provider_request_id(info->id);
     release(res->keep_alive());
@@ -294,7 +311,8 @@ struct Flow {
   Task<void> to_client(std::string_view bytes, bool& client_ok) {
     if (!client_ok || bytes.empty()) co_return;
     ex.deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
-    auto [ec, n] = co_await net::async_write(ex.stream, bhttp::make_chunk(net::buffer(bytes)), task_nothrow);
+    auto [ec, n] =
+        co_await net::async_write(ex.stream, bhttp::make_chunk(net::buffer(bytes)), task_nothrow);
     if (ec) client_ok = false;
   }
 
@@ -312,7 +330,8 @@ struct Flow {
     h.add("Cache-Control", "no-cache");
     ex.status_sent = static_cast<int>(h.status());
     ex.deadline.expires_after(std::chrono::seconds(http::client_write_timeout_s));
-    auto [hec, hn] = co_await net::async_write(ex.stream, net::buffer(h.finish_chunked(ex.keep_open())), task_nothrow);
+    auto [hec, hn] = co_await net::async_write(
+        ex.stream, net::buffer(h.finish_chunked(ex.keep_open())), task_nothrow);
     bool client_ok = !hec;
 
     res->hold_at_most(http::stream_read_buffer_bytes);
@@ -328,23 +347,27 @@ struct Flow {
       const bool fed = piece.empty() || relay.feed(piece, out);
       piece.clear();
       if (!fed) {
-        cut = Cut{ErrorCode::provider_unavailable, "the provider sent a stream event over the gateway's size bound"};
+        cut = Cut{ErrorCode::provider_unavailable,
+                  "the provider sent a stream event over the gateway's size bound"};
         break;
       }
       if (!out.empty() && client_ok) {
         co_await to_client(out, client_ok);
-        if (client_ok) metrics::registry().observe_stream_relay_us(gw.clock.monotonic_micros() - read_at);
+        if (client_ok)
+          metrics::registry().observe_stream_relay_us(gw.clock.monotonic_micros() - read_at);
       }
       out.clear();
       if (!provider_id_noted) note_provider_id(relay.provider_id());
       if (read == ReadStatus::timeout) {
-        cut = Cut{ErrorCode::provider_timeout, "the request exceeded the gateway's in-flight timeout"};
+        cut = Cut{ErrorCode::provider_timeout,
+                  "the request exceeded the gateway's in-flight timeout"};
         break;
       }
       if (read != ReadStatus::ok) {
         // A provider whose stream already ended ([DONE]) and then lost its connection
         // sent everything: not a cut.
-        if (!relay.done_seen()) cut = Cut{ErrorCode::provider_unavailable, "the provider's stream was cut off"};
+        if (!relay.done_seen())
+          cut = Cut{ErrorCode::provider_unavailable, "the provider's stream was cut off"};
         break;
       }
     }
@@ -398,7 +421,8 @@ struct Flow {
   }
 
   // Forwards the admitted request's `body` to `path` and answers the client.
-  Task<bool> run(std::string_view path, std::string_view body, bool stream, bool client_wants_usage) {
+  Task<bool> run(std::string_view path, std::string_view body, bool stream,
+                 bool client_wants_usage) {
     OpenRequests::Entry entry(ex.open_requests, ex.request_id, grant.allocation_id);
     open = &entry;
     const int64_t sent_at = gw.clock.monotonic_micros();

@@ -4,12 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <map>
-#include <optional>
-#include <set>
-#include <string>
-#include <vector>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
@@ -17,6 +11,11 @@
 #include <boost/asio/read.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
 
 #include "config/config.h"
 #include "gateway/chat.h"
@@ -58,7 +57,8 @@ class FlowStore final : public store::Store {
     store::AllocationStatus s;
     s.id = "alloc_1";
     s.snapshot.state = core::AllocationState::active;
-    s.snapshot.terms.window = {1'600'000'000LL * micros_per_second, 1'900'000'000LL * micros_per_second};
+    s.snapshot.terms.window = {1'600'000'000LL * micros_per_second,
+                               1'900'000'000LL * micros_per_second};
     s.snapshot.terms.limits = {10, 1000, 2};
     return s;
   }
@@ -87,7 +87,8 @@ class FlowStore final : public store::Store {
                                                                  : core::RequestState::failed;
     done(r);
   }
-  void allocation_status(const std::string&, store::Callback<store::AllocationStatus> done) override {
+  void allocation_status(const std::string&,
+                         store::Callback<store::AllocationStatus> done) override {
     ++status_reads;
     done(status);
   }
@@ -95,7 +96,8 @@ class FlowStore final : public store::Store {
   std::set<std::pair<std::string, std::string>> owned;
   std::optional<Error> owns_error;
   std::vector<std::string> ownership_asked;
-  void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+  void owns_provider_request(const std::string& allocation_id,
+                             const std::string& provider_request_id,
                              store::Callback<bool> done) override {
     ownership_asked.push_back(provider_request_id);
     if (owns_error) return done(*owns_error);
@@ -107,7 +109,9 @@ class FlowStore final : public store::Store {
     if (done) done(Status{});
   }
 
-  Result<store::CreatedAgreement> create_agreement(const store::NewAgreement&) override { return no(); }
+  Result<store::CreatedAgreement> create_agreement(const store::NewAgreement&) override {
+    return no();
+  }
   Result<store::AgreementRow> get_agreement(const std::string&) override { return no(); }
   Result<store::AgreementRow> cancel_agreement(const std::string&) override { return no(); }
   Result<std::vector<store::AllocationStatus>> list_allocations() override { return no(); }
@@ -116,19 +120,31 @@ class FlowStore final : public store::Store {
   Result<store::AllocationStatus> resume_allocation(const std::string&) override { return no(); }
   Result<store::CreatedKey> create_key(const std::string&) override { return no(); }
   Result<store::ApiKeyRow> revoke_key(const std::string&) override { return no(); }
-  Result<store::Paged<store::RequestRow>> list_requests(const store::RequestFilter&) override { return no(); }
+  Result<store::Paged<store::RequestRow>> list_requests(const store::RequestFilter&) override {
+    return no();
+  }
   Result<store::RequestRow> get_request(const std::string&) override { return no(); }
   Result<store::UsageEventRow> reconcile(const store::Reconciliation&) override { return no(); }
-  Result<store::Paged<store::UsageEventRow>> list_events(const store::EventFilter&) override { return no(); }
-  Result<store::Paged<store::ConflictRow>> list_conflicts(const store::ConflictFilter&) override { return no(); }
-  Result<store::Paged<store::AgreementRow>> list_agreements(const store::PageFilter&) override { return no(); }
-  Result<store::Paged<store::AllocationStatus>> list_allocations_page(const store::AllocationFilter&) override {
+  Result<store::Paged<store::UsageEventRow>> list_events(const store::EventFilter&) override {
     return no();
   }
-  Result<store::Paged<store::ApiKeyRow>> list_keys(const std::string&, const store::PageFilter&) override {
+  Result<store::Paged<store::ConflictRow>> list_conflicts(const store::ConflictFilter&) override {
     return no();
   }
-  void usage_series(store::UsageQuery, store::Callback<store::UsageSeries> done) override { done(no()); }
+  Result<store::Paged<store::AgreementRow>> list_agreements(const store::PageFilter&) override {
+    return no();
+  }
+  Result<store::Paged<store::AllocationStatus>> list_allocations_page(
+      const store::AllocationFilter&) override {
+    return no();
+  }
+  Result<store::Paged<store::ApiKeyRow>> list_keys(const std::string&,
+                                                   const store::PageFilter&) override {
+    return no();
+  }
+  void usage_series(store::UsageQuery, store::Callback<store::UsageSeries> done) override {
+    done(no());
+  }
   Result<std::vector<store::BookedMatch>> find_bookings(const std::optional<std::string>&,
                                                         const std::string&) override {
     return no();
@@ -156,8 +172,8 @@ struct Reply {
     auto it = headers.find(name);
     return it == headers.end() ? std::string() : it->second;
   }
-  std::string body;                            // de-chunked
-  bool complete = false;                       // the HTTP message ended properly
+  std::string body;       // de-chunked
+  bool complete = false;  // the HTTP message ended properly
 
   // The SSE events' data, in order.
   std::vector<std::string> events() const {
@@ -229,14 +245,15 @@ class Flow : public ::testing::Test {
   }
 
   // An API's entry point, as the session calls it.
-  using Entry = http::Task<bool> (*)(const Gateway&, upstream::Upstream&, ClientExchange&, const store::KeyGrant&,
-                                     std::string);
+  using Entry = http::Task<bool> (*)(const Gateway&, upstream::Upstream&, ClientExchange&,
+                                     const store::KeyGrant&, std::string);
   Entry entry = &chat_completion;
 
   // Serves `body` through `entry`; the client reads until the server closes.
   // `on_connected` may act on the client's socket before the flow starts.
   Reply run(const std::string& body, bool client_reads = true) {
-    net::ip::tcp::acceptor acceptor(ctx, net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
+    net::ip::tcp::acceptor acceptor(ctx,
+                                    net::ip::tcp::endpoint(net::ip::make_address("127.0.0.1"), 0));
     client.emplace(ctx);
     client->connect(acceptor.local_endpoint());
     http::Socket server(ctx.get_executor());
@@ -295,7 +312,8 @@ class Flow : public ::testing::Test {
     return b + "}";
   }
   static std::string chunk(std::string_view content) {
-    return std::string(R"(data: {"id":"chatcmpl-s","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":")") +
+    return std::string(
+               R"(data: {"id":"chatcmpl-s","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":")") +
            std::string(content) + "\"}}]}\n\n";
   }
   static std::string usage_chunk() {
@@ -350,7 +368,8 @@ TEST_F(Flow, APlainCompletionIsBookedTaggedAndItsConnectionReused) {
   ASSERT_EQ(up.sent.size(), 1u);
   EXPECT_EQ(up.sent[0].path, "/v1/chat/completions");
   EXPECT_EQ(up.sent[0].request_id, "req_test");
-  EXPECT_EQ(up.sent[0].head_timeout, std::chrono::seconds(30));  // the provider's timeout_s, under the in-flight bound
+  EXPECT_EQ(up.sent[0].head_timeout,
+            std::chrono::seconds(30));  // the provider's timeout_s, under the in-flight bound
   EXPECT_TRUE(up.sent[0].released);
   EXPECT_EQ(up.released_incomplete, 0);
 }
@@ -452,7 +471,8 @@ TEST_F(Flow, AProviderErrorStatusIsPassedOnAndReleasesTheHold) {
 TEST_F(Flow, ProviderCredentialErrorsBecome502WithTheGatewaysOwnMessage) {
   for (const unsigned status : {401u, 403u}) {
     store.settles.clear();
-    Script s = ok_plain(R"({"error":{"message":"Incorrect API key provided: sk-proj-****ab12 for organization org-Supplier42","code":"invalid_api_key"}})");
+    Script s = ok_plain(
+        R"({"error":{"message":"Incorrect API key provided: sk-proj-****ab12 for organization org-Supplier42","code":"invalid_api_key"}})");
     s.status = status;
     up.scripts.push_back(s);
     const auto r = run(chat_body(false));
@@ -465,7 +485,8 @@ TEST_F(Flow, ProviderCredentialErrorsBecome502WithTheGatewaysOwnMessage) {
 }
 
 TEST_F(Flow, AProvider429KeepsItsStatusAndRetryAfterWithTheGatewaysBody) {
-  Script s = ok_plain(R"({"error":{"message":"Rate limit reached for org-Supplier42","code":"rate_limit_exceeded"}})");
+  Script s = ok_plain(
+      R"({"error":{"message":"Rate limit reached for org-Supplier42","code":"rate_limit_exceeded"}})");
   s.status = 429;
   s.field(Field::retry_after, "7");
   up.scripts.push_back(s);
@@ -489,7 +510,8 @@ TEST_F(Flow, NoResponseHeadInTimeIs504AndReleasesTheHold) {
 
 TEST_F(Flow, AConnectionFailureIs502AndReleasesTheHold) {
   Script s;
-  s.send_error = make_error(ErrorCode::provider_unavailable, "cannot connect to provider mock: Connection refused");
+  s.send_error = make_error(ErrorCode::provider_unavailable,
+                            "cannot connect to provider mock: Connection refused");
   up.scripts.push_back(s);
   const auto r = run(chat_body(true));
   EXPECT_EQ(r.status, 502u);
@@ -613,7 +635,8 @@ TEST_F(Flow, AStreamPastTheInFlightTimeoutEndsWithAnErrorEventAndNoDone) {
   EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
   EXPECT_EQ(only_settle().kind, store::SettleKind::usage_missing);
   // Every read was bounded by what was left of the in-flight timeout.
-  for (auto d : up.sent[0].read_deadlines) EXPECT_LE(d, std::chrono::seconds(cfg.in_flight_timeout_s));
+  for (auto d : up.sent[0].read_deadlines)
+    EXPECT_LE(d, std::chrono::seconds(cfg.in_flight_timeout_s));
 }
 
 TEST_F(Flow, AStreamEventOverTheBoundEndsWithAnErrorEventAndNoDone) {
@@ -639,8 +662,9 @@ TEST_F(Flow, AConnectionLostAfterTheProvidersDoneIsNotACut) {
 }
 
 TEST_F(Flow, ASettlementFailureIs503WithRetryAfterAndNoStoreDetail) {
-  store.settle_error = make_error(ErrorCode::store_unavailable,
-                                  "connection to server at \"127.0.0.1\", port 38199 failed: Connection refused");
+  store.settle_error =
+      make_error(ErrorCode::store_unavailable,
+                 "connection to server at \"127.0.0.1\", port 38199 failed: Connection refused");
   up.scripts.push_back(ok_plain(completion()));
   const auto r = run(chat_body(false));
   EXPECT_EQ(r.status, 503u);
@@ -651,7 +675,8 @@ TEST_F(Flow, ASettlementFailureIs503WithRetryAfterAndNoStoreDetail) {
 }
 
 TEST_F(Flow, AStreamWhoseSettlementFailsEndsWithAnErrorEventAndNoDone) {
-  store.settle_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\", port 1 failed");
+  store.settle_error = make_error(ErrorCode::store_unavailable,
+                                  "connection to server at \"127.0.0.1\", port 1 failed");
   up.scripts.push_back(stream({chunk("a"), usage_chunk(), "data: [DONE]\n\n"}));
   const auto r = run(chat_body(true));
   const auto ev = r.events();
@@ -683,7 +708,8 @@ TEST_F(Flow, AClientGoneMidStreamStillHasItsUsageBooked) {
 
 // Items 12 and 13: a store outage is not a revoked key, and its text stays internal.
 TEST_F(Flow, AStoreOutageAtAdmissionIs503WithRetryAfterNever401) {
-  store.admit_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\", port 38199 failed");
+  store.admit_error = make_error(ErrorCode::store_unavailable,
+                                 "connection to server at \"127.0.0.1\", port 38199 failed");
   const auto r = run(chat_body(false));
   EXPECT_EQ(r.status, 503u);
   EXPECT_EQ(error_code_of(r.body), "store_unavailable");
@@ -701,7 +727,8 @@ TEST_F(Flow, AKeyTheStoresAdmissionRefusesIs401) {
 
 TEST_F(Flow, AProvisionalGrantCheckedDuringAStoreOutageIs503Not401) {
   grant.provisional = true;
-  store.auth_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\", port 38199 failed");
+  store.auth_error = make_error(ErrorCode::store_unavailable,
+                                "connection to server at \"127.0.0.1\", port 38199 failed");
   const auto r = run(R"({"model":"m"})");  // invalid: refused before admission
   EXPECT_EQ(store.authentications, 1);
   EXPECT_EQ(r.status, 503u);
@@ -729,25 +756,34 @@ class ResponsesFlow : public Flow {
     if (stream) b += R"(,"stream":true)";
     return b + std::string(extra) + "}";
   }
-  static constexpr std::string_view usage = R"({"input_tokens":12,"output_tokens":9,"total_tokens":21})";
+  static constexpr std::string_view usage =
+      R"({"input_tokens":12,"output_tokens":9,"total_tokens":21})";
   static std::string response(bool with_usage = true) {
     return std::string(R"({"id":"resp_1","object":"response","status":"completed","output":[])") +
            (with_usage ? ",\"usage\":" + std::string(usage) : std::string()) + "}";
   }
   static std::string event(std::string_view type, std::string_view rest) {
-    return "event: " + std::string(type) + "\ndata: {\"type\":\"" + std::string(type) + "\"," + std::string(rest) + "}\n\n";
+    return "event: " + std::string(type) + "\ndata: {\"type\":\"" + std::string(type) + "\"," +
+           std::string(rest) + "}\n\n";
   }
-  static std::string created() { return event("response.created", R"("response":{"id":"resp_s","status":"in_progress","usage":null})"); }
+  static std::string created() {
+    return event("response.created",
+                 R"("response":{"id":"resp_s","status":"in_progress","usage":null})");
+  }
   static std::string delta(std::string_view text) {
-    return event("response.output_text.delta", R"("item_id":"msg_1","delta":")" + std::string(text) + "\"");
+    return event("response.output_text.delta",
+                 R"("item_id":"msg_1","delta":")" + std::string(text) + "\"");
   }
   static std::string completed() {
-    return event("response.completed", R"("response":{"id":"resp_s","status":"completed","usage":)" + std::string(usage) + "}");
+    return event(
+        "response.completed",
+        R"("response":{"id":"resp_s","status":"completed","usage":)" + std::string(usage) + "}");
   }
   std::string sent_limit() const {
     const std::string& b = up.sent.at(0).body;
     const auto at = b.find("\"max_output_tokens\":");
-    return at == std::string::npos ? std::string() : b.substr(at + 20, b.find_first_of(",}", at) - at - 20);
+    return at == std::string::npos ? std::string()
+                                   : b.substr(at + 20, b.find_first_of(",}", at) - at - 20);
   }
 };
 
@@ -794,9 +830,11 @@ TEST_F(ResponsesFlow, AStreamIsRelayedAndBookedFromItsTerminalEvent) {
   EXPECT_TRUE(r.complete);
   EXPECT_TRUE(r.keep);
   EXPECT_EQ(r.header("content-type"), "text/event-stream");
-  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "response.output_text.delta",
-                                                       "response.output_text.delta", "response.completed"}));
-  EXPECT_TRUE(r.body.starts_with(created() + delta("a") + delta("b"))) << "passed through unchanged";
+  EXPECT_EQ(r.event_names(),
+            (std::vector<std::string>{"response.created", "response.output_text.delta",
+                                      "response.output_text.delta", "response.completed"}));
+  EXPECT_TRUE(r.body.starts_with(created() + delta("a") + delta("b")))
+      << "passed through unchanged";
   const auto ev = r.events();
   EXPECT_NE(ev.back().find(R"("usage_source":"provider")"), std::string::npos) << ev.back();
   EXPECT_EQ(r.body.find("[DONE]"), std::string::npos);
@@ -812,13 +850,15 @@ TEST_F(ResponsesFlow, AStreamCutBeforeItsTerminalEventIsUsagePendingAndEndsWithA
   const auto r = run(request(true));
   EXPECT_EQ(r.status, 200u);
   EXPECT_FALSE(r.keep);
-  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "response.output_text.delta", "error"}));
+  EXPECT_EQ(r.event_names(),
+            (std::vector<std::string>{"response.created", "response.output_text.delta", "error"}));
   const auto ev = r.events();
   EXPECT_NE(ev.back().find(R"("type":"error")"), std::string::npos) << ev.back();
   EXPECT_EQ(error_code_of(ev.back()), "provider_unavailable") << ev.back();
   const auto& s = only_settle();
   EXPECT_EQ(s.kind, store::SettleKind::usage_missing);
-  EXPECT_EQ(s.provider_request_id, "resp_s") << "kept for reconciliation and for the buyer's own retrieval";
+  EXPECT_EQ(s.provider_request_id, "resp_s")
+      << "kept for reconciliation and for the buyer's own retrieval";
   EXPECT_FALSE(up.sent[0].released);
 }
 
@@ -826,7 +866,8 @@ TEST_F(ResponsesFlow, AStreamEndingCleanlyWithoutATerminalEventIsUsagePending) {
   up.scripts.push_back(stream({created(), delta("a")}));
   const auto r = run(request(true));
   EXPECT_TRUE(r.complete);
-  EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "response.output_text.delta"}));
+  EXPECT_EQ(r.event_names(),
+            (std::vector<std::string>{"response.created", "response.output_text.delta"}));
   EXPECT_EQ(only_settle().kind, store::SettleKind::usage_missing);
 }
 
@@ -838,7 +879,8 @@ TEST_F(ResponsesFlow, AConnectionLostAfterTheTerminalEventIsNotACut) {
 }
 
 TEST_F(ResponsesFlow, AStreamWhoseSettlementFailsNeverShowsItsTerminalEvent) {
-  store.settle_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\" failed");
+  store.settle_error =
+      make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\" failed");
   up.scripts.push_back(stream({created(), completed()}));
   const auto r = run(request(true));
   EXPECT_EQ(r.event_names(), (std::vector<std::string>{"response.created", "error"}));
@@ -847,12 +889,15 @@ TEST_F(ResponsesFlow, AStreamWhoseSettlementFailsNeverShowsItsTerminalEvent) {
 }
 
 TEST_F(ResponsesFlow, AProviderErrorReleasesTheHoldAndPassesOn) {
-  Script s = ok_plain(R"({"error":{"message":"Invalid 'input'","type":"invalid_request_error","code":null}})");
+  Script s = ok_plain(
+      R"({"error":{"message":"Invalid 'input'","type":"invalid_request_error","code":null}})");
   s.status = 400;
   up.scripts.push_back(s);
   const auto r = run(request(true));
   EXPECT_EQ(r.status, 400u);
-  EXPECT_EQ(r.body, R"({"error":{"message":"Invalid 'input'","type":"invalid_request_error","code":null}})");
+  EXPECT_EQ(
+      r.body,
+      R"({"error":{"message":"Invalid 'input'","type":"invalid_request_error","code":null}})");
   EXPECT_EQ(only_settle().kind, store::SettleKind::failed);
 }
 
@@ -873,9 +918,11 @@ class EmbeddingsFlow : public Flow {
     entry = &embeddings_create;
     store.admitted = core::Admitted{core::Tokens{13, 0}, 0, std::nullopt};
   }
-  static constexpr std::string_view request = R"({"model":"m","input":["a","b"],"encoding_format":"float"})";
+  static constexpr std::string_view request =
+      R"({"model":"m","input":["a","b"],"encoding_format":"float"})";
   static std::string list(bool with_usage = true) {
-    return std::string(R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]}],"model":"m")") +
+    return std::string(
+               R"({"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5]}],"model":"m")") +
            (with_usage ? R"(,"usage":{"prompt_tokens":8,"total_tokens":8})" : "") + "}";
   }
 };
@@ -945,8 +992,10 @@ TEST_F(ModelsFlow, TheAgreementsModelsAnswerInTheOpenAIShapeWithoutAskingTheProv
   grant.models = {"gpt-a", "gpt-b"};
   const auto r = run("");
   EXPECT_EQ(r.status, 200u);
-  EXPECT_EQ(r.body, R"({"object":"list","data":[{"id":"gpt-a","object":"model","created":1600000000,"owned_by":"mock"},)"
-                    R"({"id":"gpt-b","object":"model","created":1600000000,"owned_by":"mock"}]})");
+  EXPECT_EQ(
+      r.body,
+      R"({"object":"list","data":[{"id":"gpt-a","object":"model","created":1600000000,"owned_by":"mock"},)"
+      R"({"id":"gpt-b","object":"model","created":1600000000,"owned_by":"mock"}]})");
   EXPECT_TRUE(up.sent.empty());
   EXPECT_TRUE(store.settles.empty());
   EXPECT_TRUE(store.admits.empty());
@@ -957,8 +1006,10 @@ TEST_F(ModelsFlow, AnAnthropicProvidersAgreementListIsInTheAnthropicShape) {
   gw.providers[0].kind = config::ProviderKind::anthropic;
   grant.models = {"claude-a"};
   const auto r = run("");
-  EXPECT_EQ(r.body, R"({"data":[{"type":"model","id":"claude-a","display_name":"claude-a",)"
-                    R"("created_at":"2020-09-13T12:26:40Z"}],"has_more":false,"first_id":"claude-a","last_id":"claude-a"})");
+  EXPECT_EQ(
+      r.body,
+      R"({"data":[{"type":"model","id":"claude-a","display_name":"claude-a",)"
+      R"("created_at":"2020-09-13T12:26:40Z"}],"has_more":false,"first_id":"claude-a","last_id":"claude-a"})");
   EXPECT_TRUE(up.sent.empty());
 }
 
@@ -977,7 +1028,8 @@ TEST_F(ModelsFlow, WithoutAnAgreementListTheProvidersOwnPassesThroughQueryAndAll
 }
 
 TEST_F(ModelsFlow, AProviderCredentialErrorBecomes502WithTheGatewaysMessage) {
-  Script s = ok_plain(R"({"error":{"message":"Incorrect API key provided: sk-proj-****ab12","code":"invalid_api_key"}})");
+  Script s = ok_plain(
+      R"({"error":{"message":"Incorrect API key provided: sk-proj-****ab12","code":"invalid_api_key"}})");
   s.status = 401;
   up.scripts.push_back(s);
   const auto r = run("");
@@ -1024,12 +1076,14 @@ class ResponseObjectFlow : public Flow {
     };
     store.owned.insert({"alloc_1", "resp_mine"});
   }
-  static constexpr std::string_view stored = R"({"id":"resp_mine","object":"response","status":"completed"})";
+  static constexpr std::string_view stored =
+      R"({"id":"resp_mine","object":"response","status":"completed"})";
 };
 
 TEST_F(ResponseObjectFlow, TheAllocationsOwnResponseIsForwardedWithItsQuery) {
-  for (const std::string t : {"/v1/responses/resp_mine", "/v1/responses/resp_mine?include[]=file_search_call.results",
-                              "/v1/responses/resp_mine/input_items?after=msg_1&limit=2"}) {
+  for (const std::string t :
+       {"/v1/responses/resp_mine", "/v1/responses/resp_mine?include[]=file_search_call.results",
+        "/v1/responses/resp_mine/input_items?after=msg_1&limit=2"}) {
     up.sent.clear();
     target = t;
     up.scripts.push_back(ok_plain(std::string(stored)));
@@ -1062,7 +1116,8 @@ TEST_F(ResponseObjectFlow, AnyOtherIdIs404WithoutAskingTheProvider) {
     EXPECT_EQ(r.status, 404u) << t;
     EXPECT_EQ(error_code_of(r.body), "not_found");
   }
-  EXPECT_EQ(store.ownership_asked, (std::vector<std::string>{"resp_theirs", "resp_theirs", "resp_nobody"}));
+  EXPECT_EQ(store.ownership_asked,
+            (std::vector<std::string>{"resp_theirs", "resp_theirs", "resp_nobody"}));
   EXPECT_TRUE(up.sent.empty());
 }
 
@@ -1078,7 +1133,8 @@ TEST_F(ResponseObjectFlow, AnIdThatCouldChangeTheProvidersPathIsNobodys) {
 }
 
 TEST_F(ResponseObjectFlow, AStoreOutageIs503NotA404) {
-  store.owns_error = make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\" failed");
+  store.owns_error =
+      make_error(ErrorCode::store_unavailable, "connection to server at \"127.0.0.1\" failed");
   target = "/v1/responses/resp_mine";
   const auto r = run("");
   EXPECT_EQ(r.status, 503u);
@@ -1096,7 +1152,8 @@ TEST_F(ResponseObjectFlow, ASuspendedAllocationIsRefusedBeforeOwnershipIsAsked) 
 }
 
 TEST_F(ResponseObjectFlow, TheProvidersNotFoundForAnOwnedIdPassesOn) {
-  Script s = ok_plain(R"({"error":{"message":"Response with id 'resp_mine' not found.","type":"invalid_request_error"}})");
+  Script s = ok_plain(
+      R"({"error":{"message":"Response with id 'resp_mine' not found.","type":"invalid_request_error"}})");
   s.status = 404;
   up.scripts.push_back(s);
   target = "/v1/responses/resp_mine";

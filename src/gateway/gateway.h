@@ -3,20 +3,19 @@
 #pragma once
 
 #include <atomic>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <boost/asio/awaitable.hpp>
-#include <boost/asio/ip/tcp.hpp>
-
 #include "base/time.h"
 #include "config/config.h"
-#include "http/body_budget.h"
-#include "http/connections.h"
 #include "gateway/access_log.h"
 #include "gateway/open_requests.h"
 #include "gateway/settle_retry.h"
+#include "http/body_budget.h"
+#include "http/connections.h"
 #include "store/store.h"
 #include "upstream/provider_endpoint.h"
 
@@ -40,7 +39,9 @@ struct Gateway {
   const std::atomic<bool>* draining = nullptr;
   AccessLog* access_log = nullptr;  // null: server.access_log = false
 
-  bool is_draining() const { return draining != nullptr && draining->load(std::memory_order_relaxed); }
+  bool is_draining() const {
+    return draining != nullptr && draining->load(std::memory_order_relaxed);
+  }
 
   const upstream::ProviderEndpoint* find_provider(const std::string& name) const {
     for (const auto& p : providers) {
@@ -52,8 +53,8 @@ struct Gateway {
 
 // One client connection's keep-alive loop on the calling event loop. `pool` is that
 // loop's upstream pool (and names its executor); `open` that loop's requests in flight.
-boost::asio::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, OpenRequests& open,
-                                            boost::asio::ip::tcp::socket socket,
+boost::asio::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool,
+                                            OpenRequests& open, boost::asio::ip::tcp::socket socket,
                                             std::shared_ptr<http::Connection> connection);
 
 }  // namespace cairva::gateway

@@ -103,19 +103,31 @@ class LedgerStore final : public store::Store {
   Result<store::AllocationStatus> resume_allocation(const std::string&) override { return no(); }
   Result<store::CreatedKey> create_key(const std::string&) override { return no(); }
   Result<store::ApiKeyRow> revoke_key(const std::string&) override { return no(); }
-  Result<store::Paged<store::RequestRow>> list_requests(const store::RequestFilter&) override { return no(); }
+  Result<store::Paged<store::RequestRow>> list_requests(const store::RequestFilter&) override {
+    return no();
+  }
   Result<store::RequestRow> get_request(const std::string&) override { return no(); }
   Result<store::UsageEventRow> reconcile(const store::Reconciliation&) override { return no(); }
-  Result<store::Paged<store::UsageEventRow>> list_events(const store::EventFilter&) override { return no(); }
-  Result<store::Paged<store::ConflictRow>> list_conflicts(const store::ConflictFilter&) override { return no(); }
-  Result<store::Paged<store::AgreementRow>> list_agreements(const store::PageFilter&) override { return no(); }
-  Result<store::Paged<store::AllocationStatus>> list_allocations_page(const store::AllocationFilter&) override {
+  Result<store::Paged<store::UsageEventRow>> list_events(const store::EventFilter&) override {
     return no();
   }
-  Result<store::Paged<store::ApiKeyRow>> list_keys(const std::string&, const store::PageFilter&) override {
+  Result<store::Paged<store::ConflictRow>> list_conflicts(const store::ConflictFilter&) override {
     return no();
   }
-  void usage_series(store::UsageQuery, store::Callback<store::UsageSeries> done) override { done(no()); }
+  Result<store::Paged<store::AgreementRow>> list_agreements(const store::PageFilter&) override {
+    return no();
+  }
+  Result<store::Paged<store::AllocationStatus>> list_allocations_page(
+      const store::AllocationFilter&) override {
+    return no();
+  }
+  Result<store::Paged<store::ApiKeyRow>> list_keys(const std::string&,
+                                                   const store::PageFilter&) override {
+    return no();
+  }
+  void usage_series(store::UsageQuery, store::Callback<store::UsageSeries> done) override {
+    done(no());
+  }
   Result<std::vector<store::BookedMatch>> find_bookings(const std::optional<std::string>&,
                                                         const std::string&) override {
     return no();

@@ -2,7 +2,8 @@
 
 namespace cairva::gateway {
 
-OpenRequests::Entry::Entry(OpenRequests* list, const std::string& request_id, const std::string& allocation_id)
+OpenRequests::Entry::Entry(OpenRequests* list, const std::string& request_id,
+                           const std::string& allocation_id)
     : list_(list), request_id_(request_id), allocation_id_(allocation_id) {
   if (list_ == nullptr) return;
   prev_ = list_->tail_;
@@ -22,7 +23,11 @@ std::vector<store::SettleCommand> OpenRequests::cut_settlements() const {
   std::vector<store::SettleCommand> out;
   out.reserve(size_);
   for (const Entry* e = head_; e != nullptr; e = e->next_) {
-    out.push_back({e->request_id_, e->allocation_id_, store::SettleKind::usage_missing, e->provider_request_id_, {}});
+    out.push_back({e->request_id_,
+                   e->allocation_id_,
+                   store::SettleKind::usage_missing,
+                   e->provider_request_id_,
+                   {}});
   }
   return out;
 }

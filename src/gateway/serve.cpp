@@ -1,6 +1,11 @@
 #include "gateway/serve.h"
 
 #include <atomic>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
@@ -11,14 +16,7 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/post.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/ssl/context.hpp>
-
 #include "admin/admin_api.h"
-#include "metrics/metrics.h"
 #include "base/run_soon.h"
 #include "base/thread_name.h"
 #include "gateway/admin_server.h"
@@ -27,6 +25,7 @@
 #include "http/body_budget.h"
 #include "http/limits.h"
 #include "http/listener.h"
+#include "metrics/metrics.h"
 #include "store/open.h"
 #include "store/validate.h"
 #include "upstream/connection.h"
@@ -52,10 +51,11 @@ struct Loop {
 // stalls an event loop; before each sweep, the settlements kept for retry settle again.
 class Sweeper {
  public:
-  Sweeper(store::Store& store, SettlementRetry& retry) : thread_([this, &store, &retry] {
-    name_this_thread("cairva-sweep");
-    run(store, retry);
-  }) {}
+  Sweeper(store::Store& store, SettlementRetry& retry)
+      : thread_([this, &store, &retry] {
+          name_this_thread("cairva-sweep");
+          run(store, retry);
+        }) {}
   ~Sweeper() {
     {
       std::lock_guard lock(mutex_);
@@ -92,14 +92,17 @@ int loop_count(const config::Config& cfg) {
 // of what is left beyond the admin budget (each admitted request may hold an upstream
 // connection too), so that the budget, not EMFILE, refuses connections.
 int64_t public_connections_max(const config::Config& cfg) {
-  const int64_t wanted = cfg.connections_max + http::admin_connections_max + http::file_descriptors_reserve;
+  const int64_t wanted =
+      cfg.connections_max + http::admin_connections_max + http::file_descriptors_reserve;
   const int64_t files = http::raise_open_files_limit(wanted);
   if (files >= wanted) return cfg.connections_max;
   const int64_t beyond_admin = files - http::admin_connections_max;
   const int64_t fitting = std::max<int64_t>(1, std::min(cfg.connections_max, beyond_admin / 2));
-  std::printf("cairva: open files limit %lld cannot hold server.connections_max %lld: the public listener holds %lld\n",
-              static_cast<long long>(files), static_cast<long long>(cfg.connections_max),
-              static_cast<long long>(fitting));
+  std::printf(
+      "cairva: open files limit %lld cannot hold server.connections_max %lld: the public listener "
+      "holds %lld\n",
+      static_cast<long long>(files), static_cast<long long>(cfg.connections_max),
+      static_cast<long long>(fitting));
   return fitting;
 }
 
@@ -110,7 +113,9 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   // error to report, not a reason for the process to die.
   std::signal(SIGPIPE, SIG_IGN);
   auto clock = std::make_shared<SystemClock>();
-  options.on_commit_batch = [](int64_t writes) { metrics::registry().observe_commit_batch(writes); };
+  options.on_commit_batch = [](int64_t writes) {
+    metrics::registry().observe_commit_batch(writes);
+  };
   auto opened = store::open_store(options, clock);
   if (!opened) {
     std::fprintf(stderr, "cairva: store %s: %s\n", store::redacted_store_url(cfg.store_url).c_str(),
@@ -122,16 +127,18 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   std::unique_ptr<store::Store> store = std::move(*opened);
 
   http::BodyBudget bodies(static_cast<size_t>(cfg.body_bytes_in_flight_max));
-  SettlementRetry retry([&store](store::SettleCommand cmd, store::Callback<store::SettleResult> done) {
-    store->settle(std::move(cmd), std::move(done));
-  });
+  SettlementRetry retry(
+      [&store](store::SettleCommand cmd, store::Callback<store::SettleResult> done) {
+        store->settle(std::move(cmd), std::move(done));
+      });
   std::atomic<bool> draining{false};
   std::unique_ptr<AccessLog> access_log;  // outlives the loops: their coroutines log as they end
   if (cfg.access_log) {
-    auto opened_log =
-        AccessLog::open(cfg.access_log_path, cfg.access_log_json ? AccessLogFormat::json : AccessLogFormat::text);
+    auto opened_log = AccessLog::open(
+        cfg.access_log_path, cfg.access_log_json ? AccessLogFormat::json : AccessLogFormat::text);
     if (!opened_log) {
-      std::fprintf(stderr, "cairva: %s: %s\n", cfg.source.c_str(), opened_log.error().message.c_str());
+      std::fprintf(stderr, "cairva: %s: %s\n", cfg.source.c_str(),
+                   opened_log.error().message.c_str());
       return 2;
     }
     access_log = std::move(*opened_log);
@@ -148,24 +155,27 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   auto public_ep = http::parse_listen_address(cfg.listen);
   auto admin_ep = http::parse_listen_address(cfg.admin_listen);
   if (!public_ep || !admin_ep) {
-    std::fprintf(stderr, "cairva: listen address: %s\n", (!public_ep ? public_ep : admin_ep).error().message.c_str());
+    std::fprintf(stderr, "cairva: listen address: %s\n",
+                 (!public_ep ? public_ep : admin_ep).error().message.c_str());
     return 2;
   }
 
   auto public_budget = std::make_shared<http::ConnectionBudget>(
       http::ConnectionLimits{public_connections_max(cfg), cfg.connections_per_client_max});
   // Operators' own budget: a flood of the public port never takes it.
-  auto admin_budget = std::make_shared<http::ConnectionBudget>(http::ConnectionLimits{http::admin_connections_max, 0});
+  auto admin_budget = std::make_shared<http::ConnectionBudget>(
+      http::ConnectionLimits{http::admin_connections_max, 0});
   auto tls = upstream::make_client_tls_context();
   std::vector<std::unique_ptr<Loop>> loops;
   http::tcp::endpoint bound = *public_ep;
   for (int i = 0; i < loop_count(cfg); ++i) {
     loops.push_back(std::make_unique<Loop>(*tls));
     Loop& loop = *loops.back();
-    auto r = http::start_listener(loop.ctx, bound, true, public_budget,
-                                  [&gw, &loop](http::tcp::socket s, std::shared_ptr<http::Connection> c) {
-                                    return public_session(gw, loop.pool, loop.open, std::move(s), std::move(c));
-                                  });
+    auto r = http::start_listener(
+        loop.ctx, bound, true, public_budget,
+        [&gw, &loop](http::tcp::socket s, std::shared_ptr<http::Connection> c) {
+          return public_session(gw, loop.pool, loop.open, std::move(s), std::move(c));
+        });
     if (!r) {
       std::fprintf(stderr, "cairva: %s\n", r.error().message.c_str());
       return 1;
@@ -175,7 +185,8 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   }
 
   net::io_context admin_ctx(1);
-  admin::AdminApi admin_api(*store, cfg.admin_token, clock, [&store] { return metrics::render_metrics(*store); });
+  admin::AdminApi admin_api(*store, cfg.admin_token, clock,
+                            [&store] { return metrics::render_metrics(*store); });
   const AdminSessionOptions admin_options{cfg.first_byte_timeout_s};
   auto admin_bound = http::start_listener(
       admin_ctx, *admin_ep, false, admin_budget,
@@ -187,10 +198,12 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
     return 1;
   }
   std::printf("cairva listening on %s:%u (admin %s:%u), store %s, %zu event loops\n",
-              bound.address().to_string().c_str(), bound.port(), admin_bound->endpoint.address().to_string().c_str(),
-              admin_bound->endpoint.port(), store::redacted_store_url(cfg.store_url).c_str(), loops.size());
+              bound.address().to_string().c_str(), bound.port(),
+              admin_bound->endpoint.address().to_string().c_str(), admin_bound->endpoint.port(),
+              store::redacted_store_url(cfg.store_url).c_str(), loops.size());
   if (cfg.admin_token.empty()) {
-    std::printf("cairva: no admin token in $%s: the admin API refuses every call\n", cfg.admin_token_env.c_str());
+    std::printf("cairva: no admin token in $%s: the admin API refuses every call\n",
+                cfg.admin_token_env.c_str());
   }
   std::fflush(stdout);
 
@@ -222,7 +235,9 @@ int run_serve(const config::Config& cfg, store::StoreOptions options) {
   for (size_t i = 0; i < loops.size(); ++i) {
     threads.emplace_back([&l = loops[i], i] {
       name_this_thread("cairva-io-" + std::to_string(i));
-      const RunSoon run_soon = [&ctx = l->ctx](std::function<void()> f) { net::post(ctx, std::move(f)); };
+      const RunSoon run_soon = [&ctx = l->ctx](std::function<void()> f) {
+        net::post(ctx, std::move(f));
+      };
       set_run_soon_for_this_thread(&run_soon);
       l->ctx.run();
       set_run_soon_for_this_thread(nullptr);

@@ -7,9 +7,9 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-
 #include <optional>
 
+#include "admin/usage_series.h"
 #include "base/ids.h"
 #include "gateway/chat.h"
 #include "gateway/console_http.h"
@@ -23,12 +23,11 @@
 #include "gateway/store_await.h"
 #include "http/buffered_parse.h"
 #include "http/connections.h"
+#include "http/limits.h"
 #include "http/linger.h"
 #include "http/message_reader.h"
-#include "http/limits.h"
-#include "upstream/connection.h"
 #include "render/entity_json.h"
-#include "admin/usage_series.h"
+#include "upstream/connection.h"
 #include "wire/limits.h"
 
 namespace cairva::gateway {
@@ -44,23 +43,24 @@ constexpr std::string_view bearer_prefix = "Bearer ";
 // Every public path. The API routes are grouped by the provider dialect that serves them
 // (SPEC-APIS §1); models is served by both.
 enum class Route {
-  chat,             // POST /v1/chat/completions
-  responses,        // POST /v1/responses
-  response_object,  // GET, DELETE /v1/responses/{id}; GET /v1/responses/{id}/input_items
-  embeddings,       // POST /v1/embeddings
-  models,           // GET /v1/models
-  messages,         // POST /v1/messages
-  count_tokens,     // POST /v1/messages/count_tokens
-  allocation,       // GET /v1/allocations/current
-  allocation_usage, // GET /v1/allocations/current/usage (SPEC-CONSOLE §2)
-  healthz,          // GET, HEAD /healthz
-  console,          // GET, HEAD / and /console/... (gateway/console_http.h)
+  chat,              // POST /v1/chat/completions
+  responses,         // POST /v1/responses
+  response_object,   // GET, DELETE /v1/responses/{id}; GET /v1/responses/{id}/input_items
+  embeddings,        // POST /v1/embeddings
+  models,            // GET /v1/models
+  messages,          // POST /v1/messages
+  count_tokens,      // POST /v1/messages/count_tokens
+  allocation,        // GET /v1/allocations/current
+  allocation_usage,  // GET /v1/allocations/current/usage (SPEC-CONSOLE §2)
+  healthz,           // GET, HEAD /healthz
+  console,           // GET, HEAD / and /console/... (gateway/console_http.h)
   unknown,
 };
 
 // A billable route: the next store call after authentication is its admission.
 bool is_billable(Route r) {
-  return r == Route::chat || r == Route::responses || r == Route::embeddings || r == Route::messages;
+  return r == Route::chat || r == Route::responses || r == Route::embeddings ||
+         r == Route::messages;
 }
 
 // The dialect a route belongs to; nullopt for a route every provider serves.
@@ -89,13 +89,15 @@ Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
     Route route;
     bool ok;
   };
-  for (const Exact& e : {Exact{"/v1/chat/completions", Route::chat, post}, Exact{"/v1/responses", Route::responses, post},
-                         Exact{"/v1/embeddings", Route::embeddings, post}, Exact{"/v1/models", Route::models, get},
-                         Exact{"/v1/messages", Route::messages, post},
-                         Exact{"/v1/messages/count_tokens", Route::count_tokens, post},
-                         Exact{"/v1/allocations/current", Route::allocation, get},
-                         Exact{"/v1/allocations/current/usage", Route::allocation_usage, get},
-                         Exact{"/healthz", Route::healthz, get || method == bhttp::verb::head}}) {
+  for (const Exact& e :
+       {Exact{"/v1/chat/completions", Route::chat, post},
+        Exact{"/v1/responses", Route::responses, post},
+        Exact{"/v1/embeddings", Route::embeddings, post}, Exact{"/v1/models", Route::models, get},
+        Exact{"/v1/messages", Route::messages, post},
+        Exact{"/v1/messages/count_tokens", Route::count_tokens, post},
+        Exact{"/v1/allocations/current", Route::allocation, get},
+        Exact{"/v1/allocations/current/usage", Route::allocation_usage, get},
+        Exact{"/healthz", Route::healthz, get || method == bhttp::verb::head}}) {
     if (path == e.path) {
       method_ok = e.ok;
       return e.route;
@@ -127,14 +129,16 @@ Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
 // class by status, so an unserved Anthropic path still raises NotFoundError).
 wire::Dialect error_dialect(Route route) {
   const auto dialect = dialect_of(route);
-  return dialect && *dialect == config::ProviderKind::anthropic ? wire::Dialect::anthropic : wire::Dialect::openai;
+  return dialect && *dialect == config::ProviderKind::anthropic ? wire::Dialect::anthropic
+                                                                : wire::Dialect::openai;
 }
 
 // The paths a provider dialect serves, for the unsupported_api message.
 std::string_view paths_of(config::ProviderKind kind) {
   return kind == config::ProviderKind::anthropic
              ? "POST /v1/messages, POST /v1/messages/count_tokens, GET /v1/models"
-             : "POST /v1/chat/completions, POST /v1/responses, POST /v1/embeddings, GET /v1/models, "
+             : "POST /v1/chat/completions, POST /v1/responses, POST /v1/embeddings, GET "
+               "/v1/models, "
                "GET and DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items";
 }
 
@@ -169,8 +173,8 @@ struct ConnectionState {
 // `wait_s`; then gives the rest of the header header_read_timeout_s: an idle keep-alive
 // connection is cheap, a slow sender is not.
 Task<void> read_header(http::Socket& stream, http::Deadline& deadline, beast::flat_buffer& buffer,
-                       http::RequestReader& parser, http::Connection& connection, int64_t wait_s, bool& got_bytes,
-                       boost::system::error_code& ec) {
+                       http::RequestReader& parser, http::Connection& connection, int64_t wait_s,
+                       bool& got_bytes, boost::system::error_code& ec) {
   got_bytes = buffer.size() > 0;
   if (!got_bytes) {
     deadline.expires_after(std::chrono::seconds(wait_s));
@@ -185,7 +189,8 @@ Task<void> read_header(http::Socket& stream, http::Deadline& deadline, beast::fl
   }
   deadline.expires_after(std::chrono::seconds(http::header_read_timeout_s));
   if (http::parse_buffered(parser, buffer, true, ec)) co_return;
-  std::tie(ec, std::ignore) = co_await bhttp::async_read_header(stream, buffer, parser, task_nothrow);
+  std::tie(ec, std::ignore) =
+      co_await bhttp::async_read_header(stream, buffer, parser, task_nothrow);
   if (ec && deadline.expired()) ec = beast::error::timeout;
 }
 
@@ -218,8 +223,9 @@ std::string_view api_key_of(const http::RequestReader& request) {
 
 // `for_admission`: the request's next store call is its admission (a billable call),
 // and every answer before it goes through refuse_before_admission.
-Task<Result<store::KeyGrant>> authenticate(const Gateway& gw, KeyHashCache& keys, ClientExchange& ex,
-                                           std::string_view key, bool for_admission) {
+Task<Result<store::KeyGrant>> authenticate(const Gateway& gw, KeyHashCache& keys,
+                                           ClientExchange& ex, std::string_view key,
+                                           bool for_admission) {
   if (key.empty()) {
     co_return make_error(ErrorCode::invalid_api_key,
                          "missing API key: send Authorization: Bearer cv_... or x-api-key: cv_...");
@@ -251,7 +257,9 @@ Task<bool> allocation_usage(const Gateway& gw, ClientExchange& ex, const store::
                             std::string_view target) {
   auto req = admin::usage_request(admin::query_of(target), grant.allocation_id, gw.clock.now());
   if (!req) co_return co_await ex.send_error(req.error().code, req.error().message);
-  auto start = [&gw, &req](store::Callback<store::UsageSeries> cb) { gw.store.usage_series(req->query, std::move(cb)); };
+  auto start = [&gw, &req](store::Callback<store::UsageSeries> cb) {
+    gw.store.usage_series(req->query, std::move(cb));
+  };
   auto series = co_await await_store<store::UsageSeries>(start);
   if (!series) co_return co_await ex.send_store_error(series.error());
   co_return co_await ex.send_json(200, admin::usage_series_json(*series, req->bucket));
@@ -294,7 +302,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   hp.body_limit(boost::none);  // checked after authentication: 401 comes before 413
   bool got_bytes = false;
   boost::system::error_code ec;
-  const int64_t wait_s = state.first_request ? gw.config.first_byte_timeout_s : http::idle_timeout_s;
+  const int64_t wait_s =
+      state.first_request ? gw.config.first_byte_timeout_s : http::idle_timeout_s;
   state.first_request = false;
   co_await read_header(stream, deadline, buffer, hp, state.connection, wait_s, got_bytes, ec);
   ClientExchange ex{stream, deadline};
@@ -316,8 +325,9 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
     if (ec == bhttp::error::header_limit) {
       co_await ex.send_error(ErrorCode::headers_too_large, "request headers exceed 16 KiB");
     } else if (ec == bhttp::error::bad_transfer_encoding) {
-      co_await ex.send_error(ErrorCode::invalid_request,
-                             "Transfer-Encoding must be chunked alone, without Content-Length (RFC 9112 section 6.1)");
+      co_await ex.send_error(
+          ErrorCode::invalid_request,
+          "Transfer-Encoding must be chunked alone, without Content-Length (RFC 9112 section 6.1)");
     } else {
       co_await ex.send_error(ErrorCode::invalid_request, "malformed HTTP request: " + ec.message());
     }
@@ -326,7 +336,7 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   ex.version = hp.version();
   ex.head_only = hp.method() == bhttp::verb::head;
   ex.keep_alive = hp.keep_alive() && !has_body(hp);  // reset below once the body is read
-  state.unread = has_body(hp);                        // until the body is read
+  state.unread = has_body(hp);                       // until the body is read
   ex.request_id = new_time_ordered_id("req");
   log_line.method = hp.method_text();
   log_line.path = hp.target().substr(0, hp.target().find('?'));
@@ -334,13 +344,17 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   const Route route = route_of(hp.target(), hp.method(), method_ok);
   // Every answer from here on, 404 to 503, is in the path's dialect (SPEC-APIS §4).
   ex.dialect = error_dialect(route);
-  if (route == Route::unknown) co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
+  if (route == Route::unknown)
+    co_return co_await ex.send_error(ErrorCode::not_found,
+                                     "unknown path " + std::string(hp.target()));
   if (!method_ok) {
-    co_return co_await ex.send_error(ErrorCode::method_not_allowed,
-                                     std::string(hp.method_text()) + " is not allowed on " + std::string(hp.target()));
+    co_return co_await ex.send_error(
+        ErrorCode::method_not_allowed,
+        std::string(hp.method_text()) + " is not allowed on " + std::string(hp.target()));
   }
   // A draining process tells load balancers to move away (its listener is closed already).
-  if (route == Route::healthz && gw.is_draining()) co_return co_await ex.send_json(503, R"({"status":"draining"})");
+  if (route == Route::healthz && gw.is_draining())
+    co_return co_await ex.send_json(503, R"({"status":"draining"})");
   if (route == Route::healthz) co_return co_await ex.send_json(200, R"({"status":"ok"})");
   if (route == Route::console) co_return co_await send_console(ex, hp.method(), hp.target());
 
@@ -351,7 +365,8 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
   ex.rate = core::AllocationSnapshot{};
   ex.rate->terms.limits = grant->limits;  // refined by admission; enough for early errors
   if (route == Route::allocation) co_return co_await allocation_current(gw, ex, *grant);
-  if (route == Route::allocation_usage) co_return co_await allocation_usage(gw, ex, *grant, hp.target());
+  if (route == Route::allocation_usage)
+    co_return co_await allocation_usage(gw, ex, *grant, hp.target());
   // A path of the other dialect counts toward nothing (SPEC-APIS §1).
   if (const auto dialect = dialect_of(route)) {
     const upstream::ProviderEndpoint* provider = gw.find_provider(grant->provider);
@@ -428,16 +443,19 @@ Task<bool> serve_one(const Gateway& gw, upstream::UpstreamPool& pool, http::Sock
     case Route::response_object:
       co_return co_await response_object(gw, pool, ex, *grant, hp.method_text(), hp.target());
     case Route::messages:
-      co_return co_await messages_create(gw, pool, ex, *grant, std::move(hp.body()), anthropic_fields(hp));
+      co_return co_await messages_create(gw, pool, ex, *grant, std::move(hp.body()),
+                                         anthropic_fields(hp));
     case Route::count_tokens:
-      co_return co_await messages_count_tokens(gw, pool, ex, *grant, std::move(hp.body()), anthropic_fields(hp));
+      co_return co_await messages_count_tokens(gw, pool, ex, *grant, std::move(hp.body()),
+                                               anthropic_fields(hp));
     default:
-      co_return co_await ex.send_error(ErrorCode::not_found, "unknown path " + std::string(hp.target()));
+      co_return co_await ex.send_error(ErrorCode::not_found,
+                                       "unknown path " + std::string(hp.target()));
   }
 }
 
-Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, OpenRequests& open, http::Socket socket,
-                            std::shared_ptr<http::Connection> connection) {
+Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, OpenRequests& open,
+                            http::Socket socket, std::shared_ptr<http::Connection> connection) {
   http::Deadline deadline(socket);
   connection->on_shed([&socket] {
     boost::system::error_code ignored;
@@ -454,7 +472,8 @@ Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, Ope
   socket.shutdown(http::Socket::shutdown_send, ignored);
   if (state.unread) {
     http::Connection::Idle idle(*connection);  // discarding is the first thing to give up
-    co_await http::discard_until_closed(socket, buffer, [&deadline](auto d) { deadline.expires_after(d); });
+    co_await http::discard_until_closed(socket, buffer,
+                                        [&deadline](auto d) { deadline.expires_after(d); });
   }
 }
 
@@ -462,11 +481,13 @@ Task<void> serve_connection(const Gateway& gw, upstream::UpstreamPool& pool, Ope
 
 // The listener's coroutine runs on the default executor type; the connection's own loop
 // runs on the data path's, started once per connection.
-net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool, OpenRequests& open,
-                                    net::ip::tcp::socket socket, std::shared_ptr<http::Connection> connection) {
+net::awaitable<void> public_session(const Gateway& gw, upstream::UpstreamPool& pool,
+                                    OpenRequests& open, net::ip::tcp::socket socket,
+                                    std::shared_ptr<http::Connection> connection) {
   auto on_loop = http::rebind(std::move(socket), pool.executor());
-  co_await net::co_spawn(pool.executor(), serve_connection(gw, pool, open, std::move(on_loop), std::move(connection)),
-                         net::use_awaitable);
+  co_await net::co_spawn(
+      pool.executor(), serve_connection(gw, pool, open, std::move(on_loop), std::move(connection)),
+      net::use_awaitable);
 }
 
 }  // namespace cairva::gateway

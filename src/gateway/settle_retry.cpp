@@ -9,10 +9,14 @@ namespace {
 
 std::string_view kind_name(store::SettleKind k) {
   switch (k) {
-    case store::SettleKind::usage: return "usage";
-    case store::SettleKind::usage_missing: return "usage_missing";
-    case store::SettleKind::failed: return "failed";
-    case store::SettleKind::usage_unbooked: return "usage_unbooked";
+    case store::SettleKind::usage:
+      return "usage";
+    case store::SettleKind::usage_missing:
+      return "usage_missing";
+    case store::SettleKind::failed:
+      return "failed";
+    case store::SettleKind::usage_unbooked:
+      return "usage_unbooked";
   }
   return "?";
 }
@@ -30,9 +34,10 @@ void log(const char* what, const store::SettleCommand& cmd, const std::string& d
   std::fprintf(stderr,
                "cairva: settlement %s: request %s allocation %s kind %s provider_request_id \"%s\" "
                "input_tokens %lld output_tokens %lld%s%s\n",
-               what, cmd.request_id.c_str(), cmd.allocation_id.c_str(), std::string(kind_name(cmd.kind)).c_str(),
-               printable(cmd.provider_request_id).c_str(), static_cast<long long>(cmd.usage.input),
-               static_cast<long long>(cmd.usage.output), detail.empty() ? "" : ": ", detail.c_str());
+               what, cmd.request_id.c_str(), cmd.allocation_id.c_str(),
+               std::string(kind_name(cmd.kind)).c_str(), printable(cmd.provider_request_id).c_str(),
+               static_cast<long long>(cmd.usage.input), static_cast<long long>(cmd.usage.output),
+               detail.empty() ? "" : ": ", detail.c_str());
 }
 
 }  // namespace
@@ -78,7 +83,9 @@ void SettlementRetry::retry_all() {
     std::lock_guard lock(mu_);
     if (r.ok()) {
       const bool unknown = r->book == core::BookResult::unknown_request;
-      log("recorded", cmd, unknown ? "unknown request" : "request " + std::string(core::to_string(r->request_state)));
+      log("recorded", cmd,
+          unknown ? "unknown request"
+                  : "request " + std::string(core::to_string(r->request_state)));
       kept_.pop_front();
     } else if (cmd.kind == store::SettleKind::usage) {
       log("could not be booked; keeping the counts on the request", cmd, r.error().message);

@@ -22,7 +22,8 @@ struct Script {
   }
 };
 
-const Error kAway = make_error(ErrorCode::store_unavailable, "store unavailable: connection refused");
+const Error kAway =
+    make_error(ErrorCode::store_unavailable, "store unavailable: connection refused");
 const Error kRefused = make_error(ErrorCode::internal_error, "value refused");
 
 store::SettleCommand usage(const std::string& id) {
@@ -58,8 +59,9 @@ TEST(SettlementRetry, ABookingTheStoreRefusesKeepsTheCountsOnTheRequest) {
   SettlementRetry retry(script.settle());
   ASSERT_TRUE(retry.keep(usage("req_1"), kRefused));
   ASSERT_TRUE(retry.keep({"req_2", "alloc_1", store::SettleKind::usage_missing, "", {}}, kAway));
-  script.answers = {kRefused, store::SettleResult{core::BookResult::pending, core::RequestState::usage_pending},
-                    kRefused};
+  script.answers = {
+      kRefused, store::SettleResult{core::BookResult::pending, core::RequestState::usage_pending},
+      kRefused};
   retry.retry_all();
   ASSERT_EQ(script.seen.size(), 3u);
   EXPECT_EQ(script.seen[1].kind, store::SettleKind::usage_unbooked);
@@ -75,7 +77,8 @@ TEST(SettlementRetry, IsBounded) {
   for (size_t i = 0; i < kept_settlements_max; ++i) ASSERT_TRUE(retry.keep(usage("req"), kAway));
   EXPECT_FALSE(retry.keep(usage("req_over"), kAway));
   EXPECT_EQ(retry.size(), kept_settlements_max);
-  script.answers.assign(kept_settlements_max, store::SettleResult{core::BookResult::duplicate, core::RequestState::booked});
+  script.answers.assign(kept_settlements_max, store::SettleResult{core::BookResult::duplicate,
+                                                                  core::RequestState::booked});
   retry.retry_all();
   EXPECT_EQ(retry.size(), 0u);
 }

@@ -4,14 +4,13 @@
 #pragma once
 
 #include <atomic>
-#include <memory>
-#include <utility>
-
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <memory>
+#include <utility>
 
 #include "http/executor.h"
 #include "store/store.h"
@@ -52,7 +51,8 @@ http::Task<Result<T>> await_store(Start& start) {
     });
     waiting->initiating.store(false, std::memory_order_release);
   };
-  return boost::asio::async_initiate<decltype(http::use_task), void(Result<T>)>(initiation, http::use_task);
+  return boost::asio::async_initiate<decltype(http::use_task), void(Result<T>)>(initiation,
+                                                                                http::use_task);
 }
 
 }  // namespace cairva::gateway

@@ -2,14 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include <string>
-#include <thread>
-#include <vector>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace cairva::gateway {
 namespace {
@@ -56,7 +55,8 @@ TEST(AwaitStore, ALaterCallbackOnTheLoopResumesAtOnceNotBehindReadyHandlers) {
   });
   net::post(ctx, [&] { order.push_back("next ready handler"); });
   ctx.run();
-  EXPECT_EQ(order, (std::vector<std::string>{"resumed 7", "callback returned", "next ready handler"}));
+  EXPECT_EQ(order,
+            (std::vector<std::string>{"resumed 7", "callback returned", "next ready handler"}));
 }
 
 TEST(AwaitStore, ACallbackFromAnotherThreadResumesOnTheLoopsThread) {

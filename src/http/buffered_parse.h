@@ -15,8 +15,9 @@ namespace cairva::http {
 // (`header_only`) or its whole message, or it failed (`ec` set). False when the buffered
 // bytes ran out first: read the rest with Beast's async_read_header / async_read.
 template <bool isRequest>
-bool parse_buffered(boost::beast::http::basic_parser<isRequest>& parser, boost::beast::flat_buffer& buffer,
-                    bool header_only, boost::system::error_code& ec) {
+bool parse_buffered(boost::beast::http::basic_parser<isRequest>& parser,
+                    boost::beast::flat_buffer& buffer, bool header_only,
+                    boost::system::error_code& ec) {
   parser.eager(!header_only);  // as async_read_header / async_read set it
   auto enough = [&] { return header_only ? parser.is_header_done() : parser.is_done(); };
   while (!enough() && buffer.size() > 0) {

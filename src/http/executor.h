@@ -4,6 +4,8 @@
 // provider keep the default.
 #pragma once
 
+#include <unistd.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/io_context.hpp>
@@ -11,14 +13,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
-#include <unistd.h>
-
 namespace cairva::http {
 
 using Executor = boost::asio::io_context::executor_type;
 using Socket = boost::asio::basic_stream_socket<boost::asio::ip::tcp, Executor>;
-using Timer = boost::asio::basic_waitable_timer<std::chrono::steady_clock,
-                                                boost::asio::wait_traits<std::chrono::steady_clock>, Executor>;
+using Timer = boost::asio::basic_waitable_timer<
+    std::chrono::steady_clock, boost::asio::wait_traits<std::chrono::steady_clock>, Executor>;
 // A coroutine on the data path.
 template <class T>
 using Task = boost::asio::awaitable<T, Executor>;

@@ -1,17 +1,17 @@
 #include "http/listener.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/socket_base.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <algorithm>
+#include <boost/asio/use_awaitable.hpp>
 #include <cerrno>
 #include <limits>
 #include <memory>
-
-#include <sys/resource.h>
 
 #include "http/limits.h"
 
@@ -21,8 +21,8 @@ namespace {
 constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 bool out_of_descriptors(const boost::system::error_code& ec) {
-  return ec == net::error::no_descriptors || ec == net::error::no_buffer_space || ec == net::error::no_memory ||
-         ec.value() == ENFILE;
+  return ec == net::error::no_descriptors || ec == net::error::no_buffer_space ||
+         ec == net::error::no_memory || ec.value() == ENFILE;
 }
 
 // Hands an accepted connection to its session, within the connection budget.
@@ -32,7 +32,8 @@ void serve_accepted(tcp::socket socket, const std::shared_ptr<ConnectionBudget>&
   const auto peer = socket.remote_endpoint(ec);
   if (ec) return;  // gone already; the socket closes here
   auto taken = budget->try_take(peer.address());
-  if (taken == ConnectionBudget::Take::full && idle->shed_oldest()) taken = budget->try_take(peer.address());
+  if (taken == ConnectionBudget::Take::full && idle->shed_oldest())
+    taken = budget->try_take(peer.address());
   if (taken != ConnectionBudget::Take::taken) return;  // closed at once
   socket.set_option(tcp::no_delay(true), ec);
   auto connection = std::make_shared<Connection>(budget, idle, peer.address());
@@ -40,7 +41,8 @@ void serve_accepted(tcp::socket socket, const std::shared_ptr<ConnectionBudget>&
   net::co_spawn(ex, session(std::move(socket), std::move(connection)), net::detached);
 }
 
-net::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor, std::shared_ptr<ConnectionBudget> budget,
+net::awaitable<void> accept_loop(std::shared_ptr<tcp::acceptor> acceptor,
+                                 std::shared_ptr<ConnectionBudget> budget,
                                  std::shared_ptr<IdleConnections> idle, SessionFn session) {
   net::steady_timer pause(acceptor->get_executor());
   for (;;) {
@@ -65,13 +67,15 @@ int64_t raise_open_files_limit(int64_t wanted) {
   rlimit lim{};
   if (::getrlimit(RLIMIT_NOFILE, &lim) != 0) return wanted;  // unknown: assume enough
   const auto wanted_files = static_cast<rlim_t>(wanted);
-  const rlim_t target = lim.rlim_max == RLIM_INFINITY ? wanted_files : std::min(wanted_files, lim.rlim_max);
+  const rlim_t target =
+      lim.rlim_max == RLIM_INFINITY ? wanted_files : std::min(wanted_files, lim.rlim_max);
   if (lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < target) {
     rlimit raised = lim;
     raised.rlim_cur = target;
     if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) lim = raised;
   }
-  if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > static_cast<rlim_t>(std::numeric_limits<int64_t>::max())) {
+  if (lim.rlim_cur == RLIM_INFINITY ||
+      lim.rlim_cur > static_cast<rlim_t>(std::numeric_limits<int64_t>::max())) {
     return std::numeric_limits<int64_t>::max();
   }
   return static_cast<int64_t>(lim.rlim_cur);
@@ -79,10 +83,12 @@ int64_t raise_open_files_limit(int64_t wanted) {
 
 Result<tcp::endpoint> parse_listen_address(const std::string& addr) {
   const auto colon = addr.rfind(':');
-  if (colon == std::string::npos) return make_error(ErrorCode::invalid_request, "expected host:port, got \"" + addr + "\"");
+  if (colon == std::string::npos)
+    return make_error(ErrorCode::invalid_request, "expected host:port, got \"" + addr + "\"");
   std::string host = addr.substr(0, colon);
   const std::string port_text = addr.substr(colon + 1);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (host == "localhost") host = "127.0.0.1";
   if (host.empty()) host = "0.0.0.0";
   int port = -1;
@@ -93,15 +99,19 @@ Result<tcp::endpoint> parse_listen_address(const std::string& addr) {
   } catch (...) {
     port = -1;
   }
-  if (port < 0 || port > 65535) return make_error(ErrorCode::invalid_request, "bad port in \"" + addr + "\"");
+  if (port < 0 || port > 65535)
+    return make_error(ErrorCode::invalid_request, "bad port in \"" + addr + "\"");
   boost::system::error_code ec;
   auto ip = net::ip::make_address(host, ec);
-  if (ec) return make_error(ErrorCode::invalid_request, "bad host in \"" + addr + "\" (use a numeric address)");
+  if (ec)
+    return make_error(ErrorCode::invalid_request,
+                      "bad host in \"" + addr + "\" (use a numeric address)");
   return tcp::endpoint(ip, static_cast<unsigned short>(port));
 }
 
-Result<Listening> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint, bool reuse_port,
-                                     const std::shared_ptr<ConnectionBudget>& budget, const SessionFn& session) {
+Result<Listening> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint,
+                                 bool reuse_port, const std::shared_ptr<ConnectionBudget>& budget,
+                                 const SessionFn& session) {
   auto acceptor = std::make_shared<tcp::acceptor>(ctx);
   boost::system::error_code ec;
   acceptor->open(endpoint.protocol(), ec);
@@ -116,8 +126,8 @@ Result<Listening> start_listener(net::io_context& ctx, const tcp::endpoint& endp
   if (!ec) acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec) {
     return make_error(ErrorCode::internal_error,
-                      "cannot listen on " + endpoint.address().to_string() + ":" + std::to_string(endpoint.port()) +
-                          ": " + ec.message());
+                      "cannot listen on " + endpoint.address().to_string() + ":" +
+                          std::to_string(endpoint.port()) + ": " + ec.message());
   }
   auto bound = acceptor->local_endpoint();
   auto idle = std::make_shared<IdleConnections>();

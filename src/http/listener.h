@@ -42,7 +42,7 @@ struct Listening {
 // Binds `endpoint` (with SO_REUSEPORT when `reuse_port`) on `ctx`, and starts accepting
 // connections within `budget` (shared by every loop of the same listener).
 Result<Listening> start_listener(net::io_context& ctx, const tcp::endpoint& endpoint,
-                                     bool reuse_port, const std::shared_ptr<ConnectionBudget>& budget,
-                                     const SessionFn& session);
+                                 bool reuse_port, const std::shared_ptr<ConnectionBudget>& budget,
+                                 const SessionFn& session);
 
 }  // namespace cairva::http

@@ -1,9 +1,8 @@
 #include "http/message_head.h"
 
+#include <boost/beast/http/status.hpp>
 #include <charconv>
 #include <cstring>
-
-#include <boost/beast/http/status.hpp>
 
 #include "base/assert.h"
 
@@ -31,7 +30,8 @@ char* write_field(char* p, std::string_view name, std::string_view value) {
 
 // Two memchr scans: string_view::find_first_of calls memchr once per character.
 bool is_safe_value(std::string_view v) {
-  return std::memchr(v.data(), '\r', v.size()) == nullptr && std::memchr(v.data(), '\n', v.size()) == nullptr;
+  return std::memchr(v.data(), '\r', v.size()) == nullptr &&
+         std::memchr(v.data(), '\n', v.size()) == nullptr;
 }
 
 }  // namespace
@@ -41,7 +41,9 @@ Decimal::Decimal(int64_t value) {
   size_ = static_cast<size_t>(end - chars_.data());
 }
 
-MessageHead::MessageHead(unsigned version, size_t reserve) : version_(version) { text_.reserve(reserve); }
+MessageHead::MessageHead(unsigned version, size_t reserve) : version_(version) {
+  text_.reserve(reserve);
+}
 
 MessageHead MessageHead::response(unsigned status, unsigned version) {
   CAIRVA_ASSERT(status >= 100 && status <= 999);  // the gateway's own or a checked provider status
@@ -54,7 +56,8 @@ MessageHead MessageHead::response(unsigned status, unsigned version) {
   std::to_chars(code, code + 3, status);
   h.text_.append(code, 3);
   h.text_ += ' ';
-  const auto reason = boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(status));
+  const auto reason =
+      boost::beast::http::obsolete_reason(static_cast<boost::beast::http::status>(status));
   h.text_.append(reason.data(), reason.size());
   h.text_ += "\r\n";
   return h;
@@ -76,7 +79,8 @@ void MessageHead::add(std::string_view name, std::string_view value) {
 void MessageHead::add(std::string_view name, int64_t value) {
   char buf[24];
   const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  append_field(name, std::string_view(buf, static_cast<size_t>(end - buf)));  // digits: nothing to check
+  append_field(name,
+               std::string_view(buf, static_cast<size_t>(end - buf)));  // digits: nothing to check
 }
 
 void MessageHead::add_formatted(std::initializer_list<Field> fields) {

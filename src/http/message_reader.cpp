@@ -1,10 +1,9 @@
 #include "http/message_reader.h"
 
 #include <algorithm>
-#include <utility>
-
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/error.hpp>
+#include <utility>
 
 #include "http/limits.h"
 
@@ -30,11 +29,15 @@ bool only_chunked_coding(std::string_view transfer_encoding) {
   while (!transfer_encoding.empty()) {
     const size_t comma = transfer_encoding.find(',');
     std::string_view coding = transfer_encoding.substr(0, comma);
-    transfer_encoding.remove_prefix(comma == std::string_view::npos ? transfer_encoding.size() : comma + 1);
-    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t')) coding.remove_prefix(1);
-    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t')) coding.remove_suffix(1);
+    transfer_encoding.remove_prefix(comma == std::string_view::npos ? transfer_encoding.size()
+                                                                    : comma + 1);
+    while (!coding.empty() && (coding.front() == ' ' || coding.front() == '\t'))
+      coding.remove_prefix(1);
+    while (!coding.empty() && (coding.back() == ' ' || coding.back() == '\t'))
+      coding.remove_suffix(1);
     if (coding.empty()) continue;
-    if (!boost::beast::iequals(boost::beast::string_view(coding.data(), coding.size()), "chunked")) return false;
+    if (!boost::beast::iequals(boost::beast::string_view(coding.data(), coding.size()), "chunked"))
+      return false;
     any = true;
   }
   return any;
@@ -60,15 +63,16 @@ void RequestReader::keep_joined(TextSpan& span, string_view value) {
   span.size = text_.size() - span.begin;
 }
 
-void RequestReader::on_request_impl(bhttp::verb method, string_view method_str, string_view target, int version,
-                                    error_code&) {
+void RequestReader::on_request_impl(bhttp::verb method, string_view method_str, string_view target,
+                                    int version, error_code&) {
   method_ = method;
   method_text_ = keep(method_str);
   target_ = keep(target);
   version_ = static_cast<unsigned>(version);  // Beast accepts 1.0 and 1.1 only
 }
 
-void RequestReader::on_field_impl(bhttp::field name, string_view name_string, string_view value, error_code&) {
+void RequestReader::on_field_impl(bhttp::field name, string_view name_string, string_view value,
+                                  error_code&) {
   switch (name) {
     case bhttp::field::authorization:
       if (!authorization_.found) authorization_ = keep(value);
@@ -78,7 +82,8 @@ void RequestReader::on_field_impl(bhttp::field name, string_view name_string, st
       break;
     case bhttp::field::transfer_encoding:
       transfer_encoding_ = true;
-      other_transfer_coding_ = other_transfer_coding_ || !only_chunked_coding(std::string_view(value.data(), value.size()));
+      other_transfer_coding_ = other_transfer_coding_ ||
+                               !only_chunked_coding(std::string_view(value.data(), value.size()));
       break;
     case bhttp::field::unknown:
       // Fields Beast has no name for: the Anthropic dialect's key and version fields.
@@ -86,7 +91,8 @@ void RequestReader::on_field_impl(bhttp::field name, string_view name_string, st
         keep_joined(anthropic_beta_, value);
         break;
       }
-      for (auto [field_name, span] : {std::pair{"x-api-key", &x_api_key_}, std::pair{"anthropic-version", &anthropic_version_}}) {
+      for (auto [field_name, span] : {std::pair{"x-api-key", &x_api_key_},
+                                      std::pair{"anthropic-version", &anthropic_version_}}) {
         if (!span->found && boost::beast::iequals(name_string, field_name)) *span = keep(value);
       }
       break;
@@ -98,7 +104,8 @@ void RequestReader::on_field_impl(bhttp::field name, string_view name_string, st
 // Beast frames a request by its Transfer-Encoding only when the final coding is chunked;
 // otherwise it reads no body, and the body's bytes would be parsed as the next request.
 void RequestReader::on_header_impl(error_code& ec) {
-  if (transfer_encoding_ && (other_transfer_coding_ || !chunked())) ec = bhttp::error::bad_transfer_encoding;
+  if (transfer_encoding_ && (other_transfer_coding_ || !chunked()))
+    ec = bhttp::error::bad_transfer_encoding;
 }
 
 size_t RequestReader::on_body_impl(string_view body, error_code& ec) {
@@ -129,7 +136,8 @@ void ResponseReader::on_response_impl(int code, string_view, int, error_code&) {
   status_ = static_cast<unsigned>(code);  // three digits: Beast checks
 }
 
-void ResponseReader::on_field_impl(bhttp::field, string_view name_string, string_view value, error_code&) {
+void ResponseReader::on_field_impl(bhttp::field, string_view name_string, string_view value,
+                                   error_code&) {
   for (size_t i = 0; i < kept_fields.size(); ++i) {
     if (fields_[i].found || !boost::beast::iequals(name_string, kept_fields[i])) continue;
     fields_[i] = append_kept(text_, value);
@@ -137,7 +145,8 @@ void ResponseReader::on_field_impl(bhttp::field, string_view name_string, string
   }
 }
 
-void ResponseReader::on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code&) {
+void ResponseReader::on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
+                                       error_code&) {
   // The announced length is the provider's word: the gateway refuses one over its body
   // limit before reading the body (chat.cpp), but reserving up to that limit for every
   // response on the provider's say-so would still waste memory: reserve it only when small.

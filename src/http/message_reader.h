@@ -6,13 +6,12 @@
 #pragma once
 
 #include <array>
-#include <cstddef>
-#include <string>
-#include <string_view>
-
 #include <boost/asio/error.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/verb.hpp>
+#include <cstddef>
+#include <string>
+#include <string_view>
 
 #include "http/body_budget.h"
 
@@ -71,15 +70,17 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
  private:
   using string_view = boost::beast::string_view;
   using error_code = boost::system::error_code;
-  std::string_view view(const TextSpan& s) const { return std::string_view(text_).substr(s.begin, s.size); }
+  std::string_view view(const TextSpan& s) const {
+    return std::string_view(text_).substr(s.begin, s.size);
+  }
   TextSpan keep(string_view value);
   // Keeps `value` as the first value of a list field, or appends it to `span`'s list.
   void keep_joined(TextSpan& span, string_view value);
   // What joins a list field's lines into one value (RFC 9110 section 5.3).
   static constexpr std::string_view list_separator = ", ";
 
-  void on_request_impl(boost::beast::http::verb method, string_view method_str, string_view target, int version,
-                       error_code& ec) override;
+  void on_request_impl(boost::beast::http::verb method, string_view method_str, string_view target,
+                       int version, error_code& ec) override;
   void on_response_impl(int, string_view, int, error_code&) override {}
   void on_field_impl(boost::beast::http::field name, string_view name_string, string_view value,
                      error_code& ec) override;
@@ -96,8 +97,8 @@ class RequestReader final : public boost::beast::http::basic_parser<true> {
   TextSpan method_text_, target_, authorization_, x_api_key_, anthropic_version_, anthropic_beta_;
   unsigned version_ = 11;
   bool expects_continue_ = false;
-  bool transfer_encoding_ = false;       // a Transfer-Encoding field was sent
-  bool other_transfer_coding_ = false;   // one named a coding other than chunked
+  bool transfer_encoding_ = false;      // a Transfer-Encoding field was sent
+  bool other_transfer_coding_ = false;  // one named a coding other than chunked
   BodyLease* lease_ = nullptr;
 };
 
@@ -105,8 +106,8 @@ class ResponseReader final : public boost::beast::http::basic_parser<false> {
  public:
   // The response fields the gateway reads (the provider's id, OpenAI's or Anthropic's,
   // those passed on to the client, and a 429's Retry-After), matched without regard to case.
-  static constexpr std::array<std::string_view, 4> kept_fields = {"x-request-id", "openai-processing-ms",
-                                                                  "retry-after", "request-id"};
+  static constexpr std::array<std::string_view, 4> kept_fields = {
+      "x-request-id", "openai-processing-ms", "retry-after", "request-id"};
   static constexpr size_t request_id_field = 0;
 
   unsigned status() const { return status_; }
@@ -124,15 +125,19 @@ class ResponseReader final : public boost::beast::http::basic_parser<false> {
   using error_code = boost::system::error_code;
   size_t take(string_view body, error_code& ec);
 
-  void on_request_impl(boost::beast::http::verb, string_view, string_view, int, error_code&) override {}
+  void on_request_impl(boost::beast::http::verb, string_view, string_view, int,
+                       error_code&) override {}
   void on_response_impl(int code, string_view reason, int version, error_code& ec) override;
   void on_field_impl(boost::beast::http::field name, string_view name_string, string_view value,
                      error_code& ec) override;
   void on_header_impl(error_code&) override {}
-  void on_body_init_impl(const boost::optional<std::uint64_t>& content_length, error_code& ec) override;
+  void on_body_init_impl(const boost::optional<std::uint64_t>& content_length,
+                         error_code& ec) override;
   size_t on_body_impl(string_view body, error_code& ec) override { return take(body, ec); }
   void on_chunk_header_impl(std::uint64_t, string_view, error_code&) override {}
-  size_t on_chunk_body_impl(std::uint64_t, string_view body, error_code& ec) override { return take(body, ec); }
+  size_t on_chunk_body_impl(std::uint64_t, string_view body, error_code& ec) override {
+    return take(body, ec);
+  }
   void on_finish_impl(error_code&) override {}
 
   std::string text_;  // the kept fields' values

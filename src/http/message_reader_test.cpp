@@ -53,7 +53,8 @@ TEST(RequestReader, KeepsTheFirstXApiKeyAndAnthropicFields) {
   RequestReader r(text);
   error_code ec;
   const std::string msg =
-      "POST /v1/messages HTTP/1.1\r\nX-Api-Key: cv_one\r\nx-api-key: cv_two\r\nAnthropic-Version: 2023-06-01\r\n"
+      "POST /v1/messages HTTP/1.1\r\nX-Api-Key: cv_one\r\nx-api-key: cv_two\r\nAnthropic-Version: "
+      "2023-06-01\r\n"
       "anthropic-beta: a,b\r\nanthropic-beta: c\r\nContent-Length: 2\r\n\r\n{}";
   EXPECT_EQ(feed(r, msg, 5, ec), msg.size());
   ASSERT_FALSE(ec) << ec.message();
@@ -72,8 +73,10 @@ TEST(RequestReader, JoinsEveryAnthropicBetaLineAroundOtherKeptFields) {
   RequestReader r(text);
   error_code ec;
   const std::string msg =
-      "POST /v1/messages HTTP/1.1\r\nanthropic-beta: one\r\nx-api-key: cv_k\r\nAnthropic-Beta: two, three\r\n"
-      "Authorization: Bearer cv_b\r\nanthropic-beta: four\r\nanthropic-version: v\r\nContent-Length: 0\r\n\r\n";
+      "POST /v1/messages HTTP/1.1\r\nanthropic-beta: one\r\nx-api-key: cv_k\r\nAnthropic-Beta: "
+      "two, three\r\n"
+      "Authorization: Bearer cv_b\r\nanthropic-beta: four\r\nanthropic-version: "
+      "v\r\nContent-Length: 0\r\n\r\n";
   EXPECT_EQ(feed(r, msg, 7, ec), msg.size());
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_EQ(r.anthropic_beta(), "one, two, three, four");
@@ -87,7 +90,8 @@ TEST(RequestReader, ReadsAChunkedBodyAndHttp10WithoutKeepAlive) {
   RequestReader r(text);
   error_code ec;
   const std::string msg =
-      "POST /v1/chat/completions HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
+      "POST /v1/chat/completions HTTP/1.0\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n3\r\nabc\r\n2\r\nde\r\n0\r\n\r\n";
   feed(r, msg, 3, ec);
   ASSERT_FALSE(ec) << ec.message();
   ASSERT_TRUE(r.is_done());
@@ -102,7 +106,10 @@ TEST(RequestReader, AConnectionsNextRequestReusesTheTextWithNothingOfTheLastOne)
   {
     RequestReader first(text);
     error_code ec;
-    feed(first, "GET /v1/allocations/current HTTP/1.1\r\nAuthorization: Bearer cv_a_long_key_0123456789\r\n\r\n", 64, ec);
+    feed(first,
+         "GET /v1/allocations/current HTTP/1.1\r\nAuthorization: Bearer "
+         "cv_a_long_key_0123456789\r\n\r\n",
+         64, ec);
     ASSERT_FALSE(ec);
     EXPECT_EQ(first.authorization(), "Bearer cv_a_long_key_0123456789");
   }
@@ -121,7 +128,8 @@ TEST(RequestReader, ABodyLimitSetAfterTheHeaderStopsALargerChunkedBody) {
   RequestReader r(text);
   r.body_limit(boost::none);
   error_code ec;
-  const std::string head = "POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string head =
+      "POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n";
   const std::string body = "8\r\n12345678\r\n0\r\n\r\n";
   r.eager(false);
   const size_t used = r.put(boost::asio::buffer(head), ec);
@@ -135,8 +143,9 @@ TEST(RequestReader, ABodyLimitSetAfterTheHeaderStopsALargerChunkedBody) {
 }
 
 TEST(RequestReader, MalformedInputIsAnErrorNotAnAbort) {
-  for (const std::string bad : {"POST /x HTTP/1.1\r\nContent-Length: x\r\n\r\n", "GARBAGE\r\n\r\n",
-                                "POST /x HTTP/2.0\r\n\r\n", "POST /x HTTP/1.1\r\nA\x01: b\r\n\r\n"}) {
+  for (const std::string bad :
+       {"POST /x HTTP/1.1\r\nContent-Length: x\r\n\r\n", "GARBAGE\r\n\r\n",
+        "POST /x HTTP/2.0\r\n\r\n", "POST /x HTTP/1.1\r\nA\x01: b\r\n\r\n"}) {
     std::string text;
     RequestReader r(text);
     error_code ec;
@@ -178,7 +187,9 @@ TEST(ResponseReader, AHeldStreamStopsWhenFullAndGoesOnOnceDrained) {
   ResponseReader r;
   r.hold_at_most(4);
   error_code ec;
-  const std::string msg = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n3\r\nabc\r\n0\r\n\r\n";
+  const std::string msg =
+      "HTTP/1.1 200 OK\r\nTransfer-Encoding: "
+      "chunked\r\n\r\na\r\n0123456789\r\n3\r\nabc\r\n0\r\n\r\n";
   std::string pending = msg;
   std::string seen;
   r.eager(true);
@@ -196,13 +207,15 @@ TEST(ResponseReader, AHeldStreamStopsWhenFullAndGoesOnOnceDrained) {
 }
 
 TEST(RequestReader, RefusesATransferEncodingWhoseCodingsAreNotChunkedAlone) {
-  for (const char* te : {"gzip", "identity", "xchunked", "chunked, gzip", "gzip, chunked", "chunked;x=1, gzip", "",
-                         "chunked\r\nTransfer-Encoding: gzip", "gzip\r\nTransfer-Encoding: chunked"}) {
+  for (const char* te :
+       {"gzip", "identity", "xchunked", "chunked, gzip", "gzip, chunked", "chunked;x=1, gzip", "",
+        "chunked\r\nTransfer-Encoding: gzip", "gzip\r\nTransfer-Encoding: chunked"}) {
     std::string text;
     RequestReader r(text);
     error_code ec;
-    feed(r, std::string("POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: ") + te +
-                "\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n",
+    feed(r,
+         std::string("POST /v1/chat/completions HTTP/1.1\r\nTransfer-Encoding: ") + te +
+             "\r\n\r\nGET /healthz HTTP/1.1\r\n\r\n",
          11, ec);
     EXPECT_EQ(ec, bhttp::error::bad_transfer_encoding) << te << ": " << ec.message();
   }
@@ -210,7 +223,9 @@ TEST(RequestReader, RefusesATransferEncodingWhoseCodingsAreNotChunkedAlone) {
     std::string text;
     RequestReader r(text);
     error_code ec;
-    feed(r, std::string("POST / HTTP/1.1\r\nTransfer-Encoding: ") + te + "\r\n\r\n1\r\na\r\n0\r\n\r\n", 5, ec);
+    feed(r,
+         std::string("POST / HTTP/1.1\r\nTransfer-Encoding: ") + te + "\r\n\r\n1\r\na\r\n0\r\n\r\n",
+         5, ec);
     EXPECT_FALSE(ec) << te << ": " << ec.message();
     EXPECT_EQ(r.body(), "a");
   }
@@ -250,7 +265,8 @@ TEST(RequestReader, AChunkedBodyTakesItsRoomFromTheBodyBudgetAndStopsWhenItRunsO
     r.body_lease(&lease);
     error_code ec;
     const std::string forty(40, 'y');  // past the string's inline room: a real allocation
-    feed(r, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n28\r\n" + forty + "\r\n0\r\n\r\n", 8, ec);
+    feed(r, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n28\r\n" + forty + "\r\n0\r\n\r\n",
+         8, ec);
     ASSERT_FALSE(ec) << ec.message();
     EXPECT_EQ(r.body(), forty);
     EXPECT_GE(lease.bytes(), r.body().capacity()) << "the room was taken before it was allocated";
@@ -262,7 +278,8 @@ TEST(RequestReader, AChunkedBodyTakesItsRoomFromTheBodyBudgetAndStopsWhenItRunsO
   big.body_lease(&lease);
   error_code ec;
   const std::string chunk(100, 'x');
-  feed(big, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n" + chunk + "\r\n0\r\n\r\n", 16, ec);
+  feed(big, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n64\r\n" + chunk + "\r\n0\r\n\r\n",
+       16, ec);
   EXPECT_EQ(ec, body_budget_exhausted);
   EXPECT_LE(budget.used(), 64u);
   EXPECT_LE(big.body().size(), 64u);

@@ -72,7 +72,8 @@ void histogram(std::string& out, std::string_view name, const Histogram<N>& h, b
   }
   cumulative += h.bucket(N);
   sample(out, bucket, prefix + label("le", "+Inf"), cumulative);
-  sample(out, std::string(name) + "_sum", labels, micros ? seconds(h.sum()) : std::to_string(h.sum()));
+  sample(out, std::string(name) + "_sum", labels,
+         micros ? seconds(h.sum()) : std::to_string(h.sum()));
   sample(out, std::string(name) + "_count", labels, cumulative);
 }
 
@@ -112,9 +113,11 @@ std::string Metrics::render(const std::vector<store::AllocationStatus>& allocati
   {
     std::lock_guard lock(build_mu_);
     if (build_) {
-      header(out, "cairva_build_info", "gauge", "The build and the store schema this process serves (always 1).");
+      header(out, "cairva_build_info", "gauge",
+             "The build and the store schema this process serves (always 1).");
       sample(out, "cairva_build_info",
-             escaped_label("version", build_->version) + "," + escaped_label("commit", build_->commit) + "," +
+             escaped_label("version", build_->version) + "," +
+                 escaped_label("commit", build_->commit) + "," +
                  escaped_label("schema", build_->schema),
              1);
     }
@@ -152,17 +155,20 @@ std::string Metrics::render(const std::vector<store::AllocationStatus>& allocati
   header(out, "cairva_store_wait_seconds", "histogram",
          "From a request's store call to its handler running again, by operation.");
   for (int i = 0; i < store_wait_count; ++i) {
-    histogram(out, "cairva_store_wait_seconds", store_wait_[i], true, label("op", store_wait_names[i]));
+    histogram(out, "cairva_store_wait_seconds", store_wait_[i], true,
+              label("op", store_wait_names[i]));
   }
   header(out, "cairva_stream_relay_seconds", "histogram",
          "A stream's bytes from the provider read that brought them to their write to the client.");
   histogram(out, "cairva_stream_relay_seconds", stream_relay_, true);
   header(out, "cairva_store_commit_batch_writes", "histogram",
-         "Writes per store commit batch (SQLite: records per oplog commit; PostgreSQL: admissions per transaction).");
+         "Writes per store commit batch (SQLite: records per oplog commit; PostgreSQL: admissions "
+         "per transaction).");
   histogram(out, "cairva_store_commit_batch_writes", commit_batch_, false);
   header(out, "cairva_access_log_dropped_lines_total", "counter",
          "Access log lines dropped because the log's buffer was full.");
-  sample(out, "cairva_access_log_dropped_lines_total", "", access_log_dropped_.load(std::memory_order_relaxed));
+  sample(out, "cairva_access_log_dropped_lines_total", "",
+         access_log_dropped_.load(std::memory_order_relaxed));
   allocation_gauges(out, allocations);
   return out;
 }

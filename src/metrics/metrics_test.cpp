@@ -31,9 +31,13 @@ TEST(Metrics, BuildInfoIsOneGaugeOnceSet) {
   m.set_build_info({"0.1.0", "1e8b2339d4ad-dirty", "sqlite 5"});
   const std::string text = m.render({});
   EXPECT_TRUE(has_line(text, "# TYPE cairva_build_info gauge"));
-  EXPECT_TRUE(has_line(text, R"(cairva_build_info{version="0.1.0",commit="1e8b2339d4ad-dirty",schema="sqlite 5"} 1)"));
+  EXPECT_TRUE(has_line(
+      text,
+      R"(cairva_build_info{version="0.1.0",commit="1e8b2339d4ad-dirty",schema="sqlite 5"} 1)"));
   m.set_build_info({"1.0\"x", "c\nd", "postgresql 3"});
-  EXPECT_TRUE(has_line(m.render({}), R"(cairva_build_info{version="1.0\"x",commit="c\nd",schema="postgresql 3"} 1)"));
+  EXPECT_TRUE(
+      has_line(m.render({}),
+               R"(cairva_build_info{version="1.0\"x",commit="c\nd",schema="postgresql 3"} 1)"));
 }
 
 TEST(Metrics, CountsAccessLogLinesDropped) {

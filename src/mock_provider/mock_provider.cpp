@@ -3,6 +3,16 @@
 #include <simdjson.h>
 
 #include <atomic>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -10,17 +20,6 @@
 #include <optional>
 #include <thread>
 #include <vector>
-
-#include <boost/asio/co_spawn.hpp>
-#include <boost/asio/detached.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/as_tuple.hpp>
-#include <boost/asio/use_awaitable.hpp>
-#include <boost/asio/write.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
 
 #include "base/ids.h"
 #include "base/time.h"
@@ -99,9 +98,8 @@ std::string usage_json(const Switches& sw, const ChatFacts& f) {
   const std::string prompt = sw.prompt.empty() ? std::to_string(prompt_tokens_default) : sw.prompt;
   std::string completion = sw.completion;
   if (completion.empty()) {
-    completion = std::to_string(
-        (f.limit >= 0 ? std::min(f.limit, sw.output) : sw.output) *
-        std::max<int64_t>(f.n, 1));
+    completion = std::to_string((f.limit >= 0 ? std::min(f.limit, sw.output) : sw.output) *
+                                std::max<int64_t>(f.n, 1));
   }
   std::string out = "{\"prompt_tokens\":" + prompt + ",\"completion_tokens\":" + completion;
   // total_tokens only when both counts are integers (a scripted "1.5" has no honest total).
@@ -116,7 +114,8 @@ std::string id_member(const Switches& sw, const std::string& id) {
 
 std::string completion_body(const Switches& sw, const ChatFacts& f) {
   std::string body = "{" + id_member(sw, response_id(sw)) +
-                     "\"object\":\"chat.completion\",\"created\":1700000000,\"model\":\"" + f.model +
+                     "\"object\":\"chat.completion\",\"created\":1700000000,\"model\":\"" +
+                     f.model +
                      "\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\",\"content\":"
                      "\"Hello from the mock provider.\"},\"finish_reason\":\"stop\"}]";
   if (!sw.no_usage) body += ",\"usage\":" + usage_json(sw, f);
@@ -125,24 +124,27 @@ std::string completion_body(const Switches& sw, const ChatFacts& f) {
 }
 
 // Streams the SSE reply. Returns false when the connection must close.
-net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw, const ChatFacts& f, unsigned version) {
+net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw, const ChatFacts& f,
+                                  unsigned version) {
   const std::string id = response_id(sw);
   const std::string null_usage = f.include_usage && !sw.no_usage ? ",\"usage\":null" : "";
   auto chunk = [&](const std::string& delta, const std::string& finish) {
-    return "data: {" + id_member(sw, id) + "\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"" +
-           f.model + "\",\"choices\":[{\"index\":0,\"delta\":" + delta + ",\"finish_reason\":" + finish + "}]" +
-           null_usage + "}\n\n";
+    return "data: {" + id_member(sw, id) +
+           "\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"" + f.model +
+           "\",\"choices\":[{\"index\":0,\"delta\":" + delta + ",\"finish_reason\":" + finish +
+           "}]" + null_usage + "}\n\n";
   };
   std::vector<std::string> events;
   events.push_back(chunk("{\"role\":\"assistant\",\"content\":\"\"}", "null"));
-  for (int64_t i = 0; i < sw.chunks; ++i) events.push_back(chunk("{\"content\":\"tok" + std::to_string(i) + " \"}", "null"));
+  for (int64_t i = 0; i < sw.chunks; ++i)
+    events.push_back(chunk("{\"content\":\"tok" + std::to_string(i) + " \"}", "null"));
   // malformed, streaming: one event whose data is not JSON, among the content events.
   if (sw.malformed) events.push_back("data: {\"id\": not json\n\n");
   events.push_back(chunk("{}", "\"stop\""));
   if (f.include_usage && !sw.no_usage) {
     events.push_back("data: {" + id_member(sw, id) +
-                     "\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"" + f.model +
-                     "\",\"choices\":[],\"usage\":" + usage_json(sw, f) + "}\n\n");
+                     "\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"" +
+                     f.model + "\",\"choices\":[],\"usage\":" + usage_json(sw, f) + "}\n\n");
   }
   events.push_back("data: [DONE]\n\n");
   // stamp: a content event carries the time it is written, for per-chunk latency.
@@ -151,7 +153,8 @@ net::awaitable<bool> stream_reply(beast::tcp_stream& stream, const Switches& sw,
     stamped = [&](size_t i) -> std::optional<std::string> {
       if (i < 1 || static_cast<int64_t>(i) > sw.chunks) return std::nullopt;
       const auto us = std::chrono::duration_cast<std::chrono::microseconds>(
-                          std::chrono::steady_clock::now().time_since_epoch()).count();
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
       return chunk("{\"content\":\"stamp:" + std::to_string(us) + " \"}", "null");
     };
   }
@@ -162,8 +165,9 @@ net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_
   Served served(req);
   ChatFacts facts;
   if (!read_facts(req.body(), facts)) {
-    co_return co_await json_reply(stream, req.version(), req.keep_alive(), 400,
-                                  R"({"error":{"message":"mock: body is not a JSON object","type":"invalid_request_error"}})");
+    co_return co_await json_reply(
+        stream, req.version(), req.keep_alive(), 400,
+        R"({"error":{"message":"mock: body is not a JSON object","type":"invalid_request_error"}})");
   }
   const Switches sw = parse_switches(facts.model);
   co_await sleep_ms(sw.delay_ms);
@@ -177,19 +181,24 @@ net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_
     co_return false;
   }
   if (sw.status != 200) co_return co_await scripted_error(stream, req, sw);
-  if (facts.stream) co_return co_await stream_reply(stream, sw, facts, req.version()) && req.keep_alive();
-  if (sw.malformed) co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"id\": truncated");
+  if (facts.stream)
+    co_return co_await stream_reply(stream, sw, facts, req.version()) && req.keep_alive();
+  if (sw.malformed)
+    co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200,
+                                  "{\"id\": truncated");
   if (sw.reset_after >= 0) {
     // Non-streaming: the headers and the first reset-after bytes of the body, then a reset.
     const std::string body = completion_body(sw, facts);
-    const std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(body.size()) + "\r\n\r\n" +
-                             body.substr(0, std::min<size_t>(body.size(), static_cast<size_t>(sw.reset_after)));
+    const std::string head =
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+        std::to_string(body.size()) + "\r\n\r\n" +
+        body.substr(0, std::min<size_t>(body.size(), static_cast<size_t>(sw.reset_after)));
     (void)co_await net::async_write(stream, net::buffer(head), nothrow);  // reset either way
     reset(stream);
     co_return false;
   }
-  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, completion_body(sw, facts), sw.header_id);
+  co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200,
+                                completion_body(sw, facts), sw.header_id);
 }
 
 net::awaitable<void> session(tcp::socket socket) {
@@ -211,17 +220,19 @@ net::awaitable<void> session(tcp::socket socket) {
     } else if (is_anthropic_api(req)) {
       keep = co_await serve_anthropic_api(stream, req);
     } else if (target == "/mock/stats") {
-      keep = co_await json_reply(stream, req.version(), req.keep_alive(), 200,
-                                 "{\"requests\":" + std::to_string(stats().requests.load()) +
-                                     ",\"in_flight\":" + std::to_string(stats().in_flight.load()) +
-                                     ",\"peak_in_flight\":" + std::to_string(stats().peak_in_flight.load()) + "}");
+      keep = co_await json_reply(
+          stream, req.version(), req.keep_alive(), 200,
+          "{\"requests\":" + std::to_string(stats().requests.load()) +
+              ",\"in_flight\":" + std::to_string(stats().in_flight.load()) +
+              ",\"peak_in_flight\":" + std::to_string(stats().peak_in_flight.load()) + "}");
     } else if (target == "/mock/reset" && req.method() == http::verb::post) {
       stats().requests = 0;
       stats().peak_in_flight = stats().in_flight.load();
       keep = co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"reset\":true}");
     } else if (target.starts_with("/mock/release/") && req.method() == http::verb::post) {
       release(target.substr(std::string_view("/mock/release/").size()));
-      keep = co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"released\":true}");
+      keep =
+          co_await json_reply(stream, req.version(), req.keep_alive(), 200, "{\"released\":true}");
     } else if (target == "/mock/last") {
       http::response<http::string_body> res{http::status::ok, req.version()};
       res.set(http::field::content_type, "application/json");
@@ -236,8 +247,9 @@ net::awaitable<void> session(tcp::socket socket) {
       auto [wec, wn] = co_await http::async_write(stream, res, nothrow);
       keep = !wec && res.keep_alive();
     } else {
-      keep = co_await json_reply(stream, req.version(), req.keep_alive(), 404,
-                                 R"({"error":{"message":"mock: unknown path","type":"not_found"}})");
+      keep =
+          co_await json_reply(stream, req.version(), req.keep_alive(), 404,
+                              R"({"error":{"message":"mock: unknown path","type":"not_found"}})");
     }
     if (!keep) break;
   }
@@ -256,24 +268,27 @@ int run(const Options& options) {
   const int threads = std::max(1, options.threads);
   // The mock serves tests and benchmarks: as many connections as the descriptors hold.
   constexpr int64_t mock_connections_max = 20000;
-  (void)cairva::http::raise_open_files_limit(mock_connections_max + cairva::http::file_descriptors_reserve);
-  auto budget =
-      std::make_shared<cairva::http::ConnectionBudget>(cairva::http::ConnectionLimits{mock_connections_max, 0});
+  (void)cairva::http::raise_open_files_limit(mock_connections_max +
+                                             cairva::http::file_descriptors_reserve);
+  auto budget = std::make_shared<cairva::http::ConnectionBudget>(
+      cairva::http::ConnectionLimits{mock_connections_max, 0});
   std::vector<std::unique_ptr<net::io_context>> loops;
   tcp::endpoint bound = *endpoint;
   for (int i = 0; i < threads; ++i) {
     loops.push_back(std::make_unique<net::io_context>(1));
-    auto r = cairva::http::start_listener(*loops.back(), bound, true, budget,
-                                          [](tcp::socket s, const std::shared_ptr<cairva::http::Connection>&) {
-                                            return session(std::move(s));
-                                          });
+    auto r = cairva::http::start_listener(
+        *loops.back(), bound, true, budget,
+        [](tcp::socket s, const std::shared_ptr<cairva::http::Connection>&) {
+          return session(std::move(s));
+        });
     if (!r) {
       std::fprintf(stderr, "mock-provider: %s\n", r.error().message.c_str());
       return 1;
     }
     bound = r->endpoint;
   }
-  std::printf("mock-provider listening on %s:%u\n", bound.address().to_string().c_str(), bound.port());
+  std::printf("mock-provider listening on %s:%u\n", bound.address().to_string().c_str(),
+              bound.port());
   std::fflush(stdout);
   net::signal_set signals(*loops[0], SIGINT, SIGTERM);
   signals.async_wait([&](auto, int) {

@@ -477,15 +477,17 @@ std::string anthropic_models_body() {
     data += std::string(data.empty() ? "" : ",") + R"({"type":"model","id":")" + std::string(id) +
             R"(","display_name":")" + std::string(id) + R"(","created_at":")" + created + R"("})";
   }
-  return R"({"data":[)" + data + R"(],"has_more":false,"first_id":")" + std::string(listed_models.front()) +
-         R"(","last_id":")" + std::string(listed_models.back()) + R"("})";
+  return R"({"data":[)" + data + R"(],"has_more":false,"first_id":")" +
+         std::string(listed_models.front()) + R"(","last_id":")" +
+         std::string(listed_models.back()) + R"("})";
 }
 
 // GET /v1/models in the dialect it is asked in: Anthropic's API requires anthropic-version
 // on every call, OpenAI's never sees one.
 net::awaitable<bool> list_models(beast::tcp_stream& stream, const Request& req) {
   if (req.find("anthropic-version") != req.end()) {
-    co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200, anthropic_models_body());
+    co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200,
+                                  anthropic_models_body());
   }
   std::string data;
   for (const std::string_view id : listed_models) {

@@ -38,7 +38,8 @@ class FakeStore final : public store::Store {
                          store::Callback<store::AllocationStatus> done) override {
     done(get_allocation(id));
   }
-  void owns_provider_request(const std::string&, const std::string&, store::Callback<bool> done) override {
+  void owns_provider_request(const std::string&, const std::string&,
+                             store::Callback<bool> done) override {
     done(make_error(ErrorCode::store_unavailable, "fake"));
   }
   void note_provider_id(store::ProviderIdNote, store::Callback<void> done) override {
@@ -156,7 +157,8 @@ class FakeStore final : public store::Store {
       return make_error(ErrorCode::not_pending,
                         "request " + r.request_id + " is not usage_pending");
     }
-    if (r.use_reported && !it->second.reported_usage) return make_error(ErrorCode::invalid_request, "no reported usage");
+    if (r.use_reported && !it->second.reported_usage)
+      return make_error(ErrorCode::invalid_request, "no reported usage");
     it->second.state = core::RequestState::booked;
     store::UsageEventRow e{new_id("evt"),
                            it->second.allocation_id,
@@ -203,7 +205,8 @@ class FakeStore final : public store::Store {
     for (const auto& [id, a] : agreements_) out.data.push_back(a);
     return out;
   }
-  Result<store::Paged<store::AllocationStatus>> list_allocations_page(const store::AllocationFilter& f) override {
+  Result<store::Paged<store::AllocationStatus>> list_allocations_page(
+      const store::AllocationFilter& f) override {
     if (fail_everything) return down();
     last_allocation_filter = f;
     store::Paged<store::AllocationStatus> out;

@@ -16,11 +16,13 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 
 }  // namespace
 
-Result<std::unique_ptr<Store>> open_store(const StoreOptions& options, std::shared_ptr<const Clock> clock) {
+Result<std::unique_ptr<Store>> open_store(const StoreOptions& options,
+                                          std::shared_ptr<const Clock> clock) {
   const std::string& url = options.url;
   if (starts_with(url, sqlite_scheme)) {
     const std::string path = url.substr(sqlite_scheme.size());
-    if (path.empty()) return make_error(ErrorCode::invalid_request, "store.url: sqlite:// needs a file path");
+    if (path.empty())
+      return make_error(ErrorCode::invalid_request, "store.url: sqlite:// needs a file path");
     auto s = sqlite::SqliteStore::open(path, options, std::move(clock));
     if (!s.ok()) return s.error();
     return std::unique_ptr<Store>(std::move(s).value());
@@ -38,7 +40,8 @@ Result<std::unique_ptr<Store>> open_store(const StoreOptions& options, std::shar
 Result<AuditReport> audit_store(const StoreOptions& options, std::shared_ptr<const Clock> clock) {
   if (starts_with(options.url, sqlite_scheme)) {
     const std::string path = options.url.substr(sqlite_scheme.size());
-    if (path.empty()) return make_error(ErrorCode::invalid_request, "store.url: sqlite:// needs a file path");
+    if (path.empty())
+      return make_error(ErrorCode::invalid_request, "store.url: sqlite:// needs a file path");
     return sqlite::SqliteStore::audit_file(path, options, std::move(clock));
   }
   StoreOptions read_only = options;

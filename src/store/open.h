@@ -11,7 +11,8 @@ namespace cairva::store {
 // `sqlite://PATH` (relative to the working directory unless PATH begins with '/') → the
 // embedded store; `postgresql://…` or `postgres://…` → PostgreSQL; anything else →
 // Error{invalid_request, "store.url: …"}.
-Result<std::unique_ptr<Store>> open_store(const StoreOptions& options, std::shared_ptr<const Clock> clock);
+Result<std::unique_ptr<Store>> open_store(const StoreOptions& options,
+                                          std::shared_ptr<const Clock> clock);
 
 // `cairva audit`: an embedded store is audited read-only beside any gateway that owns it
 // (SqliteStore::audit_file); PostgreSQL is opened as usual and audited.

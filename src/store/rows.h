@@ -87,10 +87,10 @@ struct UsageEventRow {
 struct ConflictRow {
   std::string id;  // cfl_…
   std::string allocation_id;
-  std::string request_id;           // the request whose report was refused
+  std::string request_id;  // the request whose report was refused
   std::string provider_request_id;
-  core::Tokens reported;            // the refused counts
-  core::Tokens booked;              // the counts of the event already booked
+  core::Tokens reported;  // the refused counts
+  core::Tokens booked;    // the counts of the event already booked
   UnixMicros recorded_at = 0;
 };
 

@@ -5,7 +5,9 @@
 
 namespace cairva::store {
 namespace {
-Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::invalid_request, std::move(message));
+}
 }  // namespace
 
 Status validate_new_agreement(const NewAgreement& a, const std::vector<std::string>& providers) {
@@ -42,7 +44,8 @@ std::string redacted_store_url(std::string_view url) {
       if (colon != std::string::npos && colon < at) out.replace(colon + 1, at - colon - 1, "***");
     }
   }
-  for (size_t pos = out.find("password="); pos != std::string::npos; pos = out.find("password=", pos + 1)) {
+  for (size_t pos = out.find("password="); pos != std::string::npos;
+       pos = out.find("password=", pos + 1)) {
     const auto value = pos + std::string_view("password=").size();
     const auto end = out.find('&', value);
     out.replace(value, (end == std::string::npos ? out.size() : end) - value, "***");
@@ -50,10 +53,12 @@ std::string redacted_store_url(std::string_view url) {
   return out;
 }
 
-Result<core::Tokens> reconciled_usage(const Reconciliation& r, const std::optional<core::ReportedUsage>& reported) {
+Result<core::Tokens> reconciled_usage(const Reconciliation& r,
+                                      const std::optional<core::ReportedUsage>& reported) {
   if (!r.use_reported) return r.usage;
   if (!reported) {
-    return make_error(ErrorCode::invalid_request, "request " + r.request_id + " has no reported usage to book");
+    return make_error(ErrorCode::invalid_request,
+                      "request " + r.request_id + " has no reported usage to book");
   }
   return reported->counts;
 }
@@ -69,8 +74,9 @@ Status check_hold_ratio(const core::Tokens& usage, const core::Tokens& hold, boo
       ratio = std::to_string(tenths / 10) + "." + std::to_string(tenths % 10) + "x";
     }
     return invalid(std::string(name) + " " + std::to_string(used) + " is " + ratio +
-                   " the request's hold of " + std::to_string(held) + ", above reconcile_hold_ratio_max (" +
-                   std::to_string(reconcile_hold_ratio_max) + "x): send \"force\": true (--force) if the counts are right");
+                   " the request's hold of " + std::to_string(held) +
+                   ", above reconcile_hold_ratio_max (" + std::to_string(reconcile_hold_ratio_max) +
+                   "x): send \"force\": true (--force) if the counts are right");
   }
   return {};
 }

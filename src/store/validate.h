@@ -17,7 +17,8 @@ Status validate_new_agreement(const NewAgreement& a, const std::vector<std::stri
 
 // The counts a reconciliation books: its own, or with `use_reported` the request's
 // reported_usage (invalid_request when the request has none).
-Result<core::Tokens> reconciled_usage(const Reconciliation& r, const std::optional<core::ReportedUsage>& reported);
+Result<core::Tokens> reconciled_usage(const Reconciliation& r,
+                                      const std::optional<core::ReportedUsage>& reported);
 
 // A reconciliation far above what its request held is more likely a slip (5,000 typed for
 // 50) than a real overrun: counts above this many times the hold, in either direction,

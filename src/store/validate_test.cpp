@@ -9,8 +9,10 @@ TEST(RedactedStoreUrl, HidesPasswordsAndKeepsTheRest) {
             "postgresql://cairva:***@db.internal:5432/cairva");
   EXPECT_EQ(redacted_store_url("postgresql://cairva@db/cairva?sslmode=require&password=s3cret"),
             "postgresql://cairva@db/cairva?sslmode=require&password=***");
-  EXPECT_EQ(redacted_store_url("postgresql://db/cairva?password=a&x=1"), "postgresql://db/cairva?password=***&x=1");
-  EXPECT_EQ(redacted_store_url("sqlite:///var/lib/cairva/cairva.db"), "sqlite:///var/lib/cairva/cairva.db");
+  EXPECT_EQ(redacted_store_url("postgresql://db/cairva?password=a&x=1"),
+            "postgresql://db/cairva?password=***&x=1");
+  EXPECT_EQ(redacted_store_url("sqlite:///var/lib/cairva/cairva.db"),
+            "sqlite:///var/lib/cairva/cairva.db");
   EXPECT_EQ(redacted_store_url("postgresql://user@host/db"), "postgresql://user@host/db");
 }
 

@@ -3,7 +3,6 @@
 #include <openssl/ssl.h>
 
 #include <array>
-
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 
@@ -23,7 +22,9 @@ Result<std::unique_ptr<net::ssl::context>> make_client_tls_context(const std::st
   auto ctx = make_client_tls_context();
   boost::system::error_code ec;
   ctx->load_verify_file(ca_file, ec);
-  if (ec) return make_error(ErrorCode::provider_unavailable, "cannot load CA file " + ca_file + ": " + ec.message());
+  if (ec)
+    return make_error(ErrorCode::provider_unavailable,
+                      "cannot load CA file " + ca_file + ": " + ec.message());
   return ctx;
 }
 
@@ -42,13 +43,17 @@ namespace {
 
 constexpr auto idle_keepalive = std::chrono::seconds(cairva::http::upstream_idle_keepalive_s);
 
-static_assert(static_cast<size_t>(Field::request_id) == cairva::http::ResponseReader::request_id_field);
+static_assert(static_cast<size_t>(Field::request_id) ==
+              cairva::http::ResponseReader::request_id_field);
 static_assert(field_count == cairva::http::ResponseReader::kept_fields.size());
-static_assert(cairva::http::ResponseReader::kept_fields[static_cast<size_t>(Field::processing_ms)] ==
-              "openai-processing-ms");
-static_assert(cairva::http::ResponseReader::kept_fields[static_cast<size_t>(Field::retry_after)] == "retry-after");
-static_assert(cairva::http::ResponseReader::kept_fields[static_cast<size_t>(Field::anthropic_request_id)] ==
-              "request-id");
+static_assert(
+    cairva::http::ResponseReader::kept_fields[static_cast<size_t>(Field::processing_ms)] ==
+    "openai-processing-ms");
+static_assert(cairva::http::ResponseReader::kept_fields[static_cast<size_t>(Field::retry_after)] ==
+              "retry-after");
+static_assert(
+    cairva::http::ResponseReader::kept_fields[static_cast<size_t>(Field::anthropic_request_id)] ==
+    "request-id");
 
 }  // namespace
 
@@ -117,7 +122,8 @@ size_t UpstreamPool::idle_count(const ProviderEndpoint& ep) const {
   return it == idle_.end() ? 0 : it->second.size();
 }
 
-Task<Result<std::unique_ptr<Response>>> UpstreamPool::send(const ProviderEndpoint& ep, const Request& req) {
+Task<Result<std::unique_ptr<Response>>> UpstreamPool::send(const ProviderEndpoint& ep,
+                                                           const Request& req) {
   auto head = cairva::http::MessageHead::request(req.method, req.path);
   head.add("Host", ep.host_header);
   if (!req.body.empty()) head.add("Content-Type", "application/json");
@@ -148,18 +154,23 @@ Task<Result<std::unique_ptr<Response>>> UpstreamPool::send(const ProviderEndpoin
     if (!ec) co_return std::unique_ptr<Response>(std::move(conn));
     if (attempt == 0 && conn->reused && conn->closed_while_idle(ec)) continue;
     if (ec == beast::error::timeout) {
-      co_return make_error(ErrorCode::provider_timeout, "provider " + ep.name + " did not respond in time");
+      co_return make_error(ErrorCode::provider_timeout,
+                           "provider " + ep.name + " did not respond in time");
     }
-    co_return make_error(ErrorCode::provider_unavailable, "provider " + ep.name + " failed: " + ec.message());
+    co_return make_error(ErrorCode::provider_unavailable,
+                         "provider " + ep.name + " failed: " + ec.message());
   }
 }
 
-Task<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::connect(const ProviderEndpoint& ep) {
+Task<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::connect(
+    const ProviderEndpoint& ep) {
   auto it = resolved_.find(ep.name);
   if (it == resolved_.end()) {
     net::ip::basic_resolver<tcp, cairva::http::Executor> resolver(ex_);
     auto [ec, results] = co_await resolver.async_resolve(ep.host, ep.port, task_nothrow);
-    if (ec) co_return make_error(ErrorCode::provider_unavailable, "cannot resolve provider " + ep.name + ": " + ec.message());
+    if (ec)
+      co_return make_error(ErrorCode::provider_unavailable,
+                           "cannot resolve provider " + ep.name + ": " + ec.message());
     it = resolved_.emplace(ep.name, std::move(results)).first;
   }
   beast::basic_stream<tcp, cairva::http::Executor> stream(ex_);
@@ -167,8 +178,11 @@ Task<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::connect(const Pr
   auto [ec, endpoint] = co_await stream.async_connect(it->second, task_nothrow);
   if (ec) {
     resolved_.erase(ep.name);  // the address may have moved: resolve again next time
-    if (ec == beast::error::timeout) co_return make_error(ErrorCode::provider_timeout, "provider " + ep.name + " did not accept a connection in time");
-    co_return make_error(ErrorCode::provider_unavailable, "cannot connect to provider " + ep.name + ": " + ec.message());
+    if (ec == beast::error::timeout)
+      co_return make_error(ErrorCode::provider_timeout,
+                           "provider " + ep.name + " did not accept a connection in time");
+    co_return make_error(ErrorCode::provider_unavailable,
+                         "cannot connect to provider " + ep.name + ": " + ec.message());
   }
   stream.socket().set_option(tcp::no_delay(true), ec);
   if (!ep.tls) co_return std::make_unique<UpstreamConnection>(stream.release_socket());
@@ -183,9 +197,11 @@ Task<Result<std::unique_ptr<UpstreamConnection>>> UpstreamPool::connect(const Pr
   conn->expires_after(std::chrono::seconds(ep.timeout_s));
   if (auto hec = co_await conn->handshake()) {
     if (hec == beast::error::timeout) {
-      co_return make_error(ErrorCode::provider_timeout, "TLS handshake with provider " + ep.name + " timed out");
+      co_return make_error(ErrorCode::provider_timeout,
+                           "TLS handshake with provider " + ep.name + " timed out");
     }
-    co_return make_error(ErrorCode::provider_unavailable, "TLS handshake with provider " + ep.name + " failed: " + hec.message());
+    co_return make_error(ErrorCode::provider_unavailable,
+                         "TLS handshake with provider " + ep.name + " failed: " + hec.message());
   }
   co_return std::move(conn);
 }

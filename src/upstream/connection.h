@@ -5,16 +5,6 @@
 // the wiring in serve.cpp) include Beast's client headers.
 #pragma once
 
-#include <chrono>
-#include <memory>
-#include <optional>
-#include <string>
-#include <tuple>
-#include <unordered_map>
-#include <utility>
-#include <variant>
-#include <vector>
-
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -24,6 +14,15 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+#include <vector>
 
 #include "base/result.h"
 #include "http/buffered_parse.h"
@@ -52,7 +51,8 @@ class UpstreamConnection final : public Response {
   // A connected socket; with `tls`, TLS on it once handshake() succeeds.
   explicit UpstreamConnection(Socket s) : stream_(std::move(s)), deadline_(std::get<0>(stream_)) {}
   UpstreamConnection(Socket s, net::ssl::context& tls)
-      : stream_(std::make_unique<Tls>(std::move(s), tls)), deadline_(beast::get_lowest_layer(*std::get<1>(stream_))) {}
+      : stream_(std::make_unique<Tls>(std::move(s), tls)),
+        deadline_(beast::get_lowest_layer(*std::get<1>(stream_))) {}
   // The deadline watches the socket by address: the connection stays where it was made.
   UpstreamConnection(const UpstreamConnection&) = delete;
   UpstreamConnection& operator=(const UpstreamConnection&) = delete;
@@ -70,7 +70,8 @@ class UpstreamConnection final : public Response {
   void expires_after(std::chrono::steady_clock::duration d) override { deadline_.expires_after(d); }
   std::optional<ReadStatus> body_buffered(size_t bytes_max) override;
   Task<Outcome> read_body() override {
-    if (stream_.index() == 0) return http::async_read(std::get<0>(stream_), buffer_, *reader_, task_nothrow);
+    if (stream_.index() == 0)
+      return http::async_read(std::get<0>(stream_), buffer_, *reader_, task_nothrow);
     return http::async_read(*std::get<1>(stream_), buffer_, *reader_, task_nothrow);
   }
   void hold_at_most(size_t bytes) override {
@@ -78,7 +79,8 @@ class UpstreamConnection final : public Response {
     reader_->hold_at_most(bytes);
   }
   Task<Outcome> read_some() override {
-    if (stream_.index() == 0) return http::async_read_some(std::get<0>(stream_), buffer_, *reader_, task_nothrow);
+    if (stream_.index() == 0)
+      return http::async_read_some(std::get<0>(stream_), buffer_, *reader_, task_nothrow);
     return http::async_read_some(*std::get<1>(stream_), buffer_, *reader_, task_nothrow);
   }
   ReadStatus status_of(const Outcome& o) const override;
@@ -102,7 +104,8 @@ class UpstreamConnection final : public Response {
   // A fresh reader for the next response, then its head.
   void start_response();
   Task<Outcome> read_header() {
-    if (stream_.index() == 0) return http::async_read_header(std::get<0>(stream_), buffer_, *reader_, task_nothrow);
+    if (stream_.index() == 0)
+      return http::async_read_header(std::get<0>(stream_), buffer_, *reader_, task_nothrow);
     return http::async_read_header(*std::get<1>(stream_), buffer_, *reader_, task_nothrow);
   }
   // True when `ec` (from sending or reading the head) is how a connection the provider
@@ -117,7 +120,9 @@ class UpstreamConnection final : public Response {
 
  private:
   // An operation the deadline cancelled reports a timeout, as beast::tcp_stream's did.
-  error_code timed_out(error_code ec) const { return ec && deadline_.expired() ? error_code(beast::error::timeout) : ec; }
+  error_code timed_out(error_code ec) const {
+    return ec && deadline_.expired() ? error_code(beast::error::timeout) : ec;
+  }
 
   std::variant<Socket, std::unique_ptr<Tls>> stream_;
   cairva::http::Deadline deadline_;
@@ -140,7 +145,8 @@ class UpstreamPool final : public Upstream {
   // Upstream. A reused idle connection that fails before any response byte (the provider
   // closed it while idle) is retried once, on a fresh connection: another idle one may be
   // just as stale (SPEC §5).
-  Task<Result<std::unique_ptr<Response>>> send(const ProviderEndpoint& ep, const Request& req) override;
+  Task<Result<std::unique_ptr<Response>>> send(const ProviderEndpoint& ep,
+                                               const Request& req) override;
   void release(const ProviderEndpoint& ep, std::unique_ptr<Response> response) override;
 
   // An idle connection to `ep` (marked reused) idle for less than

@@ -5,13 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include <functional>
-#include <string>
-#include <vector>
-
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <functional>
+#include <string>
+#include <vector>
 
 namespace cairva::upstream {
 namespace {
@@ -20,7 +19,8 @@ namespace {
 // `on_closed` each time a connection has been closed.
 class ClosingProvider {
  public:
-  explicit ClosingProvider(net::io_context& ctx) : acceptor_(ctx, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {
+  explicit ClosingProvider(net::io_context& ctx)
+      : acceptor_(ctx, tcp::endpoint(net::ip::make_address("127.0.0.1"), 0)) {
     net::co_spawn(ctx, accept_loop(), net::detached);
   }
   unsigned short port() const { return acceptor_.local_endpoint().port(); }
@@ -44,7 +44,8 @@ class ClosingProvider {
   net::awaitable<void> serve(tcp::socket socket) {
     beast::flat_buffer buffer;
     http::request<http::string_body> req;
-    auto [ec, n] = co_await http::async_read(socket, buffer, req, net::as_tuple(net::use_awaitable));
+    auto [ec, n] =
+        co_await http::async_read(socket, buffer, req, net::as_tuple(net::use_awaitable));
     if (!ec) {
       http::response<http::string_body> res{http::status::ok, 11};
       res.set(http::field::content_type, "application/json");
@@ -97,7 +98,8 @@ TEST(UpstreamPool, AStaleIdleConnectionIsRetriedOnAFreshOneNotAnotherIdleOne) {
   const ProviderEndpoint ep = endpoint(provider.port());
   std::vector<std::string> outcomes;
   auto record = [&](const Result<unsigned>& r) {
-    outcomes.push_back(r ? std::to_string(*r) : std::string(wire_name(r.error().code)) + ": " + r.error().message);
+    outcomes.push_back(r ? std::to_string(*r)
+                         : std::string(wire_name(r.error().code)) + ": " + r.error().message);
   };
 
   // Two requests at once: two connections, both idle in the pool once answered. Once

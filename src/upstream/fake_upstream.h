@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <boost/system/errc.hpp>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -13,8 +14,6 @@
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <boost/system/errc.hpp>
 
 #include "upstream/upstream.h"
 
@@ -48,7 +47,8 @@ struct Sent {
   std::chrono::steady_clock::duration head_timeout{};
   bool released = false;  // handed back for reuse (else dropped: the connection closed)
   std::vector<std::chrono::steady_clock::duration> read_deadlines;
-  std::vector<std::pair<std::string, std::string>> headers;  // the client's passed on (Request::headers)
+  std::vector<std::pair<std::string, std::string>>
+      headers;  // the client's passed on (Request::headers)
 };
 
 class FakeUpstream final : public Upstream {
@@ -58,15 +58,17 @@ class FakeUpstream final : public Upstream {
   std::deque<Script> scripts;
   std::vector<Sent> sent;
 
-  http::Task<Result<std::unique_ptr<Response>>> send(const ProviderEndpoint&, const Request& req) override {
-    sent.push_back(Sent{std::string(req.method), std::string(req.path), std::string(req.request_id), std::string(req.body),
-                        req.head_timeout});
+  http::Task<Result<std::unique_ptr<Response>>> send(const ProviderEndpoint&,
+                                                     const Request& req) override {
+    sent.push_back(Sent{std::string(req.method), std::string(req.path), std::string(req.request_id),
+                        std::string(req.body), req.head_timeout});
     if (scripts.empty()) co_return make_error(ErrorCode::provider_unavailable, "fake: no script");
     for (const Header& h : req.headers) sent.back().headers.emplace_back(h.name, h.value);
     Script s = std::move(scripts.front());
     scripts.pop_front();
     if (s.send_error) co_return *s.send_error;
-    co_return std::unique_ptr<Response>(std::make_unique<FakeResponse>(std::move(s), sent.size() - 1, *this));
+    co_return std::unique_ptr<Response>(
+        std::make_unique<FakeResponse>(std::move(s), sent.size() - 1, *this));
   }
   void release(const ProviderEndpoint&, std::unique_ptr<Response> response) override {
     auto& r = static_cast<FakeResponse&>(*response);
@@ -79,17 +81,22 @@ class FakeUpstream final : public Upstream {
  private:
   class FakeResponse final : public Response {
    public:
-    FakeResponse(Script s, size_t i, FakeUpstream& up) : script(std::move(s)), index(i), owner(up) {}
+    FakeResponse(Script s, size_t i, FakeUpstream& up)
+        : script(std::move(s)), index(i), owner(up) {}
     unsigned status() const override { return script.status; }
     std::string_view field(Field f) const override {
       const auto& v = script.fields[static_cast<size_t>(f)];
       return v ? std::string_view(*v) : std::string_view();
     }
-    bool has_field(Field f) const override { return script.fields[static_cast<size_t>(f)].has_value(); }
+    bool has_field(Field f) const override {
+      return script.fields[static_cast<size_t>(f)].has_value();
+    }
     bool keep_alive() const override { return script.keep_alive; }
     bool complete() const override { return complete_; }
     std::string& body() override { return body_; }
-    void expires_after(std::chrono::steady_clock::duration d) override { owner.sent[index].read_deadlines.push_back(d); }
+    void expires_after(std::chrono::steady_clock::duration d) override {
+      owner.sent[index].read_deadlines.push_back(d);
+    }
     std::optional<ReadStatus> body_buffered(size_t bytes_max) override {
       bytes_max_ = bytes_max;
       return std::nullopt;
@@ -126,10 +133,14 @@ class FakeUpstream final : public Upstream {
     static Outcome outcome_of(ReadStatus s) {
       namespace errc = boost::system::errc;
       switch (s) {
-        case ReadStatus::ok: return Outcome{};
-        case ReadStatus::timeout: return Outcome{errc::make_error_code(errc::timed_out), 0};
-        case ReadStatus::too_large: return Outcome{errc::make_error_code(errc::message_size), 0};
-        case ReadStatus::cut: return Outcome{errc::make_error_code(errc::connection_reset), 0};
+        case ReadStatus::ok:
+          return Outcome{};
+        case ReadStatus::timeout:
+          return Outcome{errc::make_error_code(errc::timed_out), 0};
+        case ReadStatus::too_large:
+          return Outcome{errc::make_error_code(errc::message_size), 0};
+        case ReadStatus::cut:
+          return Outcome{errc::make_error_code(errc::connection_reset), 0};
       }
       return Outcome{};
     }

@@ -8,14 +8,16 @@ namespace cairva::upstream {
 Result<ProviderEndpoint> make_endpoint(const config::Provider& provider) {
   auto parsed = boost::urls::parse_absolute_uri(provider.base_url);
   if (!parsed) {
-    return make_error(ErrorCode::invalid_request, "providers." + provider.name + ".base_url: not a URL");
+    return make_error(ErrorCode::invalid_request,
+                      "providers." + provider.name + ".base_url: not a URL");
   }
   const boost::urls::url_view url = *parsed;
   ProviderEndpoint ep;
   ep.name = provider.name;
   const std::string scheme(url.scheme());
   if (scheme != "http" && scheme != "https") {
-    return make_error(ErrorCode::invalid_request, "providers." + provider.name + ".base_url: scheme must be http or https");
+    return make_error(ErrorCode::invalid_request,
+                      "providers." + provider.name + ".base_url: scheme must be http or https");
   }
   ep.tls = scheme == "https";
   ep.host = std::string(url.host());

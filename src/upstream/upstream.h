@@ -7,17 +7,16 @@
 // Thread safety: none; one client per event loop, one Response per request.
 #pragma once
 
+#include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
-#include <span>
 #include <tuple>
-
-#include <boost/system/error_code.hpp>
 
 #include "base/result.h"
 #include "http/executor.h"
@@ -45,10 +44,11 @@ struct Request {
 
 // The response fields the flow reads.
 enum class Field : uint8_t {
-  request_id,     // x-request-id: a booking key when the body has no id
-  processing_ms,  // openai-processing-ms: passed on to the client
-  retry_after,    // Retry-After: kept on a provider 429
-  anthropic_request_id,  // request-id: Anthropic's, a booking key when the body has no id; passed on
+  request_id,            // x-request-id: a booking key when the body has no id
+  processing_ms,         // openai-processing-ms: passed on to the client
+  retry_after,           // Retry-After: kept on a provider 429
+  anthropic_request_id,  // request-id: Anthropic's, a booking key when the body has no id; passed
+                         // on
 };
 inline constexpr size_t field_count = 4;
 

@@ -65,7 +65,9 @@ class Inspector {
   Status messages(od::value v);
   Status stream_options(od::value v);
 
-  size_t offset_of(std::string_view token) const { return static_cast<size_t>(token.data() - base_); }
+  size_t offset_of(std::string_view token) const {
+    return static_cast<size_t>(token.data() - base_);
+  }
   // The span of a scalar value about to be read.
   ByteSpan scalar_span(od::value& v) const { return inspect::scalar_span(v, base_); }
 
@@ -77,14 +79,16 @@ class Inspector {
 
 Status Inspector::run(std::string_view body) {
   unsigned seen = 0;
-  auto read = inspect::top_level_object(doc_, body, out_.object_open, [&](std::string_view key, od::value v) -> Status {
-    const Member m = member_of(key);
-    if (m != 0) {
-      if (seen & m) return invalid("member \"" + std::string(key) + "\" appears more than once");
-      seen |= m;
-    }
-    return member(m, key, v);
-  });
+  auto read = inspect::top_level_object(
+      doc_, body, out_.object_open, [&](std::string_view key, od::value v) -> Status {
+        const Member m = member_of(key);
+        if (m != 0) {
+          if (seen & m)
+            return invalid("member \"" + std::string(key) + "\" appears more than once");
+          seen |= m;
+        }
+        return member(m, key, v);
+      });
   if (!read) return read;
   if (!(seen & member_model)) return invalid("model is required");
   if (!(seen & member_messages)) return invalid("messages is required");
@@ -119,7 +123,8 @@ Status Inspector::member(Member m, std::string_view key, od::value v) {
     case member_max_completion_tokens:
       walk_.key(key);
       out_.max_completion_tokens_value = scalar_span(v);
-      return inspect::limit(v, "max_completion_tokens", output_tokens_per_choice_max, out_.max_completion_tokens);
+      return inspect::limit(v, "max_completion_tokens", output_tokens_per_choice_max,
+                            out_.max_completion_tokens);
     case member_service_tier:
       // A string or null; the agreement decides which tiers it allows (SPEC §2).
       walk_.key(key);
@@ -163,7 +168,8 @@ Status Inspector::stream_options(od::value v) {
     out_.stream_options_has_members = true;
     if (key != "include_usage") return checked(walk_.member(key, value, member_depth + 1));
     walk_.key(key);
-    if (seen_include_usage) return invalid("member \"stream_options.include_usage\" appears more than once");
+    if (seen_include_usage)
+      return invalid("member \"stream_options.include_usage\" appears more than once");
     seen_include_usage = true;
     out_.include_usage_value = scalar_span(value);
     return inspect::boolean(value, "stream_options.include_usage", out_.include_usage);
@@ -177,7 +183,7 @@ Status Inspector::stream_options(od::value v) {
 
 // Reads the document `scratch` has started iterating: `body` itself, or its copy.
 Result<ChatRequest> read_request(std::string_view body, json::Scratch& scratch,
-                             simdjson::simdjson_result<od::document> iterated) {
+                                 simdjson::simdjson_result<od::document> iterated) {
   od::document doc;
   if (auto e = std::move(iterated).get(doc)) return malformed(e);
   ChatRequest out;
@@ -196,7 +202,8 @@ Result<ChatRequest> inspect_chat_request(std::string_view body) {
 
 Result<ChatRequest> inspect_chat_request(std::string& body) {
   const size_t size = body.size();
-  if (body.capacity() - size < in_place_slack_bytes) return inspect_chat_request(std::string_view(body));
+  if (body.capacity() - size < in_place_slack_bytes)
+    return inspect_chat_request(std::string_view(body));
   // The padding goes into the spare capacity as part of the string, so the parser reads
   // only bytes the string holds; it is taken off again on every way out.
   body.append(in_place_slack_bytes, ' ');
@@ -217,14 +224,16 @@ bool rewrite_needed(const ChatRequest& request, const RewritePlan& plan) {
   if (!request.max_tokens_value && !request.max_completion_tokens_value) return true;
   // A member present with another value than the plan's, or null (its value then nullopt).
   if (request.max_tokens_value && request.max_tokens != plan.per_choice_limit) return true;
-  if (request.max_completion_tokens_value && request.max_completion_tokens != plan.per_choice_limit) return true;
+  if (request.max_completion_tokens_value && request.max_completion_tokens != plan.per_choice_limit)
+    return true;
   return false;
 }
 
 std::string rewrite_chat_request(std::string_view body, const ChatRequest& request,
                                  const RewritePlan& plan) {
   CAIRVA_ASSERT(plan.per_choice_limit >= 1);
-  CAIRVA_ASSERT(plan.limit_field == limit_field_max_completion_tokens || plan.limit_field == limit_field_max_tokens);
+  CAIRVA_ASSERT(plan.limit_field == limit_field_max_completion_tokens ||
+                plan.limit_field == limit_field_max_tokens);
   std::vector<Edit> edits;
   const size_t after_open = request.object_open + 1;
   const std::string value = std::to_string(plan.per_choice_limit);
@@ -232,15 +241,18 @@ std::string rewrite_chat_request(std::string_view body, const ChatRequest& reque
   if (request.max_tokens_value && request.max_tokens != plan.per_choice_limit) {
     edits.push_back({request.max_tokens_value->offset, request.max_tokens_value->size, value});
   }
-  if (request.max_completion_tokens_value && request.max_completion_tokens != plan.per_choice_limit) {
-    edits.push_back({request.max_completion_tokens_value->offset, request.max_completion_tokens_value->size, value});
+  if (request.max_completion_tokens_value &&
+      request.max_completion_tokens != plan.per_choice_limit) {
+    edits.push_back({request.max_completion_tokens_value->offset,
+                     request.max_completion_tokens_value->size, value});
   }
   if (!request.max_tokens_value && !request.max_completion_tokens_value) {
     edits.push_back({after_open, 0, "\"" + std::string(plan.limit_field) + "\":" + value + ","});
   }
   if (plan.include_usage) {
     if (request.include_usage_value) {
-      edits.push_back({request.include_usage_value->offset, request.include_usage_value->size, "true"});
+      edits.push_back(
+          {request.include_usage_value->offset, request.include_usage_value->size, "true"});
     } else if (request.stream_options_value && request.stream_options_has_members) {
       edits.push_back({request.stream_options_value->offset + 1, 0, "\"include_usage\":true,"});
     } else if (request.stream_options_value) {

@@ -29,12 +29,12 @@ struct ChatRequest {
   core::PromptFacts prompt;                      // SPEC §4: chars, media, items = messages
 
   // Byte offsets into the inspected body, for rewrite_chat_request.
-  size_t object_open = 0;                        // the top-level '{'
-  std::optional<ByteSpan> max_tokens_value;      // set when the member is present (even null)
+  size_t object_open = 0;                    // the top-level '{'
+  std::optional<ByteSpan> max_tokens_value;  // set when the member is present (even null)
   std::optional<ByteSpan> max_completion_tokens_value;
   std::optional<ByteSpan> stream_options_value;  // set when present: an object or null
   bool stream_options_has_members = false;
-  std::optional<ByteSpan> include_usage_value;   // inside stream_options, when present
+  std::optional<ByteSpan> include_usage_value;  // inside stream_options, when present
   friend bool operator==(const ChatRequest&, const ChatRequest&) = default;
 };
 

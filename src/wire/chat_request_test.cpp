@@ -1,9 +1,9 @@
 #include "wire/chat_request.h"
 
-#include <string>
+#include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
+#include <string>
 
 #include "core/estimate.h"
 #include "wire/limits.h"
@@ -72,13 +72,16 @@ TEST(InspectChatRequest, ReadsEveryMember) {
   ASSERT_TRUE(r.max_tokens_value);
   EXPECT_EQ(body.substr(r.max_tokens_value->offset, r.max_tokens_value->size), "100");
   ASSERT_TRUE(r.max_completion_tokens_value);
-  EXPECT_EQ(body.substr(r.max_completion_tokens_value->offset, r.max_completion_tokens_value->size), "50");
+  EXPECT_EQ(body.substr(r.max_completion_tokens_value->offset, r.max_completion_tokens_value->size),
+            "50");
   ASSERT_TRUE(r.stream_options_value);
-  EXPECT_EQ(body.substr(r.stream_options_value->offset, r.stream_options_value->size), R"({"include_usage":true})");
+  EXPECT_EQ(body.substr(r.stream_options_value->offset, r.stream_options_value->size),
+            R"({"include_usage":true})");
 }
 
 TEST(InspectChatRequest, DefaultsWhenOptionalMembersAbsentOrNull) {
-  const ChatRequest r = inspect_ok(body_with(R"("n":null,"stream":null,"max_tokens":null,"max_completion_tokens":null)"));
+  const ChatRequest r = inspect_ok(
+      body_with(R"("n":null,"stream":null,"max_tokens":null,"max_completion_tokens":null)"));
   EXPECT_EQ(r.n, 1);
   EXPECT_FALSE(r.stream);
   EXPECT_FALSE(r.max_tokens);
@@ -104,30 +107,47 @@ TEST(InspectChatRequest, CountsEveryKeyAndStringAndEachMediaFormOnce) {
     int64_t media;
   };
   const std::vector<Case> cases = {
-      {"a string under image_url", message_with(R"([{"type":"image_url","image_url":"data:image/png;base64,AAAA"}])"), 50, 1},
+      {"a string under image_url",
+       message_with(R"([{"type":"image_url","image_url":"data:image/png;base64,AAAA"}])"), 50, 1},
       {"url inside an image_url object",
-       message_with(R"([{"type":"image_url","image_url":{"url":"https://x/cat.png","detail":"low"}}])"), 62, 1},
+       message_with(
+           R"([{"type":"image_url","image_url":{"url":"https://x/cat.png","detail":"low"}}])"),
+       62, 1},
       {"data inside an input_audio object",
-       message_with(R"([{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}}])"), 67, 1},
-      {"a string under file_data", message_with(R"([{"type":"file","file":{"filename":"a.pdf","file_data":"JVBERi0="}}])"), 62, 1},
+       message_with(R"([{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}}])"),
+       67, 1},
+      {"a string under file_data",
+       message_with(R"([{"type":"file","file":{"filename":"a.pdf","file_data":"JVBERi0="}}])"), 62,
+       1},
       {"data inside a source object",
-       message_with(R"([{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBOR"}}])"), 76, 1},
-      {"url inside a source object", message_with(R"([{"type":"image","source":{"type":"url","url":"https://x/a.png"}}])"), 53, 1},
+       message_with(
+           R"([{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBOR"}}])"),
+       76, 1},
+      {"url inside a source object",
+       message_with(R"([{"type":"image","source":{"type":"url","url":"https://x/a.png"}}])"), 53,
+       1},
       {"file_data anywhere, even at the top level",
        R"({"model":"m","messages":[{"role":"user","content":"hi"}],"file_data":"abc"})", 39, 1},
-      {"url elsewhere counts as text", message_with(R"([{"type":"text","text":"t","url":"https://x"}])"), 53, 0},
-      {"data elsewhere counts as text", message_with(R"([{"type":"x","x":{"data":"abcdef"}}])"), 44, 0},
+      {"url elsewhere counts as text",
+       message_with(R"([{"type":"text","text":"t","url":"https://x"}])"), 53, 0},
+      {"data elsewhere counts as text", message_with(R"([{"type":"x","x":{"data":"abcdef"}}])"), 44,
+       0},
       {"a media key's non-string value is walked",
        message_with(R"([{"type":"image_url","image_url":{"url":{"href":"abc"}}}])"), 60, 0},
-      {"objects in an array under source are not source objects", message_with(R"([{"source":[{"data":"abcd"}]}])"), 42, 0},
+      {"objects in an array under source are not source objects",
+       message_with(R"([{"source":[{"data":"abcd"}]}])"), 42, 0},
       {"only the top-level model value is left out",
-       R"({"model":"gpt","messages":[{"role":"user","content":"hi","model":"inner"}],"metadata":{"model":"abc"}})", 56, 0},
+       R"({"model":"gpt","messages":[{"role":"user","content":"hi","model":"inner"}],"metadata":{"model":"abc"}})",
+       56, 0},
       {"escaped keys and values count decoded",
-       R"({"model":"m","messages":[{"role":"user","con\u0074ent":"\u00e9\n"}],"x\u0079":"\ud83d\ude00"})", 33, 0},
+       R"({"model":"m","messages":[{"role":"user","con\u0074ent":"\u00e9\n"}],"x\u0079":"\ud83d\ude00"})",
+       33, 0},
       {"an escaped media key is the key it names",
-       R"({"model":"m","messages":[{"role":"user","content":[{"image\u005furl":"data:x"}]}]})", 37, 1},
+       R"({"model":"m","messages":[{"role":"user","content":[{"image\u005furl":"data:x"}]}]})", 37,
+       1},
       {"stream_options' keys and strings count",
-       R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true,"other":"ab"}})", 64, 0},
+       R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true,"other":"ab"}})",
+       64, 0},
       {"service_tier's value counts",
        R"({"model":"m","messages":[{"role":"user","content":"hi"}],"service_tier":"flex"})", 46, 0},
   };
@@ -141,7 +161,8 @@ TEST(InspectChatRequest, CountsEveryKeyAndStringAndEachMediaFormOnce) {
 
 TEST(InspectChatRequest, CountsEscapedCharactersOnceEach) {
   // "\n" is one code point, "\u00e9" one, a surrogate pair one: 5, beside 28 of keys and "user".
-  const ChatRequest r = inspect_ok(R"({"model":"m","messages":[{"role":"user","content":"a\nb\u00e9\ud83d\ude00"}]})");
+  const ChatRequest r = inspect_ok(
+      R"({"model":"m","messages":[{"role":"user","content":"a\nb\u00e9\ud83d\ude00"}]})");
   EXPECT_EQ(r.prompt.chars, 28 + 5);
 }
 
@@ -149,11 +170,13 @@ TEST(InspectChatRequest, WhatAProviderBillsRaisesTheEstimate) {
   // Each member below was free before SPEC §4's one rule: its text must now count.
   const std::string big(30'000, 'x');
   const int64_t base = core::input_estimate(inspect_ok(body_with("")).prompt);
-  for (const std::string& members :
-       {R"("functions":[{"name":"f","description":")" + big + R"("}])",
-        R"("response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"description":")" + big + R"("}}})",
-        R"("prediction":{"type":"content","content":")" + big + R"("})",
-        R"("tools":[{"type":"function","function":{"name":"f","description":")" + big + R"("}}])"}) {
+  for (
+      const std::string& members :
+      {R"("functions":[{"name":"f","description":")" + big + R"("}])",
+       R"("response_format":{"type":"json_schema","json_schema":{"name":"a","schema":{"description":")" +
+           big + R"("}}})",
+       R"("prediction":{"type":"content","content":")" + big + R"("})",
+       R"("tools":[{"type":"function","function":{"name":"f","description":")" + big + R"("}}])"}) {
     const int64_t estimate = core::input_estimate(inspect_ok(body_with(members)).prompt);
     EXPECT_GE(estimate, base + static_cast<int64_t>(big.size()) / 3) << members.substr(0, 40);
   }
@@ -167,8 +190,8 @@ TEST(InspectChatRequest, ServiceTierIsAStringOrNull) {
   EXPECT_FALSE(inspect_ok(body_with(R"("service_tier":null)")).service_tier);
   EXPECT_FALSE(inspect_ok(body_with("")).service_tier);
   EXPECT_EQ(inspect_ok(body_with(R"("service_tier":"pr\u0069ority")")).service_tier, "priority");
-  for (const char* bad : {R"("service_tier":1)", R"("service_tier":true)", R"("service_tier":["priority"])",
-                          R"("service_tier":{"t":"priority"})"}) {
+  for (const char* bad : {R"("service_tier":1)", R"("service_tier":true)",
+                          R"("service_tier":["priority"])", R"("service_tier":{"t":"priority"})"}) {
     EXPECT_EQ(inspect_error(body_with(bad)), "service_tier must be a string") << bad;
   }
   EXPECT_EQ(inspect_error(body_with(R"("service_tier":"auto","service_tier":"priority")")),
@@ -189,13 +212,16 @@ TEST(InspectChatRequest, RefusesBadEscapesWhereverTheStringIs) {
   // Counted strings are checked in their raw bytes, never unescaped: each bad escape must
   // still be refused, with simdjson's reason, in every place a string is counted or skipped.
   const std::string reason = "request body is not valid JSON: Problem while parsing a string";
-  for (const std::string bad : {R"(\q)", R"(\u12)", R"(\u00G0)", R"(\ud83d)", R"(\ude00)", R"(\ud83d\u0041)"}) {
+  for (const std::string bad :
+       {R"(\q)", R"(\u12)", R"(\u00G0)", R"(\ud83d)", R"(\ude00)", R"(\ud83d\u0041)"}) {
     const std::vector<std::string> bodies = {
         R"({"model":"m","messages":[{"role":"user","content":"a)" + bad + R"("}]})",
         R"({"model":"m","messages":[{"role":"user","name":")" + bad + R"(","content":"a"}]})",
         R"({"model":"m","messages":[{"role":")" + bad + R"(","content":"a"}]})",
-        R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":")" + bad + R"("}]}]})",
-        R"({"model":"m","messages":[{"role":"user","content":[{"type":"image","text":")" + bad + R"("}]}]})",
+        R"({"model":"m","messages":[{"role":"user","content":[{"type":"text","text":")" + bad +
+            R"("}]}]})",
+        R"({"model":"m","messages":[{"role":"user","content":[{"type":"image","text":")" + bad +
+            R"("}]}]})",
         R"({"model":"m","messages":[{"role":"assistant","tool_calls":[{"function":{"name":"f","arguments":")" +
             bad + R"("}}]}]})",
         R"({"model":"m","messages":[{"role":"user","content":"a"}],"user":")" + bad + R"("})",
@@ -210,14 +236,17 @@ TEST(InspectChatRequest, ToolsOfAnyTypeCountTheirStringsAndKeys) {
   EXPECT_EQ(inspect_ok(body_with(R"("tools":null)")).prompt.chars, 30 + 5);
   EXPECT_EQ(inspect_ok(body_with(R"("tools":12.5e1)")).prompt.chars, 30 + 5);
   EXPECT_EQ(inspect_ok(body_with(R"("tools":"a\"b")")).prompt.chars, 30 + 5 + 3);
-  EXPECT_EQ(inspect_ok(body_with(R"("tools": [ {"d": "\u00e9 é"} ] )")).prompt.chars, 30 + 5 + 1 + 3);
+  EXPECT_EQ(inspect_ok(body_with(R"("tools": [ {"d": "\u00e9 é"} ] )")).prompt.chars,
+            30 + 5 + 1 + 3);
 }
 
 TEST(InspectChatRequest, EscapedMemberNamesAreTheMembersTheyName) {
   // A provider decodes "max\u005ftokens" as max_tokens: so must admission.
   const ChatRequest r = inspect_ok(body_with(R"("max\u005ftokens":7)"));
   EXPECT_EQ(r.max_tokens, 7);
-  EXPECT_NE(inspect_error(body_with(R"("max_tokens":5,"max\u005ftokens":7)")).find("more than once"), std::string::npos);
+  EXPECT_NE(
+      inspect_error(body_with(R"("max_tokens":5,"max\u005ftokens":7)")).find("more than once"),
+      std::string::npos);
 }
 
 TEST(InspectChatRequest, RefusesMalformedBodies) {
@@ -267,7 +296,9 @@ TEST(InspectChatRequest, RefusesDeepNesting) {
 // passes, one level more is refused. A Debug build also checks that simdjson is never
 // asked to open a container beyond its own max_depth on the way.
 TEST(InspectChatRequest, NestingBoundIsExact) {
-  auto arrays = [](int n, std::string_view inner) { return std::string(n, '[') + std::string(inner) + std::string(n, ']'); };
+  auto arrays = [](int n, std::string_view inner) {
+    return std::string(n, '[') + std::string(inner) + std::string(n, ']');
+  };
   const int to_limit = json_depth_max - 1;  // arrays from depth 2 to json_depth_max
   inspect_ok(body_with("\"x\":" + arrays(to_limit, "")));
   EXPECT_FALSE(inspect_error(body_with("\"x\":" + arrays(to_limit + 1, ""))).empty());
@@ -305,12 +336,14 @@ TEST(InspectChatRequest, NamesTheFieldInTypeErrors) {
       {R"("stream_options":{"include_usage":true,"include_usage":false})",
        "member \"stream_options.include_usage\" appears more than once"},
   };
-  for (const auto& c : cases) EXPECT_EQ(inspect_error(body_with(c.members)), c.message) << c.members;
+  for (const auto& c : cases)
+    EXPECT_EQ(inspect_error(body_with(c.members)), c.message) << c.members;
 }
 
 TEST(InspectChatRequest, RequiresModelAndNonEmptyMessages) {
   EXPECT_EQ(inspect_error(R"({"messages":[{"role":"user","content":"hi"}]})"), "model is required");
-  EXPECT_EQ(inspect_error(R"({"model":5,"messages":[{"role":"user","content":"hi"}]})"), "model must be a string");
+  EXPECT_EQ(inspect_error(R"({"model":5,"messages":[{"role":"user","content":"hi"}]})"),
+            "model must be a string");
   EXPECT_EQ(inspect_error(R"({"model":"m\u0000x","messages":[{"role":"user","content":"hi"}]})"),
             "model must not contain a NUL character");
   EXPECT_EQ(inspect_error(R"({"model":"m"})"), "messages is required");
@@ -339,9 +372,11 @@ std::string rewrite(const std::string& body, RewritePlan plan) {
 }
 
 TEST(RewriteChatRequest, ReplacesEveryLimitTheClientSent) {
-  const std::string body = R"({"model":"m", "max_tokens" : 500 ,"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":  400})";
-  EXPECT_EQ(rewrite(body, {.per_choice_limit = 37}),
-            R"({"model":"m", "max_tokens" : 37 ,"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":  37})");
+  const std::string body =
+      R"({"model":"m", "max_tokens" : 500 ,"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":  400})";
+  EXPECT_EQ(
+      rewrite(body, {.per_choice_limit = 37}),
+      R"({"model":"m", "max_tokens" : 37 ,"messages":[{"role":"user","content":"hi"}],"max_completion_tokens":  37})");
   const std::string only_mct = body_with(R"("max_completion_tokens":400)");
   EXPECT_EQ(rewrite(only_mct, {.per_choice_limit = 9}), body_with(R"("max_completion_tokens":9)"));
 }
@@ -355,17 +390,21 @@ TEST(RewriteChatRequest, AddsTheProvidersLimitFieldWhenTheClientSentNone) {
 }
 
 TEST(RewriteChatRequest, GivesEveryNullLimitTheHeldValue) {
-  EXPECT_EQ(rewrite(body_with(R"("max_tokens":null,"max_completion_tokens":null)"), {.per_choice_limit = 5}),
+  EXPECT_EQ(rewrite(body_with(R"("max_tokens":null,"max_completion_tokens":null)"),
+                    {.per_choice_limit = 5}),
             body_with(R"("max_tokens":5,"max_completion_tokens":5)"));
-  EXPECT_EQ(rewrite(body_with(R"("max_tokens":null,"max_completion_tokens":80)"), {.per_choice_limit = 5}),
+  EXPECT_EQ(rewrite(body_with(R"("max_tokens":null,"max_completion_tokens":80)"),
+                    {.per_choice_limit = 5}),
             body_with(R"("max_tokens":5,"max_completion_tokens":5)"));
   // A null member is the field written: the provider's limit_field is not added beside it.
-  EXPECT_EQ(rewrite(body_with(R"("max_tokens":null)"), {.per_choice_limit = 5}), body_with(R"("max_tokens":5)"));
+  EXPECT_EQ(rewrite(body_with(R"("max_tokens":null)"), {.per_choice_limit = 5}),
+            body_with(R"("max_tokens":5)"));
 }
 
 TEST(RewriteChatRequest, EveryLimitMemberEqualsTheHoldEvenWhenNotLowered) {
   // max_completion_tokens wins the hold; the larger max_tokens beside it is brought down.
-  EXPECT_EQ(rewrite(body_with(R"("max_tokens":500,"max_completion_tokens":40)"), {.per_choice_limit = 40}),
+  EXPECT_EQ(rewrite(body_with(R"("max_tokens":500,"max_completion_tokens":40)"),
+                    {.per_choice_limit = 40}),
             body_with(R"("max_tokens":40,"max_completion_tokens":40)"));
 }
 
@@ -376,28 +415,37 @@ TEST(RewriteChatRequest, InjectsIncludeUsage) {
   };
   const std::vector<Case> cases = {
       {R"("stream":true)", R"("stream":true)"},  // new stream_options at the front
-      {R"("stream":true,"stream_options":{})", R"("stream":true,"stream_options":{"include_usage":true})"},
-      {R"("stream":true,"stream_options":null)", R"("stream":true,"stream_options":{"include_usage":true})"},
-      {R"("stream":true,"stream_options":{ "x":1 })", R"("stream":true,"stream_options":{"include_usage":true, "x":1 })"},
-      {R"("stream":true,"stream_options":{"include_usage":false})", R"("stream":true,"stream_options":{"include_usage":true})"},
-      {R"("stream":true,"stream_options":{"include_usage": null ,"y":2})", R"("stream":true,"stream_options":{"include_usage": true ,"y":2})"},
+      {R"("stream":true,"stream_options":{})",
+       R"("stream":true,"stream_options":{"include_usage":true})"},
+      {R"("stream":true,"stream_options":null)",
+       R"("stream":true,"stream_options":{"include_usage":true})"},
+      {R"("stream":true,"stream_options":{ "x":1 })",
+       R"("stream":true,"stream_options":{"include_usage":true, "x":1 })"},
+      {R"("stream":true,"stream_options":{"include_usage":false})",
+       R"("stream":true,"stream_options":{"include_usage":true})"},
+      {R"("stream":true,"stream_options":{"include_usage": null ,"y":2})",
+       R"("stream":true,"stream_options":{"include_usage": true ,"y":2})"},
   };
   const std::string limit = R"("max_tokens":7,)";
   for (const auto& c : cases) {
     std::string expected = body_with(limit + c.expected);
-    if (c.members == R"("stream":true)") expected.insert(1, R"("stream_options":{"include_usage":true},)");
-    EXPECT_EQ(rewrite(body_with(limit + c.members), {.per_choice_limit = 7, .include_usage = true}), expected)
+    if (c.members == R"("stream":true)")
+      expected.insert(1, R"("stream_options":{"include_usage":true},)");
+    EXPECT_EQ(rewrite(body_with(limit + c.members), {.per_choice_limit = 7, .include_usage = true}),
+              expected)
         << c.members;
   }
 }
 
 TEST(RewriteChatRequest, LowersAndInjectsTogether) {
-  const std::string out = rewrite(body_with(R"("stream":true)"), {.per_choice_limit = 3, .include_usage = true});
+  const std::string out =
+      rewrite(body_with(R"("stream":true)"), {.per_choice_limit = 3, .include_usage = true});
   const auto v = reparse(out);
   EXPECT_EQ(v.at("max_completion_tokens").as_int64(), 3);
   EXPECT_FALSE(v.as_object().contains("max_tokens"));
   EXPECT_TRUE(v.at("stream_options").at("include_usage").as_bool());
-  EXPECT_EQ(out.substr(out.size() - body_with(R"("stream":true)").size() + 1), body_with(R"("stream":true)").substr(1));
+  EXPECT_EQ(out.substr(out.size() - body_with(R"("stream":true)").size() + 1),
+            body_with(R"("stream":true)").substr(1));
 }
 
 TEST(RewriteChatRequest, NeededOnlyWhenTheBodyWouldChange) {

@@ -37,8 +37,9 @@
 namespace cairva::wire {
 
 template <class C>
-concept Codec = requires(std::string_view body, const typename C::Response& read, typename C::Relay& relay,
-                         std::string& out, ErrorCode code, std::string_view message) {
+concept Codec = requires(std::string_view body, const typename C::Response& read,
+                         typename C::Relay& relay, std::string& out, ErrorCode code,
+                         std::string_view message) {
   { C::read_response(body) } -> std::same_as<Result<typename C::Response>>;
   { read.id } -> std::convertible_to<std::string_view>;
   { read.usage } -> std::convertible_to<std::optional<core::Tokens>>;
@@ -59,7 +60,9 @@ struct ChatCodec {
   using Response = CompletionInfo;
   using Relay = StreamRelay;
 
-  static Result<CompletionInfo> read_response(std::string_view body) { return read_completion(body); }
+  static Result<CompletionInfo> read_response(std::string_view body) {
+    return read_completion(body);
+  }
   static std::string with_usage_source(std::string_view body, const CompletionInfo& read) {
     return wire::with_usage_source(body, read, !read.usage.has_value());
   }

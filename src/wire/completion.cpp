@@ -16,13 +16,15 @@ namespace od = json::od;
 constexpr int member_depth = 2;
 
 Error malformed(std::string_view why) {
-  return make_error(ErrorCode::provider_unavailable, "provider response is not a valid JSON object: " + std::string(why));
+  return make_error(ErrorCode::provider_unavailable,
+                    "provider response is not a valid JSON object: " + std::string(why));
 }
 
 }  // namespace
 
 bool usable_provider_id(std::string_view id) {
-  return !id.empty() && id.size() <= provider_id_bytes_max && id.find('\0') == std::string_view::npos;
+  return !id.empty() && id.size() <= provider_id_bytes_max &&
+         id.find('\0') == std::string_view::npos;
 }
 
 Result<CompletionInfo> read_completion(std::string_view body, const UsageFields& fields) {
@@ -55,11 +57,13 @@ Result<CompletionInfo> read_completion(std::string_view body, const UsageFields&
       if (key == "usage" || key == "usage_source") {
         size_t end = 0;
         if (auto err = json::span_end(start, doc, base, end)) return malformed(json::reason(err));
-        (key == "usage" ? layout.usage_value : layout.usage_source_value) = ByteSpan{start.offset, end - start.offset};
+        (key == "usage" ? layout.usage_value : layout.usage_source_value) =
+            ByteSpan{start.offset, end - start.offset};
       }
     }
     const char* next = nullptr;
-    if (doc.current_location().get(next) == simdjson::SUCCESS) return malformed("bytes after the object");
+    if (doc.current_location().get(next) == simdjson::SUCCESS)
+      return malformed("bytes after the object");
     const std::string_view trimmed = json::trim_right(body);
     if (trimmed.empty() || trimmed.back() != '}') return malformed("no closing brace");
     layout.close = trimmed.size() - 1;

@@ -40,7 +40,8 @@ bool usable_provider_id(std::string_view id);
 // [0, usage_tokens_max]; anything else counts as usage missing. A body that is not a valid
 // JSON object is an ErrorCode::provider_unavailable error. Every API whose body keeps its
 // id and usage at the top level reads it so (Responses, Embeddings).
-Result<CompletionInfo> read_completion(std::string_view body, const UsageFields& fields = chat_usage_fields);
+Result<CompletionInfo> read_completion(std::string_view body,
+                                       const UsageFields& fields = chat_usage_fields);
 
 // `body` with `"usage_source":"provider"` added before its closing brace or, when
 // `pending`, with `"usage":null` (replacing any usage value) and

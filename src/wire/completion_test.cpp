@@ -1,9 +1,9 @@
 #include "wire/completion.h"
 
-#include <thread>
+#include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
+#include <thread>
 
 #include "wire/limits.h"
 
@@ -66,7 +66,8 @@ TEST(ReadCompletion, TreatsAbsentOrInvalidUsageAsMissing) {
     EXPECT_FALSE(info->usage) << b;
     EXPECT_EQ(info->id, "x");
   }
-  auto at_bound = read_completion(R"({"usage":{"prompt_tokens":0,"completion_tokens":1099511627776}})");
+  auto at_bound =
+      read_completion(R"({"usage":{"prompt_tokens":0,"completion_tokens":1099511627776}})");
   ASSERT_TRUE(at_bound.ok());
   ASSERT_TRUE(at_bound->usage);
   EXPECT_EQ(at_bound->usage->output, usage_tokens_max);
@@ -74,8 +75,9 @@ TEST(ReadCompletion, TreatsAbsentOrInvalidUsageAsMissing) {
 }
 
 TEST(ReadCompletion, RefusesMalformedBodies) {
-  for (std::string_view b : {"", "nope", "[]", "5", "{", R"({"id":"x"} {})", R"({"id":"x"}])",
-                             R"({"id":"x","usage":{"prompt_tokens":1,,}})", R"({"id":"x","choices":[1,]})"}) {
+  for (std::string_view b :
+       {"", "nope", "[]", "5", "{", R"({"id":"x"} {})", R"({"id":"x"}])",
+        R"({"id":"x","usage":{"prompt_tokens":1,,}})", R"({"id":"x","choices":[1,]})"}) {
     auto info = read_completion(b);
     ASSERT_FALSE(info.ok()) << b;
     EXPECT_EQ(info.error().code, ErrorCode::provider_unavailable);
@@ -104,13 +106,15 @@ TEST(WithUsageSource, PendingNullsAnExistingUsage) {
 }
 
 TEST(WithUsageSource, PendingAddsUsageWhenAbsent) {
-  EXPECT_EQ(with_usage_source(R"({"id":"x"})", true), R"({"id":"x","usage":null,"usage_source":"pending"})");
+  EXPECT_EQ(with_usage_source(R"({"id":"x"})", true),
+            R"({"id":"x","usage":null,"usage_source":"pending"})");
   EXPECT_EQ(with_usage_source(" { } ", true), R"( { "usage":null,"usage_source":"pending"} )");
   EXPECT_EQ(with_usage_source("{}", false), R"({"usage_source":"provider"})");
 }
 
 TEST(WithUsageSource, ReplacesAnExistingUsageSource) {
-  EXPECT_EQ(with_usage_source(R"({"usage_source":"x","id":"y"})", false), R"({"usage_source":"provider","id":"y"})");
+  EXPECT_EQ(with_usage_source(R"({"usage_source":"x","id":"y"})", false),
+            R"({"usage_source":"provider","id":"y"})");
 }
 
 TEST(WithUsageSource, PendingReplacesAScalarUsage) {
@@ -120,7 +124,8 @@ TEST(WithUsageSource, PendingReplacesAScalarUsage) {
 
 TEST(WithUsageSource, SplicesBodiesLargerThanTheRetainedScratch) {
   // Regression: offsets were taken from the scratch before it grew for the body.
-  const std::string big = R"({"id":"x","pad":")" + std::string(json_scratch_retained_bytes_max + 10, 'p') +
+  const std::string big = R"({"id":"x","pad":")" +
+                          std::string(json_scratch_retained_bytes_max + 10, 'p') +
                           R"(","usage":{"prompt_tokens":1,"completion_tokens":2}})";
   auto info = read_completion(big);
   ASSERT_TRUE(info.ok());

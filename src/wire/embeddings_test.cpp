@@ -68,7 +68,8 @@ TEST(InspectEmbeddingsRequest, RefusesEveryOtherShapeOfInput) {
 TEST(InspectEmbeddingsRequest, RefusesStreamTrueAndAcceptsFalseOrNull) {
   EXPECT_EQ(inspect_error(R"({"model":"m","input":"x","stream":true})"),
             "stream: embeddings are not streamed; remove \"stream\" or set it to false");
-  EXPECT_EQ(inspect_error(R"({"model":"m","input":"x","stream":"yes"})"), "stream must be a boolean");
+  EXPECT_EQ(inspect_error(R"({"model":"m","input":"x","stream":"yes"})"),
+            "stream must be a boolean");
   EXPECT_EQ(inspect_error(R"({"model":"m","input":"x","stream":false,"stream":false})"),
             "member \"stream\" appears more than once");
   // A false or null stream is no stream; its key counts as any other member's would.

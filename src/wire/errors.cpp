@@ -13,10 +13,17 @@ size_t utf8_sequence(std::string_view s, size_t i) {
   if (c < 0x80) return 1;
   size_t n = 0;
   uint32_t cp = 0;
-  if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
-  else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
-  else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
-  else return 0;
+  if ((c & 0xE0) == 0xC0) {
+    n = 2;
+    cp = c & 0x1F;
+  } else if ((c & 0xF0) == 0xE0) {
+    n = 3;
+    cp = c & 0x0F;
+  } else if ((c & 0xF8) == 0xF0) {
+    n = 4;
+    cp = c & 0x07;
+  } else
+    return 0;
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; ++k) {
     if ((byte(i + k) & 0xC0) != 0x80) return 0;
@@ -51,7 +58,8 @@ std::string json_quoted(std::string_view text) { return quoted(text); }
 
 std::string error_body(ErrorCode code, std::string_view message, std::string_view limit) {
   const std::string name = quoted(wire_name(code));
-  std::string out = "{\"error\":{\"type\":" + name + ",\"code\":" + name + ",\"message\":" + quoted(message);
+  std::string out =
+      "{\"error\":{\"type\":" + name + ",\"code\":" + name + ",\"message\":" + quoted(message);
   if (code == ErrorCode::rate_limited && !limit.empty()) out += ",\"limit\":" + quoted(limit);
   out += "}}";
   return out;
@@ -59,21 +67,32 @@ std::string error_body(ErrorCode code, std::string_view message, std::string_vie
 
 std::string_view anthropic_error_type(int status) {
   switch (status) {
-    case 400: return "invalid_request_error";
-    case 401: return "authentication_error";
-    case 402: return "billing_error";
-    case 403: return "permission_error";
-    case 404: return "not_found_error";
-    case 408: return "timeout_error";
+    case 400:
+      return "invalid_request_error";
+    case 401:
+      return "authentication_error";
+    case 402:
+      return "billing_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 408:
+      return "timeout_error";
     case 413:
-    case 431: return "request_too_large";
-    case 429: return "rate_limit_error";
-    case 504: return "timeout_error";
-    default: return status >= 500 ? "api_error" : "invalid_request_error";
+    case 431:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 504:
+      return "timeout_error";
+    default:
+      return status >= 500 ? "api_error" : "invalid_request_error";
   }
 }
 
-std::string anthropic_error_body(int status, ErrorCode code, std::string_view message, std::string_view limit) {
+std::string anthropic_error_body(int status, ErrorCode code, std::string_view message,
+                                 std::string_view limit) {
   std::string out = "{\"type\":\"error\",\"error\":{\"type\":\"";
   out += anthropic_error_type(status);
   out += "\",\"message\":" + quoted(message) + ",\"code\":" + quoted(wire_name(code));

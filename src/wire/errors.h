@@ -28,7 +28,8 @@ std::string_view anthropic_error_type(int status);
 // a busy gateway answers rate_limited with 503): the type from anthropic_error_type(status),
 // the code and `limit` as error_body writes them, so the Anthropic SDKs raise their usual
 // error class and a buyer still reads the gateway's code.
-std::string anthropic_error_body(int status, ErrorCode code, std::string_view message, std::string_view limit = {});
+std::string anthropic_error_body(int status, ErrorCode code, std::string_view message,
+                                 std::string_view limit = {});
 
 // `limit` is written only for ErrorCode::rate_limited, and only when not empty. The
 // message is JSON-escaped; bytes that are not valid UTF-8 become U+FFFD so the body is

@@ -14,7 +14,8 @@ bool is_media(std::string_view name, MediaParent parent) {
     case 3:
       return name == "url" && (parent == MediaParent::image_url || parent == MediaParent::source);
     case 4:
-      return name == "data" && (parent == MediaParent::input_audio || parent == MediaParent::source);
+      return name == "data" &&
+             (parent == MediaParent::input_audio || parent == MediaParent::source);
     case 9:
       return name == "file_data" || name == "image_url";
     default:
@@ -37,7 +38,8 @@ MediaParent media_parent_of(std::string_view name) {
   }
 }
 
-simdjson::error_code EstimateWalk::member(std::string_view name, od::value v, int depth, MediaParent parent) {
+simdjson::error_code EstimateWalk::member(std::string_view name, od::value v, int depth,
+                                          MediaParent parent) {
   key(name);
   if (is_media(name, parent)) {
     if (depth > json_depth_max) return simdjson::DEPTH_ERROR;
@@ -50,7 +52,9 @@ simdjson::error_code EstimateWalk::member(std::string_view name, od::value v, in
   return walk(v, depth, media_parent_of(name));
 }
 
-simdjson::error_code EstimateWalk::value(od::value v, int depth) { return walk(v, depth, MediaParent::other); }
+simdjson::error_code EstimateWalk::value(od::value v, int depth) {
+  return walk(v, depth, MediaParent::other);
+}
 
 simdjson::error_code EstimateWalk::object(od::object& obj, int depth, MediaParent parent) {
   for (auto entry : obj) {

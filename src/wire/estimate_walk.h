@@ -61,7 +61,8 @@ class EstimateWalk {
   // A value that is no object's member (an array's element, a whole document).
   simdjson::error_code value(json::od::value v, int depth);
   // An object the inspector opened: every member, as member() does.
-  simdjson::error_code object(json::od::object& obj, int depth, MediaParent parent = MediaParent::other);
+  simdjson::error_code object(json::od::object& obj, int depth,
+                              MediaParent parent = MediaParent::other);
 
  private:
   simdjson::error_code walk(json::od::value v, int depth, MediaParent parent);

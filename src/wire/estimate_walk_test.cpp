@@ -1,8 +1,8 @@
 #include "wire/estimate_walk.h"
 
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "wire/json.h"
 #include "wire/limits.h"
@@ -45,8 +45,9 @@ TEST(EstimateWalk, AWholeDocumentCountsItsModelToo) {
 
 TEST(EstimateWalk, MediaPayloadsCountOncePerPartWhateverTheirSize) {
   const std::string big(100'000, 'A');
-  const core::PromptFacts f = facts_of(R"({"input":[{"type":"input_image","image_url":")" + big +
-                                       R"("},{"type":"input_file","file_data":")" + big + R"("}]})");
+  const core::PromptFacts f =
+      facts_of(R"({"input":[{"type":"input_image","image_url":")" + big +
+               R"("},{"type":"input_file","file_data":")" + big + R"("}]})");
   EXPECT_EQ(f.media, 2);
   // input, type, input_image, image_url, type, input_file, file_data.
   EXPECT_EQ(f.chars, 5 + 4 + 11 + 9 + 4 + 10 + 9);
@@ -56,13 +57,16 @@ TEST(EstimateWalk, ChecksWhatItWalks) {
   core::PromptFacts f;
   EXPECT_NE(walk_all(R"({"a":"\q"})", f), simdjson::SUCCESS);
   EXPECT_NE(walk_all(R"({"a":[1,,2]})", f), simdjson::SUCCESS);
-  EXPECT_NE(walk_all(R"({"image_url":"\ud83d"})", f), simdjson::SUCCESS);  // a media string's escapes too
+  EXPECT_NE(walk_all(R"({"image_url":"\ud83d"})", f),
+            simdjson::SUCCESS);  // a media string's escapes too
   EXPECT_NE(walk_all(R"({"a":tru})", f), simdjson::SUCCESS);
 }
 
 TEST(EstimateWalk, RefusesNestingBeyondTheBound) {
   core::PromptFacts f;
-  const auto arrays = [](int n) { return std::string(static_cast<size_t>(n), '[') + std::string(static_cast<size_t>(n), ']'); };
+  const auto arrays = [](int n) {
+    return std::string(static_cast<size_t>(n), '[') + std::string(static_cast<size_t>(n), ']');
+  };
   EXPECT_EQ(walk_all(arrays(json_depth_max), f), simdjson::SUCCESS);
   EXPECT_EQ(walk_all(arrays(json_depth_max + 1), f), simdjson::DEPTH_ERROR);
 }

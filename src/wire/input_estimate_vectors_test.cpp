@@ -3,15 +3,15 @@
 // rewrite of the body the provider receives. An API plugs in with one line in
 // inspectors() below; the cases of an API without an inspector here are counted and named
 // as skipped.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
-
-#include <boost/json.hpp>
-#include <gtest/gtest.h>
 
 #include "core/admission.h"
 #include "core/estimate.h"
@@ -43,7 +43,8 @@ core::AllocationSnapshot open_allocation(int64_t remaining_output) {
   core::AllocationSnapshot s;
   s.state = core::AllocationState::active;
   s.terms.window = {kStart, kStart + 3600 * micros_per_second};
-  s.terms.limits = {.requests_per_minute = 10, .tokens_per_minute = kPlentyTokens, .max_concurrency = 3};
+  s.terms.limits = {
+      .requests_per_minute = 10, .tokens_per_minute = kPlentyTokens, .max_concurrency = 3};
   s.terms.allowance = {kPlentyTokens, remaining_output};
   return s;
 }
@@ -78,7 +79,9 @@ Result<Inspected> responses(const std::string& body) {
   out.facts.default_max_tokens = core::output_hold_tokens_default;
   out.facts.per_choice_min = responses_max_output_tokens_min;
   out.upstream_body = [body, request = *r](int64_t limit) {
-    return responses_rewrite_needed(request, limit) ? rewrite_responses_request(body, request, limit) : body;
+    return responses_rewrite_needed(request, limit)
+               ? rewrite_responses_request(body, request, limit)
+               : body;
   };
   return out;
 }
@@ -100,7 +103,8 @@ Result<Inspected> messages(const std::string& body) {
   out.facts.max_tokens = r->max_tokens;
   out.facts.per_choice_min = messages_per_choice_min(*r);
   out.upstream_body = [body, request = *r](int64_t limit) {
-    return messages_rewrite_needed(request, limit) ? rewrite_messages_request(body, request, limit) : body;
+    return messages_rewrite_needed(request, limit) ? rewrite_messages_request(body, request, limit)
+                                                   : body;
   };
   return out;
 }
@@ -139,9 +143,11 @@ void run_case(const bj::object& c, const Inspector& inspect) {
   const core::RequestFacts& facts = inspected->facts;
   EXPECT_EQ(facts.input_estimate, c.at("input_estimate").as_int64());
 
-  const int64_t remaining = c.contains("remaining_output") ? c.at("remaining_output").as_int64() : kPlentyTokens;
+  const int64_t remaining =
+      c.contains("remaining_output") ? c.at("remaining_output").as_int64() : kPlentyTokens;
   const core::AdmissionDecision d = core::decide_admission(open_allocation(remaining), facts, kNow);
-  const std::string outcome = c.contains("outcome") ? std::string(c.at("outcome").as_string()) : "admitted";
+  const std::string outcome =
+      c.contains("outcome") ? std::string(c.at("outcome").as_string()) : "admitted";
   if (outcome == "allocation_exhausted") {
     ASSERT_FALSE(d.admitted());
     EXPECT_EQ(std::get<core::Refused>(d.outcome).code, ErrorCode::allocation_exhausted);
@@ -193,8 +199,10 @@ TEST(InputEstimateVectors, EveryCaseOfEachInspectedApiPassesThroughInspectionAdm
     run_case(c, inspector->second);
   }
   // The vectors hold at least this many cases of each API (SPEC-APIS §2).
-  const std::map<std::string, int> cases_min = {{"chat", 23}, {"responses", 4}, {"embeddings", 4}, {"messages", 3}};
-  for (const auto& [api, inspect] : inspectors()) EXPECT_GE(run[api], cases_min.at(api)) << api << " has too few cases";
+  const std::map<std::string, int> cases_min = {
+      {"chat", 23}, {"responses", 4}, {"embeddings", 4}, {"messages", 3}};
+  for (const auto& [api, inspect] : inspectors())
+    EXPECT_GE(run[api], cases_min.at(api)) << api << " has too few cases";
   std::ostringstream note;
   note << "input-estimate vectors: ran";
   for (const auto& [api, n] : run) note << " " << api << "=" << n;

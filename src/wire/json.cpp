@@ -20,10 +20,14 @@ int32_t hex4(const char* p) {
   for (int i = 0; i < 4; ++i) {
     const char c = p[i];
     int32_t digit;
-    if (c >= '0' && c <= '9') digit = c - '0';
-    else if (c >= 'a' && c <= 'f') digit = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F') digit = c - 'A' + 10;
-    else return -1;
+    if (c >= '0' && c <= '9')
+      digit = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      digit = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      digit = c - 'A' + 10;
+    else
+      return -1;
     value = value * 16 + digit;
   }
   return value;
@@ -36,7 +40,14 @@ int32_t hex4(const char* p) {
 ptrdiff_t escape_length(const char* p, const char* end) {
   if (end - p < 2) return 0;  // not reached: stage 1 found the closing quote
   switch (p[1]) {
-    case '"': case '\\': case '/': case 'b': case 'f': case 'n': case 'r': case 't':
+    case '"':
+    case '\\':
+    case '/':
+    case 'b':
+    case 'f':
+    case 'n':
+    case 'r':
+    case 't':
       return 2;
     case 'u':
       break;
@@ -73,7 +84,9 @@ class StringScan {
     escaped_to_ = p + n;
     return true;
   }
-  int64_t code_points(int64_t continuation) const { return (end_ - begin_) - continuation - excess_; }
+  int64_t code_points(int64_t continuation) const {
+    return (end_ - begin_) - continuation - excess_;
+  }
 
  private:
   const char* begin_;
@@ -88,7 +101,9 @@ class StringScan {
 constexpr size_t blocks_per_flush = 255;
 
 // 0xFF in the lanes holding a continuation byte, 10xxxxxx: as a signed byte, -128..-65.
-inline __m128i continuation_lanes(__m128i block) { return _mm_cmplt_epi8(block, _mm_set1_epi8(-64)); }
+inline __m128i continuation_lanes(__m128i block) {
+  return _mm_cmplt_epi8(block, _mm_set1_epi8(-64));
+}
 
 // The sum of the 16 byte lanes of `counts`.
 inline int64_t sum_lanes(__m128i counts) {
@@ -176,7 +191,8 @@ simdjson::error_code scan_string(std::string_view inside, int64_t& code_points) 
   };
   if (!count_whole_blocks(p, left, continuation, on_block)) return simdjson::STRING_ERROR;
   if (left > 0) {
-    const __m128i block = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), first_lanes(left));
+    const __m128i block =
+        _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)), first_lanes(left));
     continuation += sum_lanes(_mm_sub_epi8(_mm_setzero_si128(), continuation_lanes(block)));
     const auto mask = static_cast<uint32_t>(_mm_movemask_epi8(_mm_cmpeq_epi8(block, backslash)));
     if (mask != 0 && !escapes(p, mask)) return simdjson::STRING_ERROR;
@@ -302,8 +318,8 @@ simdjson::error_code read_key(od::field& f, std::string_view& out) {
   // Sixteen bytes at a time (reading into the padding is allowed, as for count_string).
   for (;; p += 16) {
     const __m128i block = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const auto stops = static_cast<uint32_t>(_mm_movemask_epi8(
-        _mm_or_si128(_mm_cmpeq_epi8(block, _mm_set1_epi8('"')), _mm_cmpeq_epi8(block, _mm_set1_epi8('\\')))));
+    const auto stops = static_cast<uint32_t>(_mm_movemask_epi8(_mm_or_si128(
+        _mm_cmpeq_epi8(block, _mm_set1_epi8('"')), _mm_cmpeq_epi8(block, _mm_set1_epi8('\\')))));
     if (stops != 0) {
       p += std::countr_zero(stops);
       break;
@@ -387,7 +403,8 @@ SpanStart span_start(od::value& v, const char* base) {
   return s;
 }
 
-simdjson::error_code span_end(const SpanStart& start, od::document& doc, const char* base, size_t& end) {
+simdjson::error_code span_end(const SpanStart& start, od::document& doc, const char* base,
+                              size_t& end) {
   if (!start.container) {
     end = start.offset + start.scalar_size;
     return simdjson::SUCCESS;

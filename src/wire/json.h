@@ -3,13 +3,13 @@
 // public headers, so simdjson stays an implementation detail of cairva_wire.
 #pragma once
 
+#include <simdjson.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
-
-#include <simdjson.h>
 
 namespace cairva::wire::json {
 
@@ -97,7 +97,8 @@ struct SpanStart {
 };
 SpanStart span_start(od::value& v, const char* base);
 // The offset just past the value; call once the value has been read.
-simdjson::error_code span_end(const SpanStart& start, od::document& doc, const char* base, size_t& end);
+simdjson::error_code span_end(const SpanStart& start, od::document& doc, const char* base,
+                              size_t& end);
 
 // Offset just past the value the iterator has consumed: the next structural character
 // (',', '}' or ']') with the whitespace before it stepped back over.

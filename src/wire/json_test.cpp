@@ -1,10 +1,10 @@
 #include "wire/json.h"
 
+#include <gtest/gtest.h>
+
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace cairva::wire::json {
 namespace {
@@ -74,11 +74,39 @@ simdjson::error_code counted(Scratch& scratch, const std::string& doc, int64_t& 
 TEST(CountString, AgreesWithSimdjsonUnescapingOnEveryEscape) {
   Scratch scratch;
   const std::vector<std::string> cases = {
-      "", "plain", "a\\nb", "\\\"", "\\\\", "\\/", "\\b\\f\\n\\r\\t", "\\q", "\\x41", "\\'",
-      "\\u0041", "\\u00e9", "\\u00E9", "\\u0000", "\\uFFFF", "\\u004", "\\u00G1", "\\u", "x\\u12",
-      "\\ud83d\\ude00", "\\uD83D\\uDE00", "\\ud83d", "\\ud83dx", "\\ud83d\\u0041", "\\ud83d\\ud83d",
-      "\\udbff\\udfff", "\\ude00", "\\udc00\\ud800", "\\ud800\\udc0", "\\ud800\\", "\\ud800\\n",
-      "é\\n😀\\u00e9你", std::string(40, 'a') + "\\ud83d\\ude00" + std::string(40, 'b')};
+      "",
+      "plain",
+      "a\\nb",
+      "\\\"",
+      "\\\\",
+      "\\/",
+      "\\b\\f\\n\\r\\t",
+      "\\q",
+      "\\x41",
+      "\\'",
+      "\\u0041",
+      "\\u00e9",
+      "\\u00E9",
+      "\\u0000",
+      "\\uFFFF",
+      "\\u004",
+      "\\u00G1",
+      "\\u",
+      "x\\u12",
+      "\\ud83d\\ude00",
+      "\\uD83D\\uDE00",
+      "\\ud83d",
+      "\\ud83dx",
+      "\\ud83d\\u0041",
+      "\\ud83d\\ud83d",
+      "\\udbff\\udfff",
+      "\\ude00",
+      "\\udc00\\ud800",
+      "\\ud800\\udc0",
+      "\\ud800\\",
+      "\\ud800\\n",
+      "é\\n😀\\u00e9你",
+      std::string(40, 'a') + "\\ud83d\\ude00" + std::string(40, 'b')};
   for (const std::string& c : cases) {
     const std::string doc = "{\"k\":\"" + c + "\"}";
     int64_t want = -1, got = -1;
@@ -89,9 +117,9 @@ TEST(CountString, AgreesWithSimdjsonUnescapingOnEveryEscape) {
     }
   }
   // Random strings of escape fragments, short and long (the sixteen-byte blocks, their tail).
-  const std::vector<std::string> pieces = {"\\", "u", "d8", "D8", "dc", "DC", "00", "3d", "e9", "0", "f", "G",
-                                           "n", "\"", "/", "é", "😀", "x", " ", "\\u", "\\ud83d", "\\ude00",
-                                           "\\n", "\\\\", "你"};
+  const std::vector<std::string> pieces = {
+      "\\", "u", "d8", "D8", "dc", "DC", "00",  "3d",      "e9",      "0",   "f",    "G", "n",
+      "\"", "/", "é",  "😀",  "x",  " ",  "\\u", "\\ud83d", "\\ude00", "\\n", "\\\\", "你"};
   const uint32_t seed = 20260611;
   std::mt19937 rng(seed);
   for (int i = 0; i < 40000; ++i) {

@@ -45,7 +45,8 @@ Result<std::optional<SseEvent>> SseParser::next() {
   }
   for (;;) {
     const size_t eol = find_line_end(std::max(line_start_, scanned_));
-    const bool cr_at_end = eol != std::string::npos && buffer_[eol] == '\r' && eol + 1 == buffer_.size();
+    const bool cr_at_end =
+        eol != std::string::npos && buffer_[eol] == '\r' && eol + 1 == buffer_.size();
     if (eol == std::string::npos || cr_at_end) {
       // A CR last in the buffer may be the first half of a CRLF: wait for the next byte.
       scanned_ = eol == std::string::npos ? buffer_.size() : eol;
@@ -78,8 +79,10 @@ void SseParser::take_line(std::string_view line) {
   if (line.front() == ':') return;  // a comment
   const size_t colon = line.find(':');
   const std::string_view name = line.substr(0, colon);
-  if (name != "data" && name != "event") return;  // id, retry: passed through in `raw`, nothing to read
-  std::string_view value = colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
+  if (name != "data" && name != "event")
+    return;  // id, retry: passed through in `raw`, nothing to read
+  std::string_view value =
+      colon == std::string_view::npos ? std::string_view() : line.substr(colon + 1);
   if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
   if (name == "event") {
     name_.assign(value);  // bounded with the event (sse_event_bytes_max)
@@ -91,8 +94,9 @@ void SseParser::take_line(std::string_view line) {
 }
 
 Error SseParser::too_large() const {
-  return make_error(ErrorCode::provider_unavailable,
-                    "provider sent an SSE event over " + std::to_string(sse_event_bytes_max) + " bytes");
+  return make_error(
+      ErrorCode::provider_unavailable,
+      "provider sent an SSE event over " + std::to_string(sse_event_bytes_max) + " bytes");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -168,7 +172,8 @@ bool scan_chunk(json::Scratch& scratch, std::string_view data, ChunkScan& out) {
     }
   }
   const char* next = nullptr;
-  if (doc.current_location().get(next) == simdjson::SUCCESS) return false;  // bytes after the object
+  if (doc.current_location().get(next) == simdjson::SUCCESS)
+    return false;  // bytes after the object
   return true;
 }
 

@@ -52,7 +52,7 @@ class SseParser {
   std::string data_;        // the current event's data; reused, so no allocation per event
   std::string name_;        // the current event's `event:` value; reused likewise
   bool has_data_ = false;
-  bool returned_ = false;   // data_ belongs to the event last returned
+  bool returned_ = false;  // data_ belongs to the event last returned
 };
 
 // Relays one provider stream to one client (SPEC §5). For each event it appends to `out`

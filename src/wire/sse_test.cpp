@@ -1,9 +1,9 @@
 #include "wire/sse.h"
 
-#include <thread>
+#include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
+#include <thread>
 
 #include "wire/limits.h"
 
@@ -48,7 +48,8 @@ const std::string mixed_stream =
 
 TEST(SseParser, SplitsEventsOnEveryLineEnding) {
   const Parsed p = parse_in_pieces(mixed_stream, {});
-  const std::vector<std::string> data = {"{\"a\":1}", "<no data>", "x", "line1\nline2", "", "[DONE]"};
+  const std::vector<std::string> data = {"{\"a\":1}",    "<no data>", "x",
+                                         "line1\nline2", "",          "[DONE]"};
   EXPECT_EQ(p.data, data);
   ASSERT_EQ(p.raw.size(), 6u);
   EXPECT_EQ(p.raw[0], "data: {\"a\":1}\r\n\r\n");
@@ -100,11 +101,14 @@ TEST(SseParser, RefusesAnEventOverTheBound) {
   const std::string piece(64 << 10, 'a');
   parser.push("data: ");
   bool refused = false;
-  for (size_t sent = 0; sent <= sse_event_bytes_max + piece.size() && !refused; sent += piece.size()) {
+  for (size_t sent = 0; sent <= sse_event_bytes_max + piece.size() && !refused;
+       sent += piece.size()) {
     parser.push(piece);
     auto next = parser.next();
-    if (!next.ok()) refused = true;
-    else EXPECT_FALSE(next->has_value());
+    if (!next.ok())
+      refused = true;
+    else
+      EXPECT_FALSE(next->has_value());
   }
   EXPECT_TRUE(refused);
 }
@@ -161,11 +165,13 @@ void expect_valid_events(const std::string& out) {
 TEST(StreamRelay, DropsUsageForAClientThatDidNotAsk) {
   StreamRelay relay(false);
   const std::string out = relay_all(relay, role_chunk + content_chunk + usage_chunk + done);
-  EXPECT_EQ(out,
-            R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant"}}]})"
-            "\n\n"
-            R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"Hi"}}]})"
-            "\n\n" + done);
+  EXPECT_EQ(
+      out,
+      R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant"}}]})"
+      "\n\n"
+      R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"Hi"}}]})"
+      "\n\n" +
+          done);
   EXPECT_EQ(relay.provider_id(), "chatcmpl-9");
   ASSERT_TRUE(relay.usage());
   EXPECT_EQ(*relay.usage(), (core::Tokens{11, 2}));
@@ -176,7 +182,8 @@ TEST(StreamRelay, DropsUsageForAClientThatDidNotAsk) {
 TEST(StreamRelay, MarksTheUsageChunkForAClientThatAsked) {
   StreamRelay relay(true);
   const std::string out = relay_all(relay, role_chunk + content_chunk + usage_chunk + done);
-  const std::string marked = usage_chunk.substr(0, usage_chunk.size() - 3) + ",\"usage_source\":\"provider\"}\n\n";
+  const std::string marked =
+      usage_chunk.substr(0, usage_chunk.size() - 3) + ",\"usage_source\":\"provider\"}\n\n";
   EXPECT_EQ(out, role_chunk + content_chunk + marked + done);
   ASSERT_TRUE(relay.usage());
   EXPECT_EQ(relay.usage()->input, 11);
@@ -186,9 +193,12 @@ TEST(StreamRelay, MarksTheUsageChunkForAClientThatAsked) {
 TEST(StreamRelay, AddsAPendingChunkWhenNoUsageCameAndTheClientAsked) {
   StreamRelay relay(true);
   const std::string out = relay_all(relay, role_chunk + content_chunk + done);
-  EXPECT_EQ(out, role_chunk + content_chunk +
-                     R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[],"usage":null,"usage_source":"pending"})"
-                     "\n\n" + done);
+  EXPECT_EQ(
+      out,
+      role_chunk + content_chunk +
+          R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[],"usage":null,"usage_source":"pending"})"
+          "\n\n" +
+          done);
   EXPECT_FALSE(relay.usage());
   expect_valid_events(out);
 }
@@ -202,9 +212,11 @@ TEST(StreamRelay, EndsACutStreamWithPendingThenDone) {
   EXPECT_TRUE(out.ends_with(done));
   expect_valid_events(out);
   StreamRelay quiet(false);
-  EXPECT_EQ(relay_all(quiet, cut),
-            R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant"}}]})"
-            "\n\n" + done);
+  EXPECT_EQ(
+      relay_all(quiet, cut),
+      R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[{"index":0,"delta":{"role":"assistant"}}]})"
+      "\n\n" +
+          done);
 }
 
 TEST(StreamRelay, PendingChunkWithoutAnyChunkStillValid) {
@@ -245,23 +257,32 @@ TEST(StreamRelay, RemovesUsageNullWhereverItSits) {
   EXPECT_EQ(out,
             "data: { \"choices\":[{}]}\n\n"
             "data: {\"choices\":[{}] }\n\n"
-            "data: {}\n\n" + done);
+            "data: {}\n\n" +
+                done);
   expect_valid_events(out);
 }
 
 TEST(StreamRelay, KeepsUsageOnAChunkWithChoicesButRemovesItForAClientThatDidNotAsk) {
-  const std::string chunk = "data: {\"id\":\"c\",\"choices\":[{\"delta\":{}}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2}}\n\n";
+  const std::string chunk =
+      "data: "
+      "{\"id\":\"c\",\"choices\":[{\"delta\":{}}],\"usage\":{\"prompt_tokens\":1,\"completion_"
+      "tokens\":2}}\n\n";
   StreamRelay quiet(false);
-  EXPECT_EQ(relay_all(quiet, chunk + done), "data: {\"id\":\"c\",\"choices\":[{\"delta\":{}}]}\n\n" + done);
+  EXPECT_EQ(relay_all(quiet, chunk + done),
+            "data: {\"id\":\"c\",\"choices\":[{\"delta\":{}}]}\n\n" + done);
   EXPECT_EQ(quiet.usage(), (core::Tokens{1, 2}));
   StreamRelay asking(true);
   EXPECT_EQ(relay_all(asking, chunk + done),
-            "data: {\"id\":\"c\",\"choices\":[{\"delta\":{}}],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":2},\"usage_source\":\"provider\"}\n\n" + done);
+            "data: "
+            "{\"id\":\"c\",\"choices\":[{\"delta\":{}}],\"usage\":{\"prompt_tokens\":1,"
+            "\"completion_tokens\":2},\"usage_source\":\"provider\"}\n\n" +
+                done);
 }
 
 TEST(StreamRelay, RemovesAScalarUsageForAClientThatDidNotAsk) {
   StreamRelay relay(false);
-  EXPECT_EQ(relay_all(relay, "data: {\"usage\":\"x\" , \"choices\":[1]}\n\n"), "data: { \"choices\":[1]}\n\n" + done);
+  EXPECT_EQ(relay_all(relay, "data: {\"usage\":\"x\" , \"choices\":[1]}\n\n"),
+            "data: { \"choices\":[1]}\n\n" + done);
 }
 
 TEST(StreamRelay, RemovesUsageOnAFreshThread) {
@@ -271,9 +292,11 @@ TEST(StreamRelay, RemovesUsageOnAFreshThread) {
     StreamRelay relay(false);
     out = relay_all(relay, content_chunk);
   }).join();
-  EXPECT_EQ(out,
-            R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"Hi"}}]})"
-            "\n\n" + done);
+  EXPECT_EQ(
+      out,
+      R"(data: {"id":"chatcmpl-9","object":"chat.completion.chunk","created":1700000000,"model":"gpt-x","choices":[{"index":0,"delta":{"content":"Hi"}}]})"
+      "\n\n" +
+          done);
 }
 
 TEST(StreamRelay, PassesThroughWhatItCannotRead) {
@@ -295,20 +318,26 @@ TEST(StreamRelay, IgnoresEverythingAfterDoneAndFinishesOnce) {
   relay.finish(out);
   relay.finish(out);
   EXPECT_TRUE(relay.feed(content_chunk, out));
-  const std::string marked = usage_chunk.substr(0, usage_chunk.size() - 3) + ",\"usage_source\":\"provider\"}\n\n";
+  const std::string marked =
+      usage_chunk.substr(0, usage_chunk.size() - 3) + ",\"usage_source\":\"provider\"}\n\n";
   EXPECT_EQ(out, marked + done);
 }
 
 TEST(StreamRelay, KeepsTheFirstUsageOnly) {
   StreamRelay relay(false);
-  relay_all(relay, usage_chunk +
-                       "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":99,\"completion_tokens\":99}}\n\n" + done);
+  relay_all(
+      relay,
+      usage_chunk +
+          "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":99,\"completion_tokens\":99}}\n\n" +
+          done);
   EXPECT_EQ(relay.usage(), (core::Tokens{11, 2}));
 }
 
 TEST(StreamRelay, InvalidUsageCountsAsMissing) {
   StreamRelay relay(true);
-  const std::string bad = "data: {\"id\":\"q\",\"choices\":[],\"usage\":{\"prompt_tokens\":-1,\"completion_tokens\":2}}\n\n";
+  const std::string bad =
+      "data: "
+      "{\"id\":\"q\",\"choices\":[],\"usage\":{\"prompt_tokens\":-1,\"completion_tokens\":2}}\n\n";
   const std::string out = relay_all(relay, bad + done);
   EXPECT_FALSE(relay.usage());
   EXPECT_TRUE(out.starts_with(bad));

@@ -30,7 +30,8 @@ std::optional<int64_t> read_count(od::value v, int depth, simdjson::error_code& 
 
 }  // namespace
 
-std::optional<core::Tokens> read_usage(od::value v, int depth, simdjson::error_code& e, const UsageFields& fields) {
+std::optional<core::Tokens> read_usage(od::value v, int depth, simdjson::error_code& e,
+                                       const UsageFields& fields) {
   e = simdjson::SUCCESS;
   od::json_type type;
   if ((e = v.type().get(type))) return std::nullopt;

@@ -4,8 +4,8 @@
 #include <optional>
 
 #include "core/types.h"
-#include "wire/usage_fields.h"
 #include "wire/json.h"
+#include "wire/usage_fields.h"
 
 namespace cairva::wire {
 

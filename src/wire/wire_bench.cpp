@@ -1,8 +1,8 @@
 // Inspection + rewrite of chat requests from 1 KB to 1 MB, and the SSE relay per chunk.
 // Run: build-*/src/wire/wire_bench
-#include <string>
-
 #include <benchmark/benchmark.h>
+
+#include <string>
 
 #include "wire/chat_request.h"
 #include "wire/sse.h"
@@ -11,7 +11,8 @@ namespace {
 
 // A chat request of about `bytes` bytes: many user/assistant turns, a tools array, limits.
 std::string chat_body(size_t bytes) {
-  std::string body = R"({"model":"gpt-4o","stream":true,"max_tokens":4096,"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],"messages":[)";
+  std::string body =
+      R"({"model":"gpt-4o","stream":true,"max_tokens":4096,"tools":[{"type":"function","function":{"name":"get_weather","parameters":{"type":"object","properties":{"city":{"type":"string"}}}}}],"messages":[)";
   const std::string turn =
       R"({"role":"user","content":"Tell me about the weather in Paris, and say \"bonjour\" — s'il vous plaît.\nThanks!"},)"
       R"({"role":"assistant","content":"It is 18°C and cloudy in Paris today; bonjour! 😀"},)";
@@ -25,7 +26,8 @@ std::string long_message_body(size_t bytes) {
   std::string body = R"({"model":"gpt-4o","max_tokens":4096,"messages":[)";
   std::string paragraph;
   while (paragraph.size() < 4000) {
-    paragraph += R"(int main() {\n  std::printf(\"%d\\n\", 42);\n}\n Le café coûte 3 €; naïve façade. )";
+    paragraph +=
+        R"(int main() {\n  std::printf(\"%d\\n\", 42);\n}\n Le café coûte 3 €; naïve façade. )";
   }
   const std::string turn = R"({"role":"user","content":")" + paragraph + R"("},)";
   while (body.size() + turn.size() < bytes) body += turn;
@@ -38,19 +40,24 @@ void BM_InspectAndRewrite(benchmark::State& state) {
   for ([[maybe_unused]] auto _ : state) {
     auto r = cairva::wire::inspect_chat_request(body);
     if (!r.ok()) state.SkipWithError("inspection failed");
-    std::string out = cairva::wire::rewrite_chat_request(body, *r, {.per_choice_limit = 100, .include_usage = true});
+    std::string out = cairva::wire::rewrite_chat_request(
+        body, *r, {.per_choice_limit = 100, .include_usage = true});
     benchmark::DoNotOptimize(out);
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));
 }
-BENCHMARK(BM_InspectAndRewrite)->RangeMultiplier(4)->Range(1 << 10, 1 << 20)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_InspectAndRewrite)
+    ->RangeMultiplier(4)
+    ->Range(1 << 10, 1 << 20)
+    ->Unit(benchmark::kMicrosecond);
 
 void BM_InspectAndRewriteLongMessages(benchmark::State& state) {
   const std::string body = long_message_body(static_cast<size_t>(state.range(0)));
   for ([[maybe_unused]] auto _ : state) {
     auto r = cairva::wire::inspect_chat_request(body);
     if (!r.ok()) state.SkipWithError("inspection failed");
-    std::string out = cairva::wire::rewrite_chat_request(body, *r, {.per_choice_limit = 100, .include_usage = true});
+    std::string out = cairva::wire::rewrite_chat_request(
+        body, *r, {.per_choice_limit = 100, .include_usage = true});
     benchmark::DoNotOptimize(out);
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * body.size()));

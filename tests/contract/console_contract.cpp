@@ -133,7 +133,8 @@ TEST_P(StoreContract, AllocationsFilterByStateSupplierAndBuyerAcrossPages) {
   EXPECT_EQ(ids_of(last->data), ids({1, 6}));
   EXPECT_FALSE(last->has_more);
   // `after` may name an allocation the filter does not match.
-  auto from = store->list_allocations_page({.supplier = "acme", .after = made[4].allocation.id, .limit = 5});
+  auto from = store->list_allocations_page(
+      {.supplier = "acme", .after = made[4].allocation.id, .limit = 5});
   ASSERT_TRUE(from.ok());
   EXPECT_EQ(ids_of(from->data), ids({6}));
 }

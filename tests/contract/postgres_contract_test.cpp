@@ -23,7 +23,8 @@ class PostgresHarness final : public StoreHarness {
   }
 
  private:
-  std::unique_ptr<store::Store> open(std::shared_ptr<ManualClock> clock, store::StoreOptions options) {
+  std::unique_ptr<store::Store> open(std::shared_ptr<ManualClock> clock,
+                                     store::StoreOptions options) {
     if (!schema_.ok()) {
       ADD_FAILURE() << schema_.error();
       return nullptr;
@@ -43,12 +44,13 @@ class PostgresHarness final : public StoreHarness {
 
 // Fails loudly (rather than skipping) when the test database is not configured.
 TEST(PostgresContractEnvironment, TestDatabaseUrlIsSet) {
-  ASSERT_TRUE(store::pg::testing::base_url().has_value()) << store::pg::testing::missing_url_message;
+  ASSERT_TRUE(store::pg::testing::base_url().has_value())
+      << store::pg::testing::missing_url_message;
 }
 
-INSTANTIATE_TEST_SUITE_P(Postgres, StoreContract,
-                         ::testing::Values(HarnessFactory([] {
-                           return std::unique_ptr<StoreHarness>(std::make_unique<PostgresHarness>());
+INSTANTIATE_TEST_SUITE_P(Postgres, StoreContract, ::testing::Values(HarnessFactory([] {
+                           return std::unique_ptr<StoreHarness>(
+                               std::make_unique<PostgresHarness>());
                          })),
                          [](const auto&) { return std::string("postgres"); });
 

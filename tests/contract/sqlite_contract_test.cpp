@@ -33,7 +33,8 @@ class SqliteHarness final : public StoreHarness {
   }
 
  private:
-  std::unique_ptr<store::Store> open(std::shared_ptr<ManualClock> clock, store::StoreOptions options) {
+  std::unique_ptr<store::Store> open(std::shared_ptr<ManualClock> clock,
+                                     store::StoreOptions options) {
     const std::string path = (dir_ / "cairva.db").string();
     options.url = "sqlite://" + path;
     auto s = store::sqlite::SqliteStore::open(path, options, std::move(clock));
@@ -48,8 +49,7 @@ class SqliteHarness final : public StoreHarness {
   std::filesystem::path dir_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Sqlite, StoreContract,
-                         ::testing::Values(HarnessFactory([] {
+INSTANTIATE_TEST_SUITE_P(Sqlite, StoreContract, ::testing::Values(HarnessFactory([] {
                            return std::unique_ptr<StoreHarness>(std::make_unique<SqliteHarness>());
                          })),
                          [](const auto&) { return std::string("sqlite"); });

@@ -103,8 +103,8 @@ store::CreatedAgreement StoreContract::create(core::Limits limits, core::Tokens 
   return c.ok() ? std::move(c).value() : store::CreatedAgreement{};
 }
 
-store::AdmitCommand StoreContract::admit_cmd(const store::CreatedAgreement& a, int64_t input_estimate,
-                                             int64_t max_tokens) {
+store::AdmitCommand StoreContract::admit_cmd(const store::CreatedAgreement& a,
+                                             int64_t input_estimate, int64_t max_tokens) {
   store::AdmitCommand cmd;
   cmd.request_id = new_id("req");
   cmd.allocation_id = a.allocation.id;
@@ -358,7 +358,9 @@ TEST_P(StoreContract, TokensPerMinuteCountsBookedTokensNotHolds) {
 
 namespace {
 
-core::RateResets resets_of(const core::AllocationSnapshot& s) { return core::rate_resets(s, s.as_of); }
+core::RateResets resets_of(const core::AllocationSnapshot& s) {
+  return core::rate_resets(s, s.as_of);
+}
 
 }  // namespace
 
@@ -399,7 +401,7 @@ TEST_P(StoreContract, AFullRequestsWindowReportsTheTimeUntilItsOldestStartLeaves
   ASSERT_TRUE(r.ok());
   ASSERT_NE(refused(*r), nullptr);
   EXPECT_EQ(refused(*r)->retry_after_ms, 1);  // 1 µs, rounded up
-  clock->advance_micros(1);  // the instant named: the first start has left
+  clock->advance_micros(1);                   // the instant named: the first start has left
   auto fourth = admit(admit_cmd(a, 1, 1));
   ASSERT_TRUE(fourth.ok());
   ASSERT_TRUE(fourth->decision.admitted());
@@ -544,7 +546,8 @@ TEST_P(StoreContract, UsageIsBookedOnceAsAProviderEvent) {
   EXPECT_EQ(row->state, RequestState::booked);
   EXPECT_EQ(row->provider_request_id, "chatcmpl-1");
   EXPECT_TRUE(row->finished_at.has_value());
-  auto events = store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100});
+  auto events = store->list_events(
+      store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->data.size(), 1u);
   const auto& e = events->data.front();
@@ -562,11 +565,17 @@ TEST_P(StoreContract, UsageIsBookedOnceAsAProviderEvent) {
     auto again = book(a, id, provider_id, {7, 9});
     ASSERT_TRUE(again.ok());
     const bool own = std::string_view(provider_id) == "chatcmpl-1";
-    EXPECT_EQ(again->book, own ? core::BookResult::duplicate : core::BookResult::already_settled) << provider_id;
+    EXPECT_EQ(again->book, own ? core::BookResult::duplicate : core::BookResult::already_settled)
+        << provider_id;
     EXPECT_EQ(again->request_state, RequestState::booked);
   }
-  EXPECT_TRUE(store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id})->data.empty());
-  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
+  EXPECT_TRUE(
+      store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id})->data.empty());
+  EXPECT_EQ(store
+                ->list_events(store::EventFilter{
+                    .allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})
+                ->data.size(),
+            1u);
   auto s = status(a.allocation.id);
   EXPECT_EQ(s->snapshot.booked, (Tokens{7, 9}));
   EXPECT_EQ(s->snapshot.held, (Tokens{0, 0}));
@@ -594,10 +603,15 @@ TEST_P(StoreContract, AProviderIdReusedByOtherRequestsLeavesThemPendingWithTheir
     EXPECT_EQ(r->request_state, RequestState::usage_pending);
     auto row = store->get_request(id);
     EXPECT_EQ(row->state, RequestState::usage_pending);
-    EXPECT_EQ(row->provider_request_id, id);  // the id is r1's: reconciliation books under the gateway's
+    EXPECT_EQ(row->provider_request_id,
+              id);  // the id is r1's: reconciliation books under the gateway's
     EXPECT_EQ(row->reported_usage, (core::ReportedUsage{counts, "same"}));
   }
-  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
+  EXPECT_EQ(store
+                ->list_events(store::EventFilter{
+                    .allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})
+                ->data.size(),
+            1u);
   auto s = status(a.allocation.id);
   EXPECT_EQ(s->snapshot.booked, (Tokens{5, 5}));
   EXPECT_EQ(s->snapshot.held, (Tokens{20, 40}));
@@ -613,11 +627,14 @@ TEST_P(StoreContract, AProviderIdReusedByOtherRequestsLeavesThemPendingWithTheir
   EXPECT_EQ(conflicts->data.at(1).request_id, r3);
   EXPECT_EQ(conflicts->data.at(1).reported, (Tokens{8, 9}));
   EXPECT_EQ(conflicts->data.at(1).allocation_id, a.allocation.id);
-  EXPECT_EQ(store->list_conflicts(store::ConflictFilter{.allocation_id = std::nullopt})->data.size(), 2u);
+  EXPECT_EQ(
+      store->list_conflicts(store::ConflictFilter{.allocation_id = std::nullopt})->data.size(), 2u);
   // Each settled again (a retried settlement) writes nothing more.
   EXPECT_EQ(book(a, r1, "same", {5, 5})->book, core::BookResult::duplicate);
   EXPECT_EQ(book(a, r2, "same", {5, 5})->book, core::BookResult::reused_id);
-  EXPECT_EQ(store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id})->data.size(), 2u);
+  EXPECT_EQ(
+      store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id})->data.size(),
+      2u);
   EXPECT_EQ(store->get_request(r1)->state, RequestState::booked);
   // An operator books the kept counts; the gateway's id is the booking key.
   auto e = store->reconcile({r3, {}, "provider dashboard", /*use_reported=*/true});
@@ -635,7 +652,11 @@ TEST_P(StoreContract, ARequestsOwnEventReportedWithOtherCountsIsAConflictRecorde
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->book, core::BookResult::conflict);
   EXPECT_EQ(c->request_state, RequestState::booked);
-  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
+  EXPECT_EQ(store
+                ->list_events(store::EventFilter{
+                    .allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})
+                ->data.size(),
+            1u);
   EXPECT_EQ(status(a.allocation.id)->snapshot.booked, (Tokens{5, 5}));
   auto conflicts = store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id});
   ASSERT_TRUE(conflicts.ok());
@@ -662,7 +683,8 @@ TEST_P(StoreContract, AProviderRequestIdIsOwnedOnlyByTheAllocationThatBookedOrKe
   EXPECT_FALSE(owns(a.allocation.id, "resp_booked")) << "in flight: no provider id recorded yet";
   ASSERT_TRUE(book(a, booked, "resp_booked", {5, 5}).ok());
   const std::string pending = admit_ok(a, 10, 10);
-  ASSERT_TRUE(settle({pending, a.allocation.id, SettleKind::usage_missing, "resp_pending", {}}).ok());
+  ASSERT_TRUE(
+      settle({pending, a.allocation.id, SettleKind::usage_missing, "resp_pending", {}}).ok());
   const std::string failed = admit_ok(a, 10, 10);
   ASSERT_TRUE(settle({failed, a.allocation.id, SettleKind::failed, "resp_failed", {}}).ok());
   auto check = [&] {
@@ -694,7 +716,8 @@ TEST_P(StoreContract, CountsTheStoreCouldNotBookAreKeptOnThePendingRequest) {
   EXPECT_EQ(row->provider_request_id, "chatcmpl-u");
   EXPECT_EQ(row->reported_usage, (core::ReportedUsage{{12, 34}, "chatcmpl-u"}));
   EXPECT_EQ(status(a.allocation.id)->snapshot.held, (Tokens{10, 20}));
-  EXPECT_TRUE(store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id})->data.empty());
+  EXPECT_TRUE(
+      store->list_conflicts(store::ConflictFilter{.allocation_id = a.allocation.id})->data.empty());
   // Kept again: nothing changes. A request without kept counts cannot book them.
   EXPECT_EQ(settle({id, a.allocation.id, SettleKind::usage_unbooked, "chatcmpl-u", {12, 34}})->book,
             core::BookResult::pending);
@@ -717,17 +740,23 @@ TEST_P(StoreContract, CountsTheStoreCouldNotBookAreKeptOnThePendingRequest) {
 TEST_P(StoreContract, EveryKindSettlesASettledRequestAsAlreadySettled) {
   auto a = create({100, 100000, 10}, {1000, 1000});
   const auto id = admit_ok(a, 10, 20);
-  ASSERT_EQ(settle({id, a.allocation.id, SettleKind::failed, "", {}})->book, core::BookResult::failed);
-  for (const auto kind : {SettleKind::usage, SettleKind::usage_missing, SettleKind::failed, SettleKind::usage_unbooked}) {
+  ASSERT_EQ(settle({id, a.allocation.id, SettleKind::failed, "", {}})->book,
+            core::BookResult::failed);
+  for (const auto kind : {SettleKind::usage, SettleKind::usage_missing, SettleKind::failed,
+                          SettleKind::usage_unbooked}) {
     auto r = settle({id, a.allocation.id, kind, "p", {1, 1}});
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->book, core::BookResult::already_settled) << static_cast<int>(kind);
     EXPECT_EQ(r->request_state, RequestState::failed);
   }
-  EXPECT_EQ(settle({"req_none", a.allocation.id, SettleKind::failed, "", {}})->book, core::BookResult::unknown_request);
+  EXPECT_EQ(settle({"req_none", a.allocation.id, SettleKind::failed, "", {}})->book,
+            core::BookResult::unknown_request);
   EXPECT_EQ(store->get_request(id)->state, RequestState::failed);
   EXPECT_EQ(status(a.allocation.id)->snapshot.held, (Tokens{0, 0}));
-  EXPECT_TRUE(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.empty());
+  EXPECT_TRUE(store
+                  ->list_events(store::EventFilter{
+                      .allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})
+                  ->data.empty());
 }
 
 TEST_P(StoreContract, UsageMissingMakesTheRequestPendingAndKeepsItsHold) {
@@ -737,7 +766,8 @@ TEST_P(StoreContract, UsageMissingMakesTheRequestPendingAndKeepsItsHold) {
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(r->book, core::BookResult::pending);
   EXPECT_EQ(r->request_state, RequestState::usage_pending);
-  EXPECT_EQ(settle({id, a.allocation.id, SettleKind::usage_missing, "chatcmpl-x", {}})->book, core::BookResult::pending);
+  EXPECT_EQ(settle({id, a.allocation.id, SettleKind::usage_missing, "chatcmpl-x", {}})->book,
+            core::BookResult::pending);
   EXPECT_EQ(store->get_request(id)->state, RequestState::usage_pending);
   auto s = status(a.allocation.id);
   EXPECT_EQ(s->snapshot.held, (Tokens{10, 20}));
@@ -766,7 +796,10 @@ TEST_P(StoreContract, FailedRequestReleasesItsHoldAndBooksNothing) {
   EXPECT_EQ(s->snapshot.held, (Tokens{0, 0}));
   EXPECT_EQ(s->snapshot.booked, (Tokens{0, 0}));
   EXPECT_EQ(s->snapshot.requests_last_minute, 1);
-  EXPECT_TRUE(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.empty());
+  EXPECT_TRUE(store
+                  ->list_events(store::EventFilter{
+                      .allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})
+                  ->data.empty());
 }
 
 TEST_P(StoreContract, StaleInFlightRequestsBecomePendingAndLateUsageIsStillBooked) {
@@ -816,7 +849,11 @@ TEST_P(StoreContract, ReconcileBooksAConfirmedEventForAPendingRequest) {
   auto late = book(a, id, "late", {1, 1});
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(late->book, core::BookResult::already_settled);
-  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
+  EXPECT_EQ(store
+                ->list_events(store::EventFilter{
+                    .allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})
+                ->data.size(),
+            1u);
 }
 
 TEST_P(StoreContract, ReconcileUsesTheProviderRequestIdWhenKnown) {
@@ -980,20 +1017,24 @@ TEST_P(StoreContract, EventsArePagedInBookingOrderWithAfterExclusive) {
     ids.push_back(id);
     clock->advance_micros(1);
   }
-  auto first = store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 2});
+  auto first = store->list_events(
+      store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 2});
   ASSERT_TRUE(first.ok());
   ASSERT_EQ(first->data.size(), 2u);
   EXPECT_EQ(first->data[0].request_id, ids[0]);
   EXPECT_EQ(first->data[1].request_id, ids[1]);
-  auto rest = store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = first->data.back().id, .limit = 100});
+  auto rest = store->list_events(store::EventFilter{
+      .allocation_id = a.allocation.id, .after = first->data.back().id, .limit = 100});
   ASSERT_TRUE(rest.ok());
   ASSERT_EQ(rest->data.size(), 3u);
   EXPECT_EQ(rest->data[0].request_id, ids[2]);
   EXPECT_EQ(rest->data[2].request_id, ids[4]);
-  auto none = store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = rest->data.back().id, .limit = 100});
+  auto none = store->list_events(store::EventFilter{
+      .allocation_id = a.allocation.id, .after = rest->data.back().id, .limit = 100});
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->data.empty());
-  auto all = store->list_events(store::EventFilter{.allocation_id = std::nullopt, .after = std::nullopt, .limit = 100});
+  auto all = store->list_events(
+      store::EventFilter{.allocation_id = std::nullopt, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(all.ok());
   EXPECT_EQ(all->data.size(), 10u);
 }
@@ -1058,7 +1099,11 @@ TEST_P(StoreContract, ReopenPreservesEverythingAcknowledged) {
   ASSERT_TRUE(dup.ok());
   EXPECT_EQ(dup->book, core::BookResult::duplicate);
   ASSERT_TRUE(settle({running, a.allocation.id, SettleKind::failed, "", {}}).ok());
-  EXPECT_EQ(store->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
+  EXPECT_EQ(store
+                ->list_events(store::EventFilter{
+                    .allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})
+                ->data.size(),
+            1u);
   EXPECT_EQ(store->reconcile({pending, {1, 1}, "ok"})->source, core::EventSource::reconciliation);
   EXPECT_EQ(status(a.allocation.id)->snapshot.held, (Tokens{0, 0}));
 }

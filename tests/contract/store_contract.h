@@ -63,7 +63,8 @@ class StoreContract : public ::testing::TestWithParam<HarnessFactory> {
   Result<store::AdmitResult> admit(const store::AdmitCommand& cmd);
   Result<store::SettleResult> settle(const store::SettleCommand& cmd);
   Result<store::AllocationStatus> status(const std::string& allocation_id);
-  Status note(const store::CreatedAgreement& a, const std::string& request_id, const std::string& provider_request_id);
+  Status note(const store::CreatedAgreement& a, const std::string& request_id,
+              const std::string& provider_request_id);
 
   // Default agreement: window [t0, t0 + 30 days), limits and allowance from the arguments.
   store::NewAgreement agreement(core::Limits limits, core::Tokens allowance) const;
@@ -72,7 +73,8 @@ class StoreContract : public ::testing::TestWithParam<HarnessFactory> {
   store::AdmitCommand admit_cmd(const store::CreatedAgreement& a, int64_t input_estimate,
                                 int64_t max_tokens);
   // Admits and expects admission; returns the request id.
-  std::string admit_ok(const store::CreatedAgreement& a, int64_t input_estimate, int64_t max_tokens);
+  std::string admit_ok(const store::CreatedAgreement& a, int64_t input_estimate,
+                       int64_t max_tokens);
   // Admits and expects refusal with that reason.
   void expect_refused(const store::CreatedAgreement& a, core::Refusal reason,
                       int64_t input_estimate = 10, int64_t max_tokens = 10);

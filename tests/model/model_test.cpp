@@ -33,8 +33,8 @@ constexpr UnixMicros kEpoch = 1'800'000'000LL * micros_per_second;
 
 class ModelRun {
  public:
-  explicit ModelRun(uint64_t seed) : rng_(seed), seed_(seed), terms_(random_terms()),
-                                 ledger_(terms_), ref_(terms_) {
+  explicit ModelRun(uint64_t seed)
+      : rng_(seed), seed_(seed), terms_(random_terms()), ledger_(terms_), ref_(terms_) {
     workers_.resize(pick(2, kWorkersMax));
   }
 
@@ -182,11 +182,11 @@ class ModelRun {
       if (r.state == RequestState::usage_pending) pending.push_back(r.id);
     }
     // Sometimes an in-flight or settled request, to check the refusals.
-    std::string id = pending.empty() || chance(10)
-                         ? (ref_.requests().empty()
-                                ? std::string("req_none")
-                                : ref_.requests()[pick(0, ref_.requests().size() - 1)].id)
-                         : pending[pick(0, pending.size() - 1)];
+    std::string id =
+        pending.empty() || chance(10)
+            ? (ref_.requests().empty() ? std::string("req_none")
+                                       : ref_.requests()[pick(0, ref_.requests().size() - 1)].id)
+            : pending[pick(0, pending.size() - 1)];
     std::string pid = chance(50) ? id : fresh_provider_id();
     if (chance(10)) {
       if (auto taken = booked_provider_id()) pid = taken->first;
@@ -240,20 +240,25 @@ class ModelRun {
     if (s.booked != booked) return fail("booked differs from the reference");
     if (s.held != held) return fail("held differs from the reference");
     if (s.requests_last_minute != starts) return fail("requests_last_minute differs");
-    if (s.tokens_last_minute != ref_.tokens_in_window(now_)) return fail("tokens_last_minute differs");
+    if (s.tokens_last_minute != ref_.tokens_in_window(now_))
+      return fail("tokens_last_minute differs");
     const core::RateResets resets = core::rate_resets(s, now_);
     if (resets.requests_us != ref_.requests_room_in(now_)) return fail("requests reset differs");
     if (resets.tokens_us != ref_.tokens_room_in(now_)) return fail("tokens reset differs");
     if (s.in_flight != in_flight) return fail("in_flight differs");
-    if (s.usage_pending != ref_.count(RequestState::usage_pending)) return fail("usage_pending differs");
+    if (s.usage_pending != ref_.count(RequestState::usage_pending))
+      return fail("usage_pending differs");
     if (s.state != ref_.state()) return fail("allocation state differs");
     if (s.agreement_state != ref_.agreement_state()) return fail("agreement state differs");
     // The seed's invariants, on the reference's own records.
-    if (starts > lim.requests_per_minute) return fail("more starts in 60 s than requests_per_minute");
-    if (in_flight > lim.max_concurrency) return fail("more requests in flight than max_concurrency");
+    if (starts > lim.requests_per_minute)
+      return fail("more starts in 60 s than requests_per_minute");
+    if (in_flight > lim.max_concurrency)
+      return fail("more requests in flight than max_concurrency");
     std::set<std::string> provider_ids, request_ids;
     for (const RefEvent& e : ref_.events()) {
-      if (!provider_ids.insert(e.provider_request_id).second) return fail("provider id booked twice");
+      if (!provider_ids.insert(e.provider_request_id).second)
+        return fail("provider id booked twice");
       if (!request_ids.insert(e.request_id).second) return fail("request booked twice");
     }
     // remaining = allowance - booked - held goes below zero only by real counts' overrun.
@@ -266,7 +271,8 @@ class ModelRun {
     // Every open request the reference knows, the ledger knows the same way.
     for (const RefRequest& r : ref_.requests()) {
       const core::OpenRequest* o = ledger_.find_open(r.id);
-      const bool open = r.state == RequestState::in_flight || r.state == RequestState::usage_pending;
+      const bool open =
+          r.state == RequestState::in_flight || r.state == RequestState::usage_pending;
       if (open != (o != nullptr)) return fail("open request sets differ");
       if (o && (o->state != r.state || o->hold != r.hold || o->started_at != r.started_at)) {
         return fail("open request differs");
@@ -335,7 +341,8 @@ TEST(Model, LedgerMatchesNaiveReferenceAcrossRandomInterleavings) {
     std::printf("  refused %-20s %lld\n", std::string(core::refusal_name(core::Refusal(r))).c_str(),
                 static_cast<long long>(refusals[r]));
   }
-  for (const auto& [state, n] : final_states) std::printf("  final %-10s %d runs\n", state.c_str(), n);
+  for (const auto& [state, n] : final_states)
+    std::printf("  final %-10s %d runs\n", state.c_str(), n);
   EXPECT_GE(steps, 100'000);
   // The run must actually exercise the ledger, not refuse everything.
   EXPECT_GT(admitted, steps / 20);

@@ -140,8 +140,8 @@ RefAdmission ReferenceLedger::admit(const std::string& id, const core::RequestFa
   const Tokens h = held();
   const int64_t rem_in = std::max<int64_t>(0, terms_.allowance.input - b.input - h.input);
   const int64_t rem_out = std::max<int64_t>(0, terms_.allowance.output - b.output - h.output);
-  int64_t per_choice = facts.max_completion_tokens.value_or(
-      facts.max_tokens.value_or(facts.default_max_tokens));
+  int64_t per_choice =
+      facts.max_completion_tokens.value_or(facts.max_tokens.value_or(facts.default_max_tokens));
   if (facts.input_estimate > rem_in) return refuse(Refusal::allowance_exhausted);
   if (per_choice * facts.n > rem_out) {
     per_choice = rem_out / facts.n;

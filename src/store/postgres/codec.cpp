@@ -24,9 +24,11 @@ Result<AllocationRow> parse_allocation(const PGresult* r, int row, int offset) {
   if (!ags) return bad_value("agreement state", ag_state);
   s.state = *st;
   s.agreement_state = *ags;
-  s.booked = {get_i64(r, row, offset + lock_booked_input), get_i64(r, row, offset + lock_booked_output)};
+  s.booked = {get_i64(r, row, offset + lock_booked_input),
+              get_i64(r, row, offset + lock_booked_output)};
   s.held = {get_i64(r, row, offset + lock_held_input), get_i64(r, row, offset + lock_held_output)};
-  s.terms.window = {get_i64(r, row, offset + lock_starts_at), get_i64(r, row, offset + lock_ends_at)};
+  s.terms.window = {get_i64(r, row, offset + lock_starts_at),
+                    get_i64(r, row, offset + lock_ends_at)};
   s.terms.limits = {get_i64(r, row, offset + lock_rpm), get_i64(r, row, offset + lock_tpm),
                     get_i64(r, row, offset + lock_max_concurrency)};
   s.terms.allowance = {get_i64(r, row, offset + lock_allowance_input),
@@ -63,8 +65,9 @@ Result<RequestRow> parse_request(const PGresult* r, int row) {
   out.hold = {get_i64(r, row, req_hold_input), get_i64(r, row, req_hold_output)};
   out.provider_request_id = get_text(r, row, req_provider_request_id);
   if (!PQgetisnull(r, row, req_reported_input)) {
-    out.reported_usage = core::ReportedUsage{{get_i64(r, row, req_reported_input), get_i64(r, row, req_reported_output)},
-                                             get_text(r, row, req_reported_provider_request_id)};
+    out.reported_usage = core::ReportedUsage{
+        {get_i64(r, row, req_reported_input), get_i64(r, row, req_reported_output)},
+        get_text(r, row, req_reported_provider_request_id)};
   }
   return out;
 }

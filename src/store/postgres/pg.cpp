@@ -2,8 +2,8 @@
 
 #include <charconv>
 #include <optional>
-#include <vector>
 #include <string_view>
+#include <vector>
 
 namespace cairva::store::pg {
 
@@ -47,7 +47,9 @@ std::optional<int64_t> get_opt_i64(const PGresult* r, int row, int col) {
   return v;
 }
 
-int64_t get_i64(const PGresult* r, int row, int col) { return get_opt_i64(r, row, col).value_or(0); }
+int64_t get_i64(const PGresult* r, int row, int col) {
+  return get_opt_i64(r, row, col).value_or(0);
+}
 
 bool get_bool(const PGresult* r, int row, int col) {
   return !PQgetisnull(r, row, col) && PQgetvalue(r, row, col)[0] == 't';
@@ -62,7 +64,8 @@ Result<std::unique_ptr<Connection>> Connection::open(const std::string& url) {
     return make_error(ErrorCode::store_unavailable, std::move(msg));
   }
   // Notices ("table already exists, skipping", …) are expected chatter: keep them off stderr.
-  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      c, [](void*, const char*) {}, nullptr);
   return std::unique_ptr<Connection>(new Connection(c));
 }
 
@@ -101,7 +104,8 @@ namespace {
 Status refuse_nul(const Statement& st, const Params& p) {
   if (!p.has_nul()) return {};
   return make_error(ErrorCode::invalid_request,
-                    std::string("postgres: ") + st.name + ": a text value holds a NUL byte, which PostgreSQL cannot store");
+                    std::string("postgres: ") + st.name +
+                        ": a text value holds a NUL byte, which PostgreSQL cannot store");
 }
 
 }  // namespace
@@ -188,7 +192,8 @@ Result<std::vector<PgResult>> Connection::pipeline(const std::vector<Step>& step
   return out;
 }
 
-Result<PgResult> Connection::run_pipelined(const Statement& st, const Params& p, const char* after) {
+Result<PgResult> Connection::run_pipelined(const Statement& st, const Params& p,
+                                           const char* after) {
   std::vector<Step> steps{{&st, &p, nullptr}};
   if (after) steps.push_back({nullptr, nullptr, after});
   auto r = pipeline(steps);
@@ -208,7 +213,7 @@ Status Transaction::begin(std::string_view sql) {
 }
 
 Result<std::vector<PgResult>> Transaction::begin_with(const Statement& first, const Params& p1,
-                                                     const Statement& second, const Params& p2) {
+                                                      const Statement& second, const Params& p2) {
   return begin_with_all({{&first, &p1, nullptr}, {&second, &p2, nullptr}});
 }
 

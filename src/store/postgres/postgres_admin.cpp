@@ -4,18 +4,19 @@
 
 #include "base/ids.h"
 #include "core/ledger.h"
-#include "store/validate.h"
 #include "store/postgres/codec.h"
 #include "store/postgres/console_statements.h"
 #include "store/postgres/postgres_store.h"
 #include "store/postgres/statements.h"
 #include "store/postgres/tx_helpers.h"
+#include "store/validate.h"
 
 namespace cairva::store::pg {
 namespace {
 
-Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
-
+Error invalid(std::string message) {
+  return make_error(ErrorCode::invalid_request, std::move(message));
+}
 
 Result<UnixMicros> now_on(Connection& c, std::optional<UnixMicros> injected) {
   if (injected) return *injected;
@@ -27,7 +28,8 @@ Result<UnixMicros> now_on(Connection& c, std::optional<UnixMicros> injected) {
 Result<AllocationRow> lock(Connection& c, const std::string& allocation_id) {
   auto r = c.run(sql::lock_allocation, Params().text(allocation_id));
   if (!r.ok()) return r.error();
-  if (rows(*r) == 0) return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
+  if (rows(*r) == 0)
+    return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
   return parse_allocation(r->get(), 0, 0);
 }
 
@@ -50,8 +52,14 @@ Result<CreatedAgreement> PostgresStore::create_agreement(const NewAgreement& a) 
     auto now = now_on(c, injected_now());
     if (!now.ok()) return now.error();
     CreatedAgreement out;
-    out.agreement = AgreementRow{new_id("agr"), a.supplier, a.buyer, a.provider, a.models,
-                                 a.terms, core::AgreementState::in_force, *now};
+    out.agreement = AgreementRow{new_id("agr"),
+                                 a.supplier,
+                                 a.buyer,
+                                 a.provider,
+                                 a.models,
+                                 a.terms,
+                                 core::AgreementState::in_force,
+                                 *now};
     out.agreement.service_tiers = a.service_tiers;
     const std::string alloc_id = new_id("alloc");
     out.key_id = new_id("key");
@@ -59,7 +67,8 @@ Result<CreatedAgreement> PostgresStore::create_agreement(const NewAgreement& a) 
     Transaction tx(c);
     if (Status s = tx.begin(); !s.ok()) return s.error();
     // Allocations commit in the order of their seq, which listings page by.
-    if (auto locked = c.run(sql::creation_lock, Params().text("")); !locked.ok()) return locked.error();
+    if (auto locked = c.run(sql::creation_lock, Params().text("")); !locked.ok())
+      return locked.error();
     const auto& t = a.terms;
     auto ag = c.run(sql::insert_agreement, Params()
                                                .text(out.agreement.id)
@@ -81,11 +90,9 @@ Result<CreatedAgreement> PostgresStore::create_agreement(const NewAgreement& a) 
     auto al = c.run(sql::insert_allocation,
                     Params().text(alloc_id).text(out.agreement.id).text("ready").i64(*now));
     if (!al.ok()) return al.error();
-    auto key = c.run(sql::insert_key, Params()
-                                          .text(out.key_id)
-                                          .text(alloc_id)
-                                          .text(hash_secret(out.key_secret))
-                                          .i64(*now));
+    auto key =
+        c.run(sql::insert_key,
+              Params().text(out.key_id).text(alloc_id).text(hash_secret(out.key_secret)).i64(*now));
     if (!key.ok()) return key.error();
     if (Status s = tx.commit(); !s.ok()) return s.error();
     auto status = one_status_on(c, alloc_id);
@@ -99,7 +106,8 @@ Result<AgreementRow> PostgresStore::get_agreement(const std::string& agreement_i
   return with_connection<AgreementRow>([&](Connection& c) -> Result<AgreementRow> {
     auto r = c.run(sql::get_agreement, Params().text(agreement_id));
     if (!r.ok()) return r.error();
-    if (rows(*r) == 0) return make_error(ErrorCode::not_found, "agreement not found: " + agreement_id);
+    if (rows(*r) == 0)
+      return make_error(ErrorCode::not_found, "agreement not found: " + agreement_id);
     return parse_agreement(r->get(), 0);
   });
 }
@@ -108,7 +116,8 @@ Result<AgreementRow> PostgresStore::cancel_agreement(const std::string& agreemen
   auto done = with_connection<int>([&](Connection& c) -> Result<int> {
     auto id = c.run(sql::allocation_of_agreement, Params().text(agreement_id));
     if (!id.ok()) return id.error();
-    if (rows(*id) == 0) return make_error(ErrorCode::not_found, "agreement not found: " + agreement_id);
+    if (rows(*id) == 0)
+      return make_error(ErrorCode::not_found, "agreement not found: " + agreement_id);
     const std::string allocation_id = get_text(id->get(), 0, 0);
     Transaction tx(c);
     if (Status s = tx.begin(); !s.ok()) return s.error();
@@ -116,8 +125,9 @@ Result<AgreementRow> PostgresStore::cancel_agreement(const std::string& agreemen
     if (!alloc.ok()) return alloc.error();
     core::AllocationLedger ledger = ledger_for(*alloc, "", nullptr);
     if (!ledger.cancel()) {
-      return make_error(ErrorCode::conflict, "agreement is " +
-                                                 std::string(core::to_string(alloc->snap.agreement_state)));
+      return make_error(
+          ErrorCode::conflict,
+          "agreement is " + std::string(core::to_string(alloc->snap.agreement_state)));
     }
     if (Status s = set_states(c, allocation_id, *alloc, ledger); !s.ok()) return s.error();
     if (Status s = tx.commit(); !s.ok()) return s.error();
@@ -163,7 +173,8 @@ Result<AllocationStatus> PostgresStore::change_state_on(Connection& c,
   core::AllocationLedger ledger = ledger_for(effective, "", nullptr);
   const bool allowed = suspend ? ledger.suspend() : ledger.resume(*now);
   if (!allowed) {
-    return make_error(ErrorCode::conflict, core::state_change_refusal(suspend, core::shown_state(effective.snap)));
+    return make_error(ErrorCode::conflict,
+                      core::state_change_refusal(suspend, core::shown_state(effective.snap)));
   }
   if (Status s = set_states(c, allocation_id, *alloc, ledger); !s.ok()) return s.error();
   if (Status s = tx.commit(); !s.ok()) return s.error();
@@ -174,19 +185,19 @@ Result<CreatedKey> PostgresStore::create_key(const std::string& allocation_id) {
   return with_connection<CreatedKey>([&](Connection& c) -> Result<CreatedKey> {
     auto exists = c.run(sql::allocation_exists, Params().text(allocation_id));
     if (!exists.ok()) return exists.error();
-    if (rows(*exists) == 0) return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
+    if (rows(*exists) == 0)
+      return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
     auto now = now_on(c, injected_now());
     if (!now.ok()) return now.error();
     CreatedKey out{new_id("key"), new_secret()};
     // An allocation's keys commit in the order of their seq, which its key listing pages by.
     Transaction tx(c);
     if (Status s = tx.begin(); !s.ok()) return s.error();
-    if (auto locked = c.run(sql::creation_lock, Params().text(allocation_id)); !locked.ok()) return locked.error();
-    auto r = c.run(sql::insert_key, Params()
-                                        .text(out.key_id)
-                                        .text(allocation_id)
-                                        .text(hash_secret(out.key_secret))
-                                        .i64(*now));
+    if (auto locked = c.run(sql::creation_lock, Params().text(allocation_id)); !locked.ok())
+      return locked.error();
+    auto r = c.run(
+        sql::insert_key,
+        Params().text(out.key_id).text(allocation_id).text(hash_secret(out.key_secret)).i64(*now));
     if (!r.ok()) return r.error();
     if (Status s = tx.commit(); !s.ok()) return s.error();
     return out;
@@ -221,7 +232,8 @@ Result<UsageEventRow> PostgresStore::reconcile(const Reconciliation& r) {
 Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconciliation& r) {
   auto owner = c.run(sql::allocation_of_request, Params().text(r.request_id));
   if (!owner.ok()) return owner.error();
-  if (rows(*owner) == 0) return make_error(ErrorCode::not_found, "request not found: " + r.request_id);
+  if (rows(*owner) == 0)
+    return make_error(ErrorCode::not_found, "request not found: " + r.request_id);
   const std::string allocation_id = get_text(owner->get(), 0, 0);
   Transaction tx(c);
   if (Status s = tx.begin(); !s.ok()) return s.error();
@@ -230,7 +242,8 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
   if (!alloc.ok()) return alloc.error();
   auto req = read_locked_request(c, r.request_id, allocation_id, injected_now());
   if (!req.ok()) return req.error();
-  if (!req->has_value()) return make_error(ErrorCode::not_found, "request not found: " + r.request_id);
+  if (!req->has_value())
+    return make_error(ErrorCode::not_found, "request not found: " + r.request_id);
   const LockedRequest& rq = **req;
   const auto usage = reconciled_usage(r, rq.open.reported);
   if (!usage.ok()) return usage.error();
@@ -243,27 +256,37 @@ Result<UsageEventRow> PostgresStore::reconcile_on(Connection& c, const Reconcili
   auto prior = booked_counts(c, allocation_id, provider_request_id);
   if (!prior.ok()) return prior.error();
   if (prior->has_value()) ledger.restore_booked_provider_id(provider_request_id, **prior);
-  const core::ReconcileOutcome out = ledger.reconcile(r.request_id, provider_request_id, *usage, rq.now);
+  const core::ReconcileOutcome out =
+      ledger.reconcile(r.request_id, provider_request_id, *usage, rq.now);
   switch (out.result) {
     case core::ReconcileResult::booked:
       break;
     case core::ReconcileResult::not_pending:
     case core::ReconcileResult::unknown_request:  // the ledger forgets settled requests
-      return make_error(ErrorCode::not_pending,
-                        "request is " + std::string(core::to_string(rq.state)) + ", not usage_pending");
+      return make_error(
+          ErrorCode::not_pending,
+          "request is " + std::string(core::to_string(rq.state)) + ", not usage_pending");
     case core::ReconcileResult::provider_id_taken:
       return make_error(ErrorCode::conflict,
                         "provider request id already booked: " + provider_request_id);
   }
-  UsageEventRow event{new_id("evt"), allocation_id, r.request_id, provider_request_id, *usage,
-                      core::EventSource::reconciliation, core::Finality::confirmed, r.evidence,
+  UsageEventRow event{new_id("evt"),
+                      allocation_id,
+                      r.request_id,
+                      provider_request_id,
+                      *usage,
+                      core::EventSource::reconciliation,
+                      core::Finality::confirmed,
+                      r.evidence,
                       rq.now};
   auto w = write_booking(c, &tx, allocation_id, *alloc, ledger, event.id, r.request_id,
                          provider_request_id, *usage, event.source, event.finality, r.evidence,
                          rq.now, rq.open.hold);
   if (!w.ok()) return w.error();
   // Looked up above under the allocation's row lock, which every booking takes.
-  if (!*w) return make_error(ErrorCode::conflict, "provider request id already booked: " + provider_request_id);
+  if (!*w)
+    return make_error(ErrorCode::conflict,
+                      "provider request id already booked: " + provider_request_id);
   return event;
 }
 

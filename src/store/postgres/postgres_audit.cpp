@@ -21,7 +21,8 @@ struct Check {
 // Every query returns one text column per violating row.
 constexpr Check checks[] = {
     {"booked totals equal the sum of usage events and adjustments (conservation)",
-     "SELECT a.id || ': booked ' || a.booked_input || '/' || a.booked_output || ' but events sum to '"
+     "SELECT a.id || ': booked ' || a.booked_input || '/' || a.booked_output || ' but events sum "
+     "to '"
      " || COALESCE(e.i, 0) || '/' || COALESCE(e.o, 0) FROM allocations a LEFT JOIN"
      " (SELECT allocation_id, sum(input_tokens) i, sum(output_tokens) o FROM"
      " (SELECT allocation_id, input_tokens, output_tokens FROM usage_events UNION ALL"
@@ -53,10 +54,12 @@ constexpr Check checks[] = {
      " UNION ALL SELECT request_id || ': ' || count(*) || ' events' FROM usage_events"
      " GROUP BY request_id HAVING count(*) > 1"},
     {"event sequence numbers (adjustments included) are 1..event_seq per allocation",
-     "SELECT a.id || ': event_seq ' || a.event_seq || ' but ' || COALESCE(e.n, 0) || ' events (max '"
+     "SELECT a.id || ': event_seq ' || a.event_seq || ' but ' || COALESCE(e.n, 0) || ' events (max "
+     "'"
      " || COALESCE(e.m, 0) || ')' FROM allocations a LEFT JOIN (SELECT allocation_id, count(*) n,"
      " max(seq) m FROM (SELECT allocation_id, seq FROM usage_events UNION ALL"
-     " SELECT allocation_id, seq FROM adjustments) x GROUP BY allocation_id) e ON e.allocation_id = a.id"
+     " SELECT allocation_id, seq FROM adjustments) x GROUP BY allocation_id) e ON e.allocation_id "
+     "= a.id"
      " WHERE a.event_seq <> COALESCE(e.n, 0) OR a.event_seq <> COALESCE(e.m, 0)"},
     // The trailing windows are read from these running figures (schema.cpp, migration 2).
     {"start numbers are 1, 2, … per allocation in start order",
@@ -66,24 +69,31 @@ constexpr Check checks[] = {
     {"each event's running token total is its allocation's bookings up to it, in booking order",
      "SELECT id || ': running total ' || cum_tokens || ', bookings up to it ' || t FROM"
      " (SELECT id, cum_tokens, sum(input_tokens + output_tokens) OVER (PARTITION BY allocation_id"
-     " ORDER BY booked_at, seq ROWS UNBOUNDED PRECEDING) t FROM usage_events) e WHERE cum_tokens <> t"},
+     " ORDER BY booked_at, seq ROWS UNBOUNDED PRECEDING) t FROM usage_events) e WHERE cum_tokens "
+     "<> t"},
     // Usage series read these (schema.cpp, migration 5).
     {"each event's running booked totals are its allocation's events and adjustments up to it",
-     "SELECT id || ': running totals ' || ci || '/' || co || ', booked up to it ' || ti || '/' || tout FROM"
-     " (SELECT id, cum_input ci, cum_output co, sum(input_tokens) OVER w ti, sum(output_tokens) OVER w tout"
-     " FROM (SELECT id, allocation_id, booked_at, seq, input_tokens, output_tokens, cum_input, cum_output"
-     " FROM usage_events UNION ALL SELECT id, allocation_id, booked_at, seq, input_tokens, output_tokens,"
+     "SELECT id || ': running totals ' || ci || '/' || co || ', booked up to it ' || ti || '/' || "
+     "tout FROM"
+     " (SELECT id, cum_input ci, cum_output co, sum(input_tokens) OVER w ti, sum(output_tokens) "
+     "OVER w tout"
+     " FROM (SELECT id, allocation_id, booked_at, seq, input_tokens, output_tokens, cum_input, "
+     "cum_output"
+     " FROM usage_events UNION ALL SELECT id, allocation_id, booked_at, seq, input_tokens, "
+     "output_tokens,"
      " cum_input, cum_output FROM adjustments) x"
      " WINDOW w AS (PARTITION BY allocation_id ORDER BY booked_at, seq ROWS UNBOUNDED PRECEDING)) e"
      " WHERE ci <> ti OR co <> tout"},
     {"an adjustment corrects an event of its own allocation and request",
-     "SELECT a.id || ': corrects ' || a.corrects || ' of ' || e.allocation_id || '/' || e.request_id"
+     "SELECT a.id || ': corrects ' || a.corrects || ' of ' || e.allocation_id || '/' || "
+     "e.request_id"
      " FROM adjustments a JOIN usage_events e ON e.id = a.corrects"
      " WHERE e.allocation_id <> a.allocation_id OR e.request_id <> a.request_id"},
     {"states are valid",
      "SELECT 'allocation ' || id || ': state ' || state FROM allocations WHERE state NOT IN"
      " ('ready', 'active', 'suspended', 'depleted', 'expired')"
-     " UNION ALL SELECT 'agreement ' || id || ': state ' || state FROM agreements WHERE state NOT IN"
+     " UNION ALL SELECT 'agreement ' || id || ': state ' || state FROM agreements WHERE state NOT "
+     "IN"
      " ('in_force', 'completed', 'expired', 'cancelled')"
      " UNION ALL SELECT 'request ' || id || ': state ' || state FROM requests WHERE state NOT IN"
      " ('in_flight', 'booked', 'usage_pending', 'failed')"},
@@ -110,10 +120,13 @@ const std::string rate_check_sql =
     " s up to ' || started_at || ' (limit ' || rpm || ')'"
     " FROM (SELECT r.allocation_id, r.started_at, g.requests_per_minute AS rpm,"
     " count(*) OVER (PARTITION BY r.allocation_id ORDER BY r.started_at"
-    " RANGE BETWEEN " + std::to_string(core::rate_window_us - 1) + " PRECEDING AND CURRENT ROW) AS n"
+    " RANGE BETWEEN " +
+    std::to_string(core::rate_window_us - 1) +
+    " PRECEDING AND CURRENT ROW) AS n"
     " FROM requests r JOIN allocations a ON a.id = r.allocation_id"
     " JOIN agreements g ON g.id = a.agreement_id) w WHERE n > rpm";
-const Check rate_check{"no 60 s window holds more starts than requests_per_minute", rate_check_sql.c_str()};
+const Check rate_check{"no 60 s window holds more starts than requests_per_minute",
+                       rate_check_sql.c_str()};
 
 }  // namespace
 

@@ -238,7 +238,8 @@ Result<Paged<AllocationStatus>> PostgresStore::list_allocations_page(const Alloc
   return with_connection<Paged<AllocationStatus>>(
       [&](Connection& c) -> Result<Paged<AllocationStatus>> {
         const size_t limit = page(f.limit);
-        const size_t chunk = f.state ? std::max(limit + 1, allocation_filter_chunk_rows) : limit + 1;
+        const size_t chunk =
+            f.state ? std::max(limit + 1, allocation_filter_chunk_rows) : limit + 1;
         int64_t after = 0;
         if (f.after) {
           auto p = position(c, sql::allocation_position, *f.after, "allocation");

@@ -60,14 +60,16 @@ Result<std::unique_ptr<PostgresStore>> PostgresStore::open(const StoreOptions& o
       // An older audit would miss what a newer schema adds (adjustments count toward the
       // conservation it checks): only the matching version audits.
       if (*version > schema_version_latest()) {
-        return make_error(ErrorCode::store_unavailable,
-                          "postgres: the schema is at version " + std::to_string(*version) +
-                              ", newer than this cairva audits (" + std::to_string(schema_version_latest()) +
-                              "): run `cairva audit` of the version that migrated it (nothing was changed)");
+        return make_error(
+            ErrorCode::store_unavailable,
+            "postgres: the schema is at version " + std::to_string(*version) +
+                ", newer than this cairva audits (" + std::to_string(schema_version_latest()) +
+                "): run `cairva audit` of the version that migrated it (nothing was changed)");
       }
       if (*version != schema_version_latest()) {
         return make_error(ErrorCode::store_unavailable,
-                          "postgres: the schema is at version " + std::to_string(*version) + ", this cairva audits version " +
+                          "postgres: the schema is at version " + std::to_string(*version) +
+                              ", this cairva audits version " +
                               std::to_string(schema_version_latest()) +
                               " (run `cairva serve` of this version once to migrate)");
       }
@@ -108,7 +110,8 @@ void PostgresStore::authenticate(const std::string& key_secret_hash, Callback<Ke
   });
 }
 
-void PostgresStore::authenticate_for_admission(const std::string& key_secret_hash, Callback<KeyGrant> done) {
+void PostgresStore::authenticate_for_admission(const std::string& key_secret_hash,
+                                               Callback<KeyGrant> done) {
   std::optional<KeyGrant> cached;
   {
     std::lock_guard lock(grants_mu_);
@@ -168,29 +171,35 @@ struct PostgresStore::Writes {
 };
 
 bool PostgresStore::schedule(const std::string& allocation_id) {
-  return workers_.post_in_order(allocation_id, [this, allocation_id] { run_allocation(allocation_id); });
+  return workers_.post_in_order(allocation_id,
+                                [this, allocation_id] { run_allocation(allocation_id); });
 }
 
 template <class Pending>
-void PostgresStore::fail_all(Waiting<Pending>& waiting, const std::string& allocation_id, const Error& error) {
+void PostgresStore::fail_all(Waiting<Pending>& waiting, const std::string& allocation_id,
+                             const Error& error) {
   for (auto& p : waiting.drain(allocation_id)) p.done(error);
 }
 
 template <class Pending>
-void PostgresStore::enqueue(Waiting<Pending>& waiting, const std::string& allocation_id, Pending item) {
+void PostgresStore::enqueue(Waiting<Pending>& waiting, const std::string& allocation_id,
+                            Pending item) {
   // Otherwise the allocation's job is queued or running and takes it.
   if (waiting.add(allocation_id, std::move(item)) && !schedule(allocation_id)) {
-    fail_all(waiting, allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
+    fail_all(waiting, allocation_id,
+             make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
   }
 }
 
 template <class Pending>
-std::vector<Pending> PostgresStore::take(Waiting<Pending>& waiting, const std::string& allocation_id, size_t max) {
+std::vector<Pending> PostgresStore::take(Waiting<Pending>& waiting,
+                                         const std::string& allocation_id, size_t max) {
   bool more = false;
   std::vector<Pending> batch = waiting.take(allocation_id, max, more);
   // Queued behind this job (same key): runs once this transaction is over.
   if (more && !schedule(allocation_id)) {
-    fail_all(waiting, allocation_id, make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
+    fail_all(waiting, allocation_id,
+             make_error(ErrorCode::store_unavailable, "postgres: store queue full"));
   }
   return batch;
 }
@@ -206,13 +215,15 @@ void PostgresStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
 }
 
 void PostgresStore::run_allocation(const std::string& allocation_id) {
-  const Settlements settlements = take(settlements_, allocation_id, settlements_per_transaction_max);
+  const Settlements settlements =
+      take(settlements_, allocation_id, settlements_per_transaction_max);
   const Admissions admissions = take(admissions_, allocation_id, admissions_per_transaction_max);
   if (!settlements.empty() && !admissions.empty()) {
     auto both = with_connection<SettledAndAdmitted>(
         [&](Connection& c) { return settle_and_admit_on(c, settlements, admissions); });
     if (both.ok()) {
-      if (options_.on_commit_batch) options_.on_commit_batch(static_cast<int64_t>(admissions.size()));
+      if (options_.on_commit_batch)
+        options_.on_commit_batch(static_cast<int64_t>(admissions.size()));
       for (size_t i = 0; i < settlements.size(); ++i) settlements[i].done(both->settled[i]);
       answer_admissions(admissions, std::move(both->admitted));
       return;
@@ -236,14 +247,17 @@ void PostgresStore::admit_batch(const Admissions& batch) {
   answer_admissions(batch, std::move(*results));
 }
 
-void PostgresStore::answer_admissions(const Admissions& batch, std::vector<Result<AdmitResult>> results) {
+void PostgresStore::answer_admissions(const Admissions& batch,
+                                      std::vector<Result<AdmitResult>> results) {
   for (size_t i = 0; i < batch.size(); ++i) {  // after COMMIT, holding no lock
-    if (!results[i].ok() && results[i].error().code == ErrorCode::invalid_api_key) forget_key(batch[i].cmd.key_id);
+    if (!results[i].ok() && results[i].error().code == ErrorCode::invalid_api_key)
+      forget_key(batch[i].cmd.key_id);
     batch[i].done(std::move(results[i]));
   }
 }
 
-Params PostgresStore::window_count_params(const std::string& allocation_id, size_t admissions) const {
+Params PostgresStore::window_count_params(const std::string& allocation_id,
+                                          size_t admissions) const {
   return Params()
       .text(allocation_id)
       .opt_i64(injected_now())
@@ -252,7 +266,8 @@ Params PostgresStore::window_count_params(const std::string& allocation_id, size
       .i64(static_cast<int64_t>(admissions));
 }
 
-Result<std::vector<Result<AdmitResult>>> PostgresStore::admit_on(Connection& c, const Admissions& batch) {
+Result<std::vector<Result<AdmitResult>>> PostgresStore::admit_on(Connection& c,
+                                                                 const Admissions& batch) {
   CAIRVA_ASSERT(!batch.empty());
   Transaction tx(c);
   // BEGIN, the row lock, the window counts and the keys in one round trip. The counts
@@ -285,10 +300,9 @@ std::vector<std::string> PostgresStore::admission_reads(const Admissions& batch,
   return keys;
 }
 
-Result<std::vector<Result<AdmitResult>>> PostgresStore::decide_admissions(const Admissions& batch,
-                                                                          const std::vector<std::string>& keys,
-                                                                          const std::vector<PgResult>& read,
-                                                                          size_t at, Writes& w) {
+Result<std::vector<Result<AdmitResult>>> PostgresStore::decide_admissions(
+    const Admissions& batch, const std::vector<std::string>& keys,
+    const std::vector<PgResult>& read, size_t at, Writes& w) {
   const std::string& allocation_id = batch.front().cmd.allocation_id;
   const PgResult& locked = read[at];
   const PgResult& counts = read[at + 1];
@@ -323,7 +337,8 @@ Result<std::vector<Result<AdmitResult>>> PostgresStore::decide_admissions(const 
   // is needed only for the agreement's, or when no insert carries the allocation's.
   const std::string final_state(core::to_string(snap.state));
   const bool any_admitted = snap.in_flight != before.in_flight;
-  if (snap.agreement_state != before.agreement_state || (!any_admitted && snap.state != before.state)) {
+  if (snap.agreement_state != before.agreement_state ||
+      (!any_admitted && snap.state != before.state)) {
     w.add(sql::set_states, Params()
                                .text(allocation_id)
                                .text(final_state)
@@ -350,7 +365,8 @@ Result<std::vector<Result<AdmitResult>>> PostgresStore::decide_admissions(const 
 }
 
 void PostgresStore::settle_batch(std::span<const PendingSettlement> batch) {
-  auto results = with_connection<std::vector<SettleResult>>([&](Connection& c) { return settle_batch_on(c, batch); });
+  auto results = with_connection<std::vector<SettleResult>>(
+      [&](Connection& c) { return settle_batch_on(c, batch); });
   if (results.ok()) {
     for (size_t i = 0; i < batch.size(); ++i) batch[i].done((*results)[i]);
   } else if (batch.size() == 1) {
@@ -370,13 +386,16 @@ void PostgresStore::settlement_reads(std::span<const PendingSettlement> batch, W
   const std::string& allocation_id = batch.front().cmd.allocation_id;
   w.add(sql::lock_allocation, Params().text(allocation_id));
   for (const auto& p : batch) {
-    w.add(sql::read_request_locked, Params().text(p.cmd.request_id).text(allocation_id).opt_i64(injected_now()));
+    w.add(sql::read_request_locked,
+          Params().text(p.cmd.request_id).text(allocation_id).opt_i64(injected_now()));
     if (p.cmd.kind != SettleKind::usage) continue;
-    w.add(sql::booked_event_by_provider_id, Params().text(allocation_id).text(p.cmd.provider_request_id));
+    w.add(sql::booked_event_by_provider_id,
+          Params().text(allocation_id).text(p.cmd.provider_request_id));
   }
 }
 
-Result<std::vector<SettleResult>> PostgresStore::settle_batch_on(Connection& c, std::span<const PendingSettlement> batch) {
+Result<std::vector<SettleResult>> PostgresStore::settle_batch_on(
+    Connection& c, std::span<const PendingSettlement> batch) {
   CAIRVA_ASSERT(!batch.empty());
   Transaction tx(c);
   Writes reads;
@@ -421,8 +440,8 @@ Result<PostgresStore::SettledAndAdmitted> PostgresStore::settle_and_admit_on(
   return out;
 }
 
-Result<std::vector<SettleResult>> PostgresStore::decide_settlements(std::span<const PendingSettlement> batch,
-                                                                    const std::vector<PgResult>& read, Writes& w) {
+Result<std::vector<SettleResult>> PostgresStore::decide_settlements(
+    std::span<const PendingSettlement> batch, const std::vector<PgResult>& read, Writes& w) {
   const std::string& allocation_id = batch.front().cmd.allocation_id;
   std::vector<SettleResult> out(batch.size());  // unknown_request unless found below
   if (rows(read[0]) == 0) return out;
@@ -438,7 +457,8 @@ Result<std::vector<SettleResult>> PostgresStore::decide_settlements(std::span<co
     if (rq->has_value()) requests.try_emplace(p.cmd.request_id, std::move(**rq));
     if (p.cmd.kind != SettleKind::usage || rows(read[at++]) == 0) continue;
     const PGresult* e = read[at - 1].get();
-    events.try_emplace(p.cmd.provider_request_id, BookedUnderId{{get_i64(e, 0, 0), get_i64(e, 0, 1)}, get_text(e, 0, 2)});
+    events.try_emplace(p.cmd.provider_request_id,
+                       BookedUnderId{{get_i64(e, 0, 0), get_i64(e, 0, 1)}, get_text(e, 0, 2)});
   }
   // One time for the batch, the latest row's: bookings keep the order of their seq.
   UnixMicros now = 0;
@@ -450,42 +470,64 @@ Result<std::vector<SettleResult>> PostgresStore::decide_settlements(std::span<co
     const SettleCommand& cmd = batch[i].cmd;
     CAIRVA_ASSERT(cmd.allocation_id == allocation_id);
     const auto rq = requests.find(cmd.request_id);
-    core::SettlementFacts facts{std::nullopt, nullptr, std::nullopt, a.state, a.agreement_state, a.terms.allowance, a.booked};
+    core::SettlementFacts facts{std::nullopt,      nullptr,           std::nullopt, a.state,
+                                a.agreement_state, a.terms.allowance, a.booked};
     if (rq != requests.end()) {
       facts.state = rq->second.state;
       if (rq->second.open.reported) facts.reported = &*rq->second.open.reported;
     }
-    const auto ev = cmd.kind == SettleKind::usage ? events.find(cmd.provider_request_id) : events.end();
-    if (ev != events.end()) facts.booked = core::BookedEvent{ev->second.counts, ev->second.request_id == cmd.request_id};
-    const core::SettlePlan plan = core::plan_settlement(facts, {cmd.kind, cmd.provider_request_id, cmd.usage});
+    const auto ev =
+        cmd.kind == SettleKind::usage ? events.find(cmd.provider_request_id) : events.end();
+    if (ev != events.end())
+      facts.booked = core::BookedEvent{ev->second.counts, ev->second.request_id == cmd.request_id};
+    const core::SettlePlan plan =
+        core::plan_settlement(facts, {cmd.kind, cmd.provider_request_id, cmd.usage});
     out[i] = {plan.outcome, plan.request_state};
     if (rq == requests.end()) continue;
     // Persist the plan's effects, and keep what this batch's later settlements read.
     const core::Tokens hold = rq->second.open.hold;
-    const std::string provider_id(core::recorded_provider_id(plan, cmd.provider_request_id, cmd.request_id));
+    const std::string provider_id(
+        core::recorded_provider_id(plan, cmd.provider_request_id, cmd.request_id));
     if (plan.insert_event) {
       a.booked = {a.booked.input + cmd.usage.input, a.booked.output + cmd.usage.output};
       if (plan.depletes) a.state = core::AllocationState::depleted;
       if (plan.completes_agreement) a.agreement_state = core::AgreementState::completed;
-      w.add(sql::book_new_event, booking_params(allocation_id, *alloc, a, ++seq, new_id("evt"), cmd.request_id,
-                                                cmd.provider_request_id, cmd.usage, core::EventSource::provider,
-                                                core::Finality::reported, "", now, hold));
+      w.add(sql::book_new_event,
+            booking_params(allocation_id, *alloc, a, ++seq, new_id("evt"), cmd.request_id,
+                           cmd.provider_request_id, cmd.usage, core::EventSource::provider,
+                           core::Finality::reported, "", now, hold));
       events.insert_or_assign(cmd.provider_request_id, BookedUnderId{cmd.usage, cmd.request_id});
     } else if (plan.change_state && plan.release_hold) {
-      w.add(sql::close_request, Params().text(allocation_id).text(cmd.request_id).text(core::to_string(plan.request_state))
-                                    .i64(now).text(provider_id).i64(hold.input).i64(hold.output));
+      w.add(sql::close_request, Params()
+                                    .text(allocation_id)
+                                    .text(cmd.request_id)
+                                    .text(core::to_string(plan.request_state))
+                                    .i64(now)
+                                    .text(provider_id)
+                                    .i64(hold.input)
+                                    .i64(hold.output));
     } else if (plan.change_state) {
       w.add(sql::mark_usage_pending, Params().text(cmd.request_id).i64(now).text(provider_id));
     }
     if (plan.keep_reported) {
-      w.add(sql::keep_reported, Params().text(cmd.request_id).i64(cmd.usage.input).i64(cmd.usage.output)
+      w.add(sql::keep_reported, Params()
+                                    .text(cmd.request_id)
+                                    .i64(cmd.usage.input)
+                                    .i64(cmd.usage.output)
                                     .text(cmd.provider_request_id));
       rq->second.open.reported = core::ReportedUsage{cmd.usage, cmd.provider_request_id};
     }
     if (plan.record_conflict) {
-      w.add(sql::insert_conflict, Params().text(new_id("cfl")).text(allocation_id).text(cmd.request_id)
-                                      .text(cmd.provider_request_id).i64(cmd.usage.input).i64(cmd.usage.output)
-                                      .i64(plan.booked_counts.input).i64(plan.booked_counts.output).i64(now));
+      w.add(sql::insert_conflict, Params()
+                                      .text(new_id("cfl"))
+                                      .text(allocation_id)
+                                      .text(cmd.request_id)
+                                      .text(cmd.provider_request_id)
+                                      .i64(cmd.usage.input)
+                                      .i64(cmd.usage.output)
+                                      .i64(plan.booked_counts.input)
+                                      .i64(plan.booked_counts.output)
+                                      .i64(now));
     }
     rq->second.state = plan.request_state;
   }
@@ -495,8 +537,9 @@ Result<std::vector<SettleResult>> PostgresStore::decide_settlements(std::span<co
 void PostgresStore::note_provider_id(ProviderIdNote note, Callback<void> done) {
   if (!done) done = [](const Status&) {};
   run_async<void>(std::move(done), [note = std::move(note)](Connection& c) -> Status {
-    auto r = c.run(sql::note_provider_id,
-                   Params().text(note.request_id).text(note.allocation_id).text(note.provider_request_id));
+    auto r = c.run(
+        sql::note_provider_id,
+        Params().text(note.request_id).text(note.allocation_id).text(note.provider_request_id));
     if (!r.ok()) return r.error();
     return {};
   });
@@ -509,13 +552,16 @@ void PostgresStore::allocation_status(const std::string& allocation_id,
   });
 }
 
-void PostgresStore::owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+void PostgresStore::owns_provider_request(const std::string& allocation_id,
+                                          const std::string& provider_request_id,
                                           Callback<bool> done) {
-  run_async<bool>(std::move(done), [allocation_id, provider_request_id](Connection& c) -> Result<bool> {
-    auto r = c.run(sql::owns_provider_request, Params().text(allocation_id).text(provider_request_id));
-    if (!r.ok()) return r.error();
-    return rows(*r) == 1 && get_bool(r->get(), 0, 0);
-  });
+  run_async<bool>(std::move(done),
+                  [allocation_id, provider_request_id](Connection& c) -> Result<bool> {
+                    auto r = c.run(sql::owns_provider_request,
+                                   Params().text(allocation_id).text(provider_request_id));
+                    if (!r.ok()) return r.error();
+                    return rows(*r) == 1 && get_bool(r->get(), 0, 0);
+                  });
 }
 
 Result<std::vector<AllocationStatus>> PostgresStore::status_on(
@@ -551,14 +597,15 @@ void PostgresStore::usage_series(UsageQuery q, Callback<UsageSeries> done) {
     done(s.error());
     return;
   }
-  run_async<UsageSeries>(std::move(done), [this, q = std::move(q)](Connection& c) { return usage_series_on(c, q); });
+  run_async<UsageSeries>(std::move(done),
+                         [this, q = std::move(q)](Connection& c) { return usage_series_on(c, q); });
 }
 
 Result<int64_t> PostgresStore::sweep_stale() {
   return with_connection<int64_t>([this](Connection& c) -> Result<int64_t> {
-    auto r = c.run(sql::sweep_stale, Params()
-                                         .opt_i64(injected_now())
-                                         .i64(options_.in_flight_timeout_s * micros_per_second));
+    auto r = c.run(
+        sql::sweep_stale,
+        Params().opt_i64(injected_now()).i64(options_.in_flight_timeout_s * micros_per_second));
     if (!r.ok()) return r.error();
     return static_cast<int64_t>(std::stoll(PQcmdTuples(r->get())));
   });

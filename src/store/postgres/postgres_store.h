@@ -60,13 +60,15 @@ class PostgresStore final : public Store {
   // admission batch reads its keys' `revoked` under the row lock and refuses a revoked
   // key's admissions with invalid_api_key, so a revocation through any gateway refuses
   // the key's next admission everywhere.
-  void authenticate_for_admission(const std::string& key_secret_hash, Callback<KeyGrant> done) override;
+  void authenticate_for_admission(const std::string& key_secret_hash,
+                                  Callback<KeyGrant> done) override;
   void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;
   void settle(SettleCommand cmd, Callback<SettleResult> done) override;
-  void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) override;
+  void allocation_status(const std::string& allocation_id,
+                         Callback<AllocationStatus> done) override;
   // Without the row lock: a booking or settlement is either committed or not yet seen.
-  void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
-                             Callback<bool> done) override;
+  void owns_provider_request(const std::string& allocation_id,
+                             const std::string& provider_request_id, Callback<bool> done) override;
   // One autocommitted UPDATE on a worker thread, outside the allocation's queue.
   void note_provider_id(ProviderIdNote note, Callback<void> done) override;
 
@@ -88,7 +90,8 @@ class PostgresStore final : public Store {
   // Operating at volume (postgres_console.cpp).
   Result<Paged<AgreementRow>> list_agreements(const PageFilter& f) override;
   Result<Paged<AllocationStatus>> list_allocations_page(const AllocationFilter& f) override;
-  Result<Paged<ApiKeyRow>> list_keys(const std::string& allocation_id, const PageFilter& f) override;
+  Result<Paged<ApiKeyRow>> list_keys(const std::string& allocation_id,
+                                     const PageFilter& f) override;
   // On a worker thread, in one read-only snapshot.
   void usage_series(UsageQuery q, Callback<UsageSeries> done) override;
   Result<std::vector<BookedMatch>> find_bookings(const std::optional<std::string>& allocation_id,
@@ -144,7 +147,8 @@ class PostgresStore final : public Store {
   // Takes up to `max` items waiting for `allocation_id` and schedules the job again when
   // more wait.
   template <class Pending>
-  std::vector<Pending> take(Waiting<Pending>& waiting, const std::string& allocation_id, size_t max);
+  std::vector<Pending> take(Waiting<Pending>& waiting, const std::string& allocation_id,
+                            size_t max);
 
   // The job both queues schedule. Takes up to settlements_per_transaction_max waiting
   // settlements and admissions_per_transaction_max waiting admissions of the allocation;
@@ -166,7 +170,8 @@ class PostgresStore final : public Store {
   Result<std::vector<Result<AdmitResult>>> admit_on(Connection& c, const Admissions& batch);
   // One transaction for all of `batch` (same allocation), in order, one result each, as
   // if each had its own.
-  Result<std::vector<SettleResult>> settle_batch_on(Connection& c, std::span<const PendingSettlement> batch);
+  Result<std::vector<SettleResult>> settle_batch_on(Connection& c,
+                                                    std::span<const PendingSettlement> batch);
   struct SettledAndAdmitted {
     std::vector<SettleResult> settled;
     std::vector<Result<AdmitResult>> admitted;
@@ -175,7 +180,7 @@ class PostgresStore final : public Store {
   // admit_on does, on the allocation as the settlements leave it (one row lock and one
   // commit instead of two).
   Result<SettledAndAdmitted> settle_and_admit_on(Connection& c, const Settlements& settlements,
-                                                                const Admissions& admissions);
+                                                 const Admissions& admissions);
   // The steps those transactions share (statements appended to one pipeline's Writes).
   struct Writes;
   // sql::window_counts' parameters for `admissions` decided on its counts.
@@ -185,16 +190,15 @@ class PostgresStore final : public Store {
   // Plans each settlement (core::plan_settlement) on what the reads found, as the ones
   // before it in the batch leave it, and appends the plans' writes to `w`.
   // REQUIRES: `read` is settlement_reads' results, in this transaction.
-  static Result<std::vector<SettleResult>> decide_settlements(std::span<const PendingSettlement> batch,
-                                                              const std::vector<PgResult>& read, Writes& w);
+  static Result<std::vector<SettleResult>> decide_settlements(
+      std::span<const PendingSettlement> batch, const std::vector<PgResult>& read, Writes& w);
   // The admission part of a pipeline: the row lock, the window counts, then each distinct
   // key's sql::key_revoked; returns those keys in that order.
   std::vector<std::string> admission_reads(const Admissions& batch, Writes& w) const;
   // REQUIRES: `read` holds admission_reads' results from index `at`, in this transaction.
-  static Result<std::vector<Result<AdmitResult>>> decide_admissions(const Admissions& batch,
-                                                                    const std::vector<std::string>& keys,
-                                                                    const std::vector<PgResult>& read, size_t at,
-                                                                    Writes& w);
+  static Result<std::vector<Result<AdmitResult>>> decide_admissions(
+      const Admissions& batch, const std::vector<std::string>& keys,
+      const std::vector<PgResult>& read, size_t at, Writes& w);
   Result<std::vector<AllocationStatus>> status_on(Connection& c,
                                                   const std::optional<std::string>& id);
   Result<AllocationStatus> one_status_on(Connection& c, const std::string& id);
@@ -229,8 +233,8 @@ Result<T> PostgresStore::with_connection(F&& work) {
     const std::string& state = c.last_sqlstate();
     // Deadlock and serialization failures roll the whole transaction back: safe to rerun.
     // A connection that broke is dropped by the pool; the retry gets a fresh one.
-    const bool retry = state == sqlstate_deadlock || state == sqlstate_serialization ||
-                       !c.healthy();
+    const bool retry =
+        state == sqlstate_deadlock || state == sqlstate_serialization || !c.healthy();
     if (!retry) return r;
   }
 }

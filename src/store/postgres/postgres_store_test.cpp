@@ -1,6 +1,8 @@
 // PostgreSQL-specific behaviour: several PostgresStore objects (as several gateway
 // processes would be) on one database, migrations at concurrent start-up, the sweep of a
 // dead store's requests. Needs env CAIRVA_TEST_PG_URL (scripts/pg-test-cluster.sh url).
+#include "store/postgres/postgres_store.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
@@ -17,7 +19,6 @@
 
 #include "base/ids.h"
 #include "core/limits.h"
-#include "store/postgres/postgres_store.h"
 #include "store/postgres/schema.h"
 #include "store/postgres/test_schema.h"
 
@@ -104,12 +105,13 @@ class PostgresStoreTest : public ::testing::Test {
 
   // A column of the allocation's row, read by another session.
   int64_t allocation_value(const std::string& alloc, const char* column) const {
-    return testing::query_i64(schema_.url(), std::string("SELECT ") + column + " FROM allocations WHERE id = '" + alloc + "'");
+    return testing::query_i64(schema_.url(), std::string("SELECT ") + column +
+                                                 " FROM allocations WHERE id = '" + alloc + "'");
   }
 
   testing::TestSchema schema_;
   std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(t0);
-  std::mutex keys_mu_;  // command() runs on the tests' threads too
+  std::mutex keys_mu_;                         // command() runs on the tests' threads too
   std::map<std::string, std::string> key_of_;  // GUARDED_BY(keys_mu_): allocation -> its first key
 };
 
@@ -146,7 +148,8 @@ void expect_audit_clean(Store& s) {
 // would keep the lock, and the schema).
 class RowLockHolder {
  public:
-  RowLockHolder(const std::string& url, const std::string& allocation_id) : conn_(PQconnectdb(url.c_str()), &PQfinish) {
+  RowLockHolder(const std::string& url, const std::string& allocation_id)
+      : conn_(PQconnectdb(url.c_str()), &PQfinish) {
     held_ = PQstatus(conn_.get()) == CONNECTION_OK && run("BEGIN") &&
             run("SELECT 1 FROM allocations WHERE id = '" + allocation_id + "' FOR UPDATE");
   }
@@ -172,8 +175,10 @@ class RowLockHolder {
 // store's first transaction, queued behind a RowLockHolder).
 bool some_session_waits_for_a_lock(const std::string& url) {
   for (int i = 0; i < 1000; ++i) {
-    if (testing::query_i64(url, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-                                " AND wait_event_type = 'Lock'") > 0) {
+    if (testing::query_i64(
+            url,
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock'") > 0) {
       return true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -192,20 +197,23 @@ struct Answers {
 // all wait in the store, for the next job. The answers in order, each after every
 // callback has run (none may be pending when an assertion returns); nullopt when the
 // lock could not be held or released, or the first settlement never waited for it.
-std::optional<Answers> behind_lock(Store& store, const std::string& url, const std::string& allocation_id,
-                                   std::vector<SettleCommand> settle, std::vector<AdmitCommand> admit = {},
-                                   bool first_alone = false) {
+std::optional<Answers> behind_lock(Store& store, const std::string& url,
+                                   const std::string& allocation_id,
+                                   std::vector<SettleCommand> settle,
+                                   std::vector<AdmitCommand> admit = {}, bool first_alone = false) {
   RowLockHolder holder(url, allocation_id);
   if (!holder.held()) return std::nullopt;
   std::vector<std::promise<Result<SettleResult>>> settled(settle.size());
   std::vector<std::promise<Result<AdmitResult>>> admitted(admit.size());
   bool waited = true;
   for (size_t i = 0; i < settle.size(); ++i) {
-    store.settle(std::move(settle[i]), [&settled, i](Result<SettleResult> r) { settled[i].set_value(std::move(r)); });
+    store.settle(std::move(settle[i]),
+                 [&settled, i](Result<SettleResult> r) { settled[i].set_value(std::move(r)); });
     if (i == 0 && first_alone) waited = some_session_waits_for_a_lock(url);
   }
   for (size_t i = 0; i < admit.size(); ++i) {
-    store.admit(std::move(admit[i]), [&admitted, i](Result<AdmitResult> r) { admitted[i].set_value(std::move(r)); });
+    store.admit(std::move(admit[i]),
+                [&admitted, i](Result<AdmitResult> r) { admitted[i].set_value(std::move(r)); });
   }
   const bool released = holder.release();
   Answers got;
@@ -233,7 +241,8 @@ TEST_F(PostgresStoreTest, TwoStoresManyThreadsNeverExceedMaxConcurrency) {
       ++admitted;
       const int now_running = ++running;
       int prev = peak.load();
-      while (now_running > prev && !peak.compare_exchange_weak(prev, now_running)) {}
+      while (now_running > prev && !peak.compare_exchange_weak(prev, now_running)) {
+      }
       --running;  // before the settlement starts: the store still counts it in flight
       auto st = settle(s, SettleCommand{id, created.allocation.id, SettleKind::failed, "", {}});
       ASSERT_TRUE(st.ok()) << st.error().message;
@@ -268,7 +277,8 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
   results.reserve(answers.size());
   for (auto& a : answers) results.push_back(a.get_future());
   for (int i = 0; i < n; ++i) {
-    store.admit(command(alloc), [&answers, i](Result<AdmitResult> r) { answers[i].set_value(std::move(r)); });
+    store.admit(command(alloc),
+                [&answers, i](Result<AdmitResult> r) { answers[i].set_value(std::move(r)); });
   }
   const bool committed = holder.release();
   // Every answer first: no callback may still be pending when an assertion below returns.
@@ -287,7 +297,8 @@ TEST_F(PostgresStoreTest, AdmissionsWaitingForTheRowLockAreDecidedTogetherInOrde
       EXPECT_EQ(r->after.in_flight, i + 1);
     } else {
       ASSERT_FALSE(r->decision.admitted()) << i;
-      EXPECT_EQ(std::get<core::Refused>(r->decision.outcome).reason, core::Refusal::max_concurrency) << i;
+      EXPECT_EQ(std::get<core::Refused>(r->decision.outcome).reason, core::Refusal::max_concurrency)
+          << i;
     }
   }
   {
@@ -326,7 +337,8 @@ TEST_F(PostgresStoreTest, ABatchThatFillsTheRequestsWindowSaysWhenItsOldestStart
   results.reserve(answers.size());
   for (auto& a : answers) results.push_back(a.get_future());
   for (int i = 0; i < n; ++i) {
-    store.admit(command(alloc), [&answers, i](Result<AdmitResult> r) { answers[i].set_value(std::move(r)); });
+    store.admit(command(alloc),
+                [&answers, i](Result<AdmitResult> r) { answers[i].set_value(std::move(r)); });
   }
   const bool committed = holder.release();
   std::vector<Result<AdmitResult>> got;
@@ -364,7 +376,8 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
   const std::string& alloc = admitted_requests.first;
   const std::vector<std::string>& ids = admitted_requests.second;
   auto usage = [&](int i, const std::string& provider_id, core::Tokens counts = {10, 20}) {
-    return SettleCommand{ids[static_cast<size_t>(i)], alloc, SettleKind::usage, provider_id, counts};
+    return SettleCommand{ids[static_cast<size_t>(i)], alloc, SettleKind::usage, provider_id,
+                         counts};
   };
   // The first waits for the lock in its own transaction; the rest wait in the store and
   // go together in the next one, in this order.
@@ -377,12 +390,13 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
   cmds[8] = usage(8, "p-4", {10, 21});  // 4's id reused with other counts: the same
   cmds.push_back(usage(1, "p-1"));      // 1 again: a duplicate of its own event
   cmds.push_back({"req_\"quoted\\", alloc, SettleKind::usage, "p-x", {1, 1}});  // no such request
-  cmds.push_back({ids[5], alloc, SettleKind::usage, "p-5", {1, 1}});           // failed before: settled
+  cmds.push_back({ids[5], alloc, SettleKind::usage, "p-5", {1, 1}});  // failed before: settled
 
   const auto answers = behind_lock(*store, schema_.url(), alloc, std::move(cmds));
   ASSERT_TRUE(answers);
   const auto& got = answers->settled;
-  for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
   for (int i = 0; i < n; ++i) {
     const SettleResult& r = *got[static_cast<size_t>(i)];
     if (i == 5) {
@@ -409,7 +423,10 @@ TEST_F(PostgresStoreTest, SettlementsWaitingForTheRowLockAreSettledTogetherInOrd
   EXPECT_LE(testing::query_i64(schema_.url(), "SELECT count(DISTINCT xmin::text)" + events), 2);
   EXPECT_EQ(allocation_value(alloc, "booked_output"), 20 * booked);
   EXPECT_EQ(allocation_value(alloc, "held_output"), 300);  // 6's, 7's and 8's holds, pending
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM conflicts WHERE allocation_id = '" + alloc + "'"), 2);
+  EXPECT_EQ(
+      testing::query_i64(schema_.url(),
+                         "SELECT count(*) FROM conflicts WHERE allocation_id = '" + alloc + "'"),
+      2);
   expect_audit_clean(*store);
 }
 
@@ -423,16 +440,20 @@ TEST_F(PostgresStoreTest, ABatchMeetingAnEventBookedBeforeItPlansAgainstIt) {
   // Whichever batch holds 1's settlement reads the event 0 booked with its row: 1 is left
   // pending, the others settle in the same transaction.
   const auto answers = behind_lock(*store, schema_.url(), alloc,
-                                          {{ids[3], alloc, SettleKind::failed, "", {}},
-                                           {ids[1], alloc, SettleKind::usage, "p-seen", {10, 20}},
-                                           {ids[2], alloc, SettleKind::usage, "p-new", {10, 20}}});
+                                   {{ids[3], alloc, SettleKind::failed, "", {}},
+                                    {ids[1], alloc, SettleKind::usage, "p-seen", {10, 20}},
+                                    {ids[2], alloc, SettleKind::usage, "p-new", {10, 20}}});
   ASSERT_TRUE(answers);
   const auto& got = answers->settled;
-  for (size_t i = 0; i < got.size(); ++i) ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
+  for (size_t i = 0; i < got.size(); ++i)
+    ASSERT_TRUE(got[i].ok()) << i << ": " << got[i].error().message;
   EXPECT_EQ(got[0]->request_state, core::RequestState::failed);
   EXPECT_EQ(got[1]->book, core::BookResult::reused_id);
   EXPECT_EQ(got[2]->book, core::BookResult::booked);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 2);
+  EXPECT_EQ(
+      testing::query_i64(schema_.url(),
+                         "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"),
+      2);
   EXPECT_EQ(allocation_value(alloc, "booked_output"), 40);
   EXPECT_EQ(allocation_value(alloc, "held_output"), 100);  // 1's
   expect_audit_clean(*store);
@@ -447,11 +468,11 @@ TEST_F(PostgresStoreTest, ASettlementTheDatabaseRefusesFailsAlone) {
   // the store refuses to send it.
   using namespace std::string_literals;
   const auto answers = behind_lock(*store, schema_.url(), alloc,
-                                          {{ids[0], alloc, SettleKind::usage, "p-0", {10, 20}},
-                                           {ids[1], alloc, SettleKind::usage, "p-\xff", {10, 20}},
-                                           {ids[2], alloc, SettleKind::usage, "p-\0x"s, {10, 20}},
-                                           {ids[3], alloc, SettleKind::usage, "p-3", {10, 20}},
-                                           {ids[4], alloc, SettleKind::usage, "p-", {10, 20}}});
+                                   {{ids[0], alloc, SettleKind::usage, "p-0", {10, 20}},
+                                    {ids[1], alloc, SettleKind::usage, "p-\xff", {10, 20}},
+                                    {ids[2], alloc, SettleKind::usage, "p-\0x"s, {10, 20}},
+                                    {ids[3], alloc, SettleKind::usage, "p-3", {10, 20}},
+                                    {ids[4], alloc, SettleKind::usage, "p-", {10, 20}}});
   ASSERT_TRUE(answers);
   const auto& got = answers->settled;
   for (size_t i : {0u, 3u, 4u}) {
@@ -463,7 +484,10 @@ TEST_F(PostgresStoreTest, ASettlementTheDatabaseRefusesFailsAlone) {
   ASSERT_FALSE(got[2].ok());
   EXPECT_EQ(got[2].error().code, ErrorCode::invalid_request);
   EXPECT_NE(got[2].error().message.find("NUL"), std::string::npos) << got[2].error().message;
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 3);
+  EXPECT_EQ(
+      testing::query_i64(schema_.url(),
+                         "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"),
+      3);
   // The two refused requests are still in flight, their holds kept for the sweep.
   EXPECT_EQ(allocation_value(alloc, "held_output"), 200);
   expect_audit_clean(*store);
@@ -474,7 +498,8 @@ TEST_F(PostgresStoreTest, SettlementsAndAdmissionsWaitingTogetherShareOneTransac
   auto opened = PostgresStore::open(commits.options(options()), clock_);
   ASSERT_TRUE(opened.ok()) << opened.error().message;
   PostgresStore& store = **opened;
-  const auto created = agreement(store, {100000, 100000000, 4}, {100000000, 100000000});  // 4 at once
+  const auto created =
+      agreement(store, {100000, 100000000, 4}, {100000000, 100000000});  // 4 at once
   const std::string alloc = created.allocation.id;
   std::vector<std::string> ids;
   for (int i = 0; i < 4; ++i) {
@@ -510,18 +535,22 @@ TEST_F(PostgresStoreTest, SettlementsAndAdmissionsWaitingTogetherShareOneTransac
       EXPECT_EQ(r->after.in_flight, i + 1) << i;
     } else {
       ASSERT_FALSE(r->decision.admitted());
-      EXPECT_EQ(std::get<core::Refused>(r->decision.outcome).reason, core::Refusal::max_concurrency);
+      EXPECT_EQ(std::get<core::Refused>(r->decision.outcome).reason,
+                core::Refusal::max_concurrency);
     }
   }
   EXPECT_EQ(commits.taken(), std::vector<int64_t>{5});
   // 1's and 2's events and the four new requests: written by one transaction.
   const std::string settled_later = "'" + ids[1] + "','" + ids[2] + "'";
   const std::string before = "'" + ids[0] + "','" + ids[1] + "','" + ids[2] + "','" + ids[3] + "'";
-  EXPECT_EQ(testing::query_i64(schema_.url(),
-                               "SELECT count(DISTINCT x) FROM (SELECT xmin::text AS x FROM usage_events WHERE request_id IN (" +
-                                   settled_later + ") UNION ALL SELECT xmin::text FROM requests WHERE allocation_id = '" +
-                                   alloc + "' AND id NOT IN (" + before + ")) t"),
-            1);
+  EXPECT_EQ(
+      testing::query_i64(schema_.url(),
+                         "SELECT count(DISTINCT x) FROM (SELECT xmin::text AS x FROM usage_events "
+                         "WHERE request_id IN (" +
+                             settled_later +
+                             ") UNION ALL SELECT xmin::text FROM requests WHERE allocation_id = '" +
+                             alloc + "' AND id NOT IN (" + before + ")) t"),
+      1);
   EXPECT_EQ(allocation_value(alloc, "booked_output"), 60);
   EXPECT_EQ(allocation_value(alloc, "held_output"), 400);
   expect_audit_clean(store);
@@ -547,8 +576,14 @@ TEST_F(PostgresStoreTest, ASharedTransactionMeetingAnEventBookedBeforePlansAgain
     ASSERT_TRUE(r.ok()) << r.error().message;
     EXPECT_TRUE(r->decision.admitted());
   }
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"), 1);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM requests WHERE allocation_id = '" + alloc + "'"), 5);
+  EXPECT_EQ(
+      testing::query_i64(schema_.url(),
+                         "SELECT count(*) FROM usage_events WHERE allocation_id = '" + alloc + "'"),
+      1);
+  EXPECT_EQ(
+      testing::query_i64(schema_.url(),
+                         "SELECT count(*) FROM requests WHERE allocation_id = '" + alloc + "'"),
+      5);
   EXPECT_EQ(allocation_value(alloc, "booked_output"), 20);
   EXPECT_EQ(allocation_value(alloc, "held_output"), 300);  // 1's and the two new holds
   expect_audit_clean(*store);
@@ -582,16 +617,18 @@ TEST_F(PostgresStoreTest, AGrantCachedBeforeItsKeyWasRevokedAdmitsNothing) {
   auto other_cmd = command(alloc);
   other_cmd.key_id = other->key_id;
   const std::string admitted_id = other_cmd.request_id;
-  const auto answers = behind_lock(*a, schema_.url(), alloc, {}, {std::move(revoked_cmd), std::move(other_cmd)});
+  const auto answers =
+      behind_lock(*a, schema_.url(), alloc, {}, {std::move(revoked_cmd), std::move(other_cmd)});
   ASSERT_TRUE(answers);
   ASSERT_FALSE(answers->admitted[0].ok());
   EXPECT_EQ(answers->admitted[0].error().code, ErrorCode::invalid_api_key);
   ASSERT_TRUE(answers->admitted[1].ok()) << answers->admitted[1].error().message;
   EXPECT_TRUE(answers->admitted[1]->decision.admitted());
   EXPECT_EQ(answers->admitted[1]->after.in_flight, 1);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM requests WHERE allocation_id = '" + alloc +
-                                                  "' AND id <> '" + admitted_id + "'"),
-            0);
+  EXPECT_EQ(
+      testing::query_i64(schema_.url(), "SELECT count(*) FROM requests WHERE allocation_id = '" +
+                                            alloc + "' AND id <> '" + admitted_id + "'"),
+      0);
   // The refusal dropped the grant from a's cache: the key is refused at authentication.
   auto after = grant_for_admission(*a);
   ASSERT_FALSE(after.ok());
@@ -655,8 +692,8 @@ TEST_F(PostgresStoreTest, AuditFindsAWindowWithMoreStartsThanRequestsPerMinute) 
   ASSERT_EQ(testing::exec_sql(schema_.url(), "UPDATE agreements SET requests_per_minute = 1"), "");
   const auto found = audit_now();
   ASSERT_EQ(found.size(), 4u);  // every start: it and its tie share a window
-  EXPECT_NE(found[0].find("no 60 s window holds more starts than requests_per_minute: " + created.allocation.id +
-                          ": 2 starts in the 60 s up to "),
+  EXPECT_NE(found[0].find("no 60 s window holds more starts than requests_per_minute: " +
+                          created.allocation.id + ": 2 starts in the 60 s up to "),
             std::string::npos)
       << found[0];
 }
@@ -711,7 +748,8 @@ TEST_F(PostgresStoreTest, SameProviderResponseThroughTwoStoresIsBookedOnce) {
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(status->snapshot.booked, (core::Tokens{7, 9}));
   EXPECT_EQ(status->snapshot.held, b->get_request(r2)->hold);
-  auto events = b->list_events(store::EventFilter{.allocation_id = created.allocation.id, .after = std::nullopt, .limit = 100});
+  auto events = b->list_events(store::EventFilter{
+      .allocation_id = created.allocation.id, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(events.ok());
   EXPECT_EQ(events->data.size(), 1u);
 }
@@ -720,8 +758,8 @@ TEST_F(PostgresStoreTest, FourStoresOpeningAtOnceApplyEachMigrationOnce) {
   std::vector<std::future<Result<std::unique_ptr<PostgresStore>>>> opening;
   opening.reserve(4);
   for (int i = 0; i < 4; ++i) {
-    opening.push_back(std::async(std::launch::async,
-                                 [&] { return PostgresStore::open(options(2), clock_); }));
+    opening.push_back(
+        std::async(std::launch::async, [&] { return PostgresStore::open(options(2), clock_); }));
   }
   for (auto& f : opening) {
     auto s = f.get();
@@ -745,7 +783,8 @@ TEST_F(PostgresStoreTest, AnOpenThatMustNotMigrateRefusesAnOlderSchemaAndChanges
   o.migrate = false;
   auto refused = PostgresStore::open(o, clock_);
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.error().message.find("schema is at version 1"), std::string::npos) << refused.error().message;
+  EXPECT_NE(refused.error().message.find("schema is at version 1"), std::string::npos)
+      << refused.error().message;
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"), 1);
   auto s = open();  // migrates
   ASSERT_NE(s, nullptr);
@@ -764,19 +803,23 @@ TEST_F(PostgresStoreTest, ASchemaNewerThanTheBuildIsServedOnlyWhenRecordedCompat
   const int latest = schema_version_latest();
   const std::string next = std::to_string(latest + 1);
   const std::string count_rows =
-      "SELECT (SELECT count(*) FROM schema_migrations) * 1000 + (SELECT count(*) FROM schema_compatibility)";
+      "SELECT (SELECT count(*) FROM schema_migrations) * 1000 + (SELECT count(*) FROM "
+      "schema_compatibility)";
   {
     auto c = Connection::open(schema_.url());
     ASSERT_TRUE(c.ok()) << c.error().message;
-    ASSERT_TRUE((*c)->exec("INSERT INTO schema_migrations (version) VALUES (" + next + ");"
-                           "INSERT INTO schema_compatibility VALUES (" + next + ", " + next + ")").ok());
+    ASSERT_TRUE((*c)->exec("INSERT INTO schema_migrations (version) VALUES (" + next +
+                           ");"
+                           "INSERT INTO schema_compatibility VALUES (" +
+                           next + ", " + next + ")")
+                    .ok());
   }
   const int64_t before = testing::query_i64(schema_.url(), count_rows);
   auto refused = PostgresStore::open(options(2), clock_);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message,
-            "postgres: the schema is at version " + next + ", newer than this cairva's (" + std::to_string(latest) +
-                "), and gateways older than schema version " + next +
+            "postgres: the schema is at version " + next + ", newer than this cairva's (" +
+                std::to_string(latest) + "), and gateways older than schema version " + next +
                 " cannot use it: run a cairva of that version or newer (nothing was changed)");
   StoreOptions audit = options(2);
   audit.migrate = false;
@@ -785,18 +828,21 @@ TEST_F(PostgresStoreTest, ASchemaNewerThanTheBuildIsServedOnlyWhenRecordedCompat
   EXPECT_NE(audit_refused.error().message.find("newer than this cairva audits"), std::string::npos)
       << audit_refused.error().message;
   EXPECT_EQ(testing::query_i64(schema_.url(), count_rows), before);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"), latest + 1);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"),
+            latest + 1);
 
   // The same version recorded as one older gateways keep working on (an additive migration).
   {
     auto c = Connection::open(schema_.url());
     ASSERT_TRUE(c.ok()) << c.error().message;
-    ASSERT_TRUE((*c)->exec("UPDATE schema_compatibility SET oldest_compatible = " + std::to_string(latest) +
-                           " WHERE version = " + next).ok());
+    ASSERT_TRUE((*c)->exec("UPDATE schema_compatibility SET oldest_compatible = " +
+                           std::to_string(latest) + " WHERE version = " + next)
+                    .ok());
   }
   auto served = PostgresStore::open(options(2), clock_);
   EXPECT_TRUE(served.ok()) << served.error().message;
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"), latest + 1);
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"),
+            latest + 1);
 }
 
 // A gateway never applies a migration that a gateway still serving the database cannot use;
@@ -808,23 +854,36 @@ TEST_F(PostgresStoreTest, AMigrationOlderRunningGatewaysCannotUseWaitsUntilTheyS
   // A schema-1 gateway serving: the lock a gateway of that build would hold.
   auto old_gateway = Connection::open(schema_.url());
   ASSERT_TRUE(old_gateway.ok()) << old_gateway.error().message;
-  ASSERT_TRUE((*old_gateway)->exec("SELECT pg_advisory_lock_shared(hashtext(current_schema() || ':cairva-gateway'), 1)").ok());
+  ASSERT_TRUE(
+      (*old_gateway)
+          ->exec(
+              "SELECT pg_advisory_lock_shared(hashtext(current_schema() || ':cairva-gateway'), 1)")
+          .ok());
   auto refused = PostgresStore::open(options(2), clock_);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message,
-            "postgres: migrating the schema to version 2 would break the gateways of schema version 1 still"
-            " serving this database (they cannot use it): stop them, then start this cairva (nothing was changed)");
+            "postgres: migrating the schema to version 2 would break the gateways of schema "
+            "version 1 still"
+            " serving this database (they cannot use it): stop them, then start this cairva "
+            "(nothing was changed)");
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"), 1);
   old_gateway->reset();  // the old gateway stops
 
   ASSERT_TRUE(migrate(**setup, 4).ok());
   auto schema4_gateway = Connection::open(schema_.url());
   ASSERT_TRUE(schema4_gateway.ok()) << schema4_gateway.error().message;
-  ASSERT_TRUE((*schema4_gateway)->exec("SELECT pg_advisory_lock_shared(hashtext(current_schema() || ':cairva-gateway'), 4)").ok());
-  auto upgraded = PostgresStore::open(options(2), clock_);  // 5 only adds: schema-4 gateways keep working
+  ASSERT_TRUE(
+      (*schema4_gateway)
+          ->exec(
+              "SELECT pg_advisory_lock_shared(hashtext(current_schema() || ':cairva-gateway'), 4)")
+          .ok());
+  auto upgraded =
+      PostgresStore::open(options(2), clock_);  // 5 only adds: schema-4 gateways keep working
   ASSERT_TRUE(upgraded.ok()) << upgraded.error().message;
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"), schema_version_latest());
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM schema_compatibility"), schema_version_latest());
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"),
+            schema_version_latest());
+  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT count(*) FROM schema_compatibility"),
+            schema_version_latest());
 }
 
 TEST_F(PostgresStoreTest, DeadStoresInFlightRequestBecomesUsagePendingThroughAnotherStoresSweep) {
@@ -856,7 +915,8 @@ TEST_F(PostgresStoreTest, DeadStoresInFlightRequestBecomesUsagePendingThroughAno
   EXPECT_EQ(status->snapshot.usage_pending, 1);
   EXPECT_EQ(status->snapshot.held.output, 100);  // the hold stays
   // A late usage report for it is still booked.
-  auto late = settle(*survivor, {request_id, created.allocation.id, SettleKind::usage, "p-late", {3, 4}});
+  auto late =
+      settle(*survivor, {request_id, created.allocation.id, SettleKind::usage, "p-late", {3, 4}});
   ASSERT_TRUE(late.ok());
   EXPECT_EQ(late->book, core::BookResult::booked);
 }
@@ -882,14 +942,18 @@ TEST_F(PostgresStoreTest, EventsListInBookingOrderPerAllocationWithAfterExclusiv
     auto cmd = command(created.allocation.id);
     const std::string id = cmd.request_id;
     ASSERT_TRUE(admit(*s, std::move(cmd))->decision.admitted());
-    ASSERT_TRUE(settle(*s, {id, created.allocation.id, SettleKind::usage, "p" + std::to_string(i), {1, 1}}).ok());
+    ASSERT_TRUE(
+        settle(*s, {id, created.allocation.id, SettleKind::usage, "p" + std::to_string(i), {1, 1}})
+            .ok());
     ids.push_back(id);
   }
-  auto all = s->list_events(store::EventFilter{.allocation_id = created.allocation.id, .after = std::nullopt, .limit = 100});
+  auto all = s->list_events(store::EventFilter{
+      .allocation_id = created.allocation.id, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(all.ok());
   ASSERT_EQ(all->data.size(), 5u);
   for (size_t i = 0; i < 5; ++i) EXPECT_EQ(all->data[i].request_id, ids[i]);
-  auto page = s->list_events(store::EventFilter{.allocation_id = created.allocation.id, .after = all->data[1].id, .limit = 2});
+  auto page = s->list_events(store::EventFilter{
+      .allocation_id = created.allocation.id, .after = all->data[1].id, .limit = 2});
   ASSERT_TRUE(page.ok());
   ASSERT_EQ(page->data.size(), 2u);
   EXPECT_EQ(page->data[0].id, all->data[2].id);
@@ -901,13 +965,16 @@ TEST_F(PostgresStoreTest, EventsListInBookingOrderPerAllocationWithAfterExclusiv
 class WindowsTest : public PostgresStoreTest {
  protected:
   long long count_starts_after(const std::string& alloc, UnixMicros cutoff) {
-    return testing::query_i64(schema_.url(), "SELECT count(*) FROM requests WHERE allocation_id = '" + alloc +
-                                                 "' AND started_at > " + std::to_string(cutoff));
+    return testing::query_i64(schema_.url(),
+                              "SELECT count(*) FROM requests WHERE allocation_id = '" + alloc +
+                                  "' AND started_at > " + std::to_string(cutoff));
   }
   long long sum_booked_after(const std::string& alloc, UnixMicros cutoff) {
-    return testing::query_i64(schema_.url(),
-                              "SELECT COALESCE(sum(input_tokens + output_tokens), 0) FROM usage_events"
-                              " WHERE allocation_id = '" + alloc + "' AND booked_at > " + std::to_string(cutoff));
+    return testing::query_i64(
+        schema_.url(),
+        "SELECT COALESCE(sum(input_tokens + output_tokens), 0) FROM usage_events"
+        " WHERE allocation_id = '" +
+            alloc + "' AND booked_at > " + std::to_string(cutoff));
   }
   // At each time in `at` (seconds after t0): the store's windows equal the rows'.
   void expect_windows_exact(Store& s, const std::string& alloc, std::initializer_list<int64_t> at) {
@@ -916,8 +983,10 @@ class WindowsTest : public PostgresStoreTest {
       auto st = s.get_allocation(alloc);
       ASSERT_TRUE(st.ok()) << st.error().message;
       const UnixMicros cutoff = clock_->now() - core::rate_window_us;
-      EXPECT_EQ(st->snapshot.requests_last_minute, count_starts_after(alloc, cutoff)) << "at t0 + " << sec << " s";
-      EXPECT_EQ(st->snapshot.tokens_last_minute, sum_booked_after(alloc, cutoff)) << "at t0 + " << sec << " s";
+      EXPECT_EQ(st->snapshot.requests_last_minute, count_starts_after(alloc, cutoff))
+          << "at t0 + " << sec << " s";
+      EXPECT_EQ(st->snapshot.tokens_last_minute, sum_booked_after(alloc, cutoff))
+          << "at t0 + " << sec << " s";
     }
   }
 };
@@ -930,32 +999,52 @@ TEST_F(WindowsTest, RowsFromBeforeTheMigrationKeepExactWindows) {
     ASSERT_TRUE(migrate(**c, 1).ok());
     const auto at = [](int64_t sec) { return std::to_string(t0 + sec * micros_per_second); };
     std::string sql =
-        "INSERT INTO agreements (id, supplier, buyer, provider, input_tokens, output_tokens, starts_at,"
-        " ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state, created_at) VALUES"
-        " ('agr_w', 's', 'b', 'mock', 1000000, 1000000, " + at(-1) + ", " + std::to_string(t0 + day_us) +
-        ", 1000, 1000000, 100, 'in_force', " + at(-1) + ");"
-        "INSERT INTO allocations (id, agreement_id, state, created_at) VALUES ('alloc_w', 'agr_w', 'active', " + at(-1) + ");"
-        "INSERT INTO api_keys (id, allocation_id, secret_hash, created_at) VALUES ('key', 'alloc_w', 'h', " + at(-1) + ");";
+        "INSERT INTO agreements (id, supplier, buyer, provider, input_tokens, output_tokens, "
+        "starts_at,"
+        " ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state, created_at) "
+        "VALUES"
+        " ('agr_w', 's', 'b', 'mock', 1000000, 1000000, " +
+        at(-1) + ", " + std::to_string(t0 + day_us) + ", 1000, 1000000, 100, 'in_force', " +
+        at(-1) +
+        ");"
+        "INSERT INTO allocations (id, agreement_id, state, created_at) VALUES ('alloc_w', 'agr_w', "
+        "'active', " +
+        at(-1) +
+        ");"
+        "INSERT INTO api_keys (id, allocation_id, secret_hash, created_at) VALUES ('key', "
+        "'alloc_w', 'h', " +
+        at(-1) + ");";
     // Start (s), and booking (s) with tokens for the booked ones; inserted in this order.
-    struct Row { int64_t start; int64_t booked; int64_t tokens; };
+    struct Row {
+      int64_t start;
+      int64_t booked;
+      int64_t tokens;
+    };
     const Row rows[] = {{5, 6, 30}, {1, -1, 0}, {30, 31, 7}, {20, 2, 11}, {61, 62, 5}, {45, -1, 0}};
     int64_t booked_in = 0, booked_out = 0, seq = 0;
     for (size_t i = 0; i < std::size(rows); ++i) {
       const std::string id = "req_w" + std::to_string(i);
       const bool booked = rows[i].booked >= 0;
-      sql += "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream, hold_input,"
-             " hold_output) VALUES ('" + id + "', 'alloc_w', 'key', '" + (booked ? "booked" : "in_flight") +
-             "', " + at(rows[i].start) + ", 'm', false, 0, 0);";
+      sql +=
+          "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream, "
+          "hold_input,"
+          " hold_output) VALUES ('" +
+          id + "', 'alloc_w', 'key', '" + (booked ? "booked" : "in_flight") + "', " +
+          at(rows[i].start) + ", 'm', false, 0, 0);";
       if (!booked) continue;
-      sql += "INSERT INTO usage_events (id, allocation_id, seq, request_id, provider_request_id, input_tokens,"
-             " output_tokens, source, finality, booked_at) VALUES ('evt_w" + std::to_string(i) + "', 'alloc_w', " +
-             std::to_string(++seq) + ", '" + id + "', 'p" + std::to_string(i) + "', 1, " +
-             std::to_string(rows[i].tokens - 1) + ", 'provider', 'reported', " + at(rows[i].booked) + ");";
+      sql +=
+          "INSERT INTO usage_events (id, allocation_id, seq, request_id, provider_request_id, "
+          "input_tokens,"
+          " output_tokens, source, finality, booked_at) VALUES ('evt_w" +
+          std::to_string(i) + "', 'alloc_w', " + std::to_string(++seq) + ", '" + id + "', 'p" +
+          std::to_string(i) + "', 1, " + std::to_string(rows[i].tokens - 1) +
+          ", 'provider', 'reported', " + at(rows[i].booked) + ");";
       booked_in += 1;
       booked_out += rows[i].tokens - 1;
     }
-    sql += "UPDATE allocations SET booked_input = " + std::to_string(booked_in) + ", booked_output = " +
-           std::to_string(booked_out) + ", event_seq = " + std::to_string(seq) + " WHERE id = 'alloc_w';";
+    sql += "UPDATE allocations SET booked_input = " + std::to_string(booked_in) +
+           ", booked_output = " + std::to_string(booked_out) +
+           ", event_seq = " + std::to_string(seq) + " WHERE id = 'alloc_w';";
     auto w = (*c)->exec(sql);
     ASSERT_TRUE(w.ok()) << w.error().message;
   }
@@ -968,8 +1057,11 @@ TEST_F(WindowsTest, RowsFromBeforeTheMigrationKeepExactWindows) {
   cmd.key_id = "key";  // the key of the rows above
   const std::string id = cmd.request_id;
   ASSERT_TRUE(admit(*s, std::move(cmd))->decision.admitted());
-  ASSERT_EQ(settle(*s, SettleCommand{id, "alloc_w", SettleKind::usage, "p_new", {3, 4}})->book, core::BookResult::booked);
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT start_ordinal FROM requests WHERE id = '" + id + "'"), 7);
+  ASSERT_EQ(settle(*s, SettleCommand{id, "alloc_w", SettleKind::usage, "p_new", {3, 4}})->book,
+            core::BookResult::booked);
+  EXPECT_EQ(testing::query_i64(schema_.url(),
+                               "SELECT start_ordinal FROM requests WHERE id = '" + id + "'"),
+            7);
   expect_windows_exact(*s, "alloc_w", {70, 90, 121, 129, 130, 131});
   expect_audit_clean(*s);
 }
@@ -992,12 +1084,17 @@ TEST_F(WindowsTest, AClockSteppingBackNeverStampsBeforeTheLastStartOrBooking) {
   EXPECT_EQ(s->get_request(ids[3])->started_at, t0 + 12 * micros_per_second);
   for (size_t i = 0; i < ids.size(); ++i) {  // bookings at 20, 15, 25, 18
     clock_->set(t0 + std::array<int64_t, 4>{20, 15, 25, 18}[i] * micros_per_second);
-    auto r = settle(*s, SettleCommand{ids[i], alloc, SettleKind::usage, "p" + std::to_string(i),
+    auto r = settle(*s, SettleCommand{ids[i],
+                                      alloc,
+                                      SettleKind::usage,
+                                      "p" + std::to_string(i),
                                       {1, static_cast<int64_t>(i + 1)}});
     ASSERT_EQ(r->book, core::BookResult::booked);
   }
-  EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT booked_at FROM usage_events WHERE request_id = '" + ids[1] + "'"),
-            t0 + 20 * micros_per_second);
+  EXPECT_EQ(
+      testing::query_i64(schema_.url(),
+                         "SELECT booked_at FROM usage_events WHERE request_id = '" + ids[1] + "'"),
+      t0 + 20 * micros_per_second);
   expect_windows_exact(*s, alloc, {25, 69, 70, 71, 72, 79, 80, 84, 85, 86});
   // The audit checks the running figures the windows are read from.
   const auto violations = [&] {
@@ -1008,8 +1105,14 @@ TEST_F(WindowsTest, AClockSteppingBackNeverStampsBeforeTheLastStartOrBooking) {
     return all;
   };
   EXPECT_EQ(violations(), "");
-  ASSERT_EQ(testing::exec_sql(schema_.url(), "UPDATE requests SET start_ordinal = 7 WHERE id = '" + ids[2] + "'"), "");
-  ASSERT_EQ(testing::exec_sql(schema_.url(), "UPDATE usage_events SET cum_tokens = cum_tokens + 1 WHERE request_id = '" + ids[3] + "'"), "");
+  ASSERT_EQ(testing::exec_sql(schema_.url(),
+                              "UPDATE requests SET start_ordinal = 7 WHERE id = '" + ids[2] + "'"),
+            "");
+  ASSERT_EQ(
+      testing::exec_sql(schema_.url(),
+                        "UPDATE usage_events SET cum_tokens = cum_tokens + 1 WHERE request_id = '" +
+                            ids[3] + "'"),
+      "");
   const std::string found = violations();
   EXPECT_NE(found.find(ids[2] + ": start number 7, 4 in start order"), std::string::npos) << found;
   EXPECT_NE(found.find("running total"), std::string::npos) << found;
@@ -1093,9 +1196,11 @@ TEST_F(PostgresStoreTest, ProviderIdReusedThroughAnotherStoreIsRecordedAsConflic
 // itself as this store's writers do (sql::mark_row_writer) before it has its id.
 class OpenTransaction {
  public:
-  OpenTransaction(const std::string& url, bool writer) : conn_(PQconnectdb(url.c_str()), &PQfinish) {
+  OpenTransaction(const std::string& url, bool writer)
+      : conn_(PQconnectdb(url.c_str()), &PQfinish) {
     open_ = PQstatus(conn_.get()) == CONNECTION_OK && run("BEGIN") &&
-            (!writer || run("LOCK TABLE row_writers IN ROW EXCLUSIVE MODE")) && run("SELECT pg_current_xact_id()");
+            (!writer || run("LOCK TABLE row_writers IN ROW EXCLUSIVE MODE")) &&
+            run("SELECT pg_current_xact_id()");
   }
   bool open() const { return open_; }
   void end() {
@@ -1166,22 +1271,32 @@ TEST_F(PostgresStoreTest, ABookingWithoutRunningTotalsGetsThemFromTheTrigger) {
   ASSERT_TRUE(settle(*s, {ids[0], alloc, SettleKind::usage, "p-new", {3, 4}}).ok());
   // Schema 4's booking (statements.cpp before migration 5): no cum_input, no cum_output.
   const std::string old_booking =
-      "WITH ev AS (INSERT INTO usage_events (id, allocation_id, seq, request_id, provider_request_id,"
+      "WITH ev AS (INSERT INTO usage_events (id, allocation_id, seq, request_id, "
+      "provider_request_id,"
       " input_tokens, output_tokens, source, finality, evidence, booked_at, cum_tokens)"
-      " VALUES ('evt_schema4', '" + alloc + "', 2, '" + ids[1] + "', 'p-old', 5, 7, 'provider', 'reported', '', " +
-      std::to_string(t0 + 1) + ", 19) RETURNING cum_input, cum_output),"
-      " rq AS (UPDATE requests SET state = 'booked', finished_at = " + std::to_string(t0 + 1) +
-      ", provider_request_id = 'p-old' WHERE id = '" + ids[1] + "'),"
-      " al AS (UPDATE allocations SET booked_input = booked_input + 5, booked_output = booked_output + 7,"
-      " held_input = held_input - 10, held_output = held_output - 100, event_seq = 2 WHERE id = '" + alloc + "')"
+      " VALUES ('evt_schema4', '" +
+      alloc + "', 2, '" + ids[1] + "', 'p-old', 5, 7, 'provider', 'reported', '', " +
+      std::to_string(t0 + 1) +
+      ", 19) RETURNING cum_input, cum_output),"
+      " rq AS (UPDATE requests SET state = 'booked', finished_at = " +
+      std::to_string(t0 + 1) + ", provider_request_id = 'p-old' WHERE id = '" + ids[1] +
+      "'),"
+      " al AS (UPDATE allocations SET booked_input = booked_input + 5, booked_output = "
+      "booked_output + 7,"
+      " held_input = held_input - 10, held_output = held_output - 100, event_seq = 2 WHERE id = '" +
+      alloc +
+      "')"
       " SELECT cum_input * 1000 + cum_output FROM ev";
-  EXPECT_EQ(testing::query_i64(schema_.url(), old_booking), 8 * 1000 + 11) << "the totals before it plus its counts";
+  EXPECT_EQ(testing::query_i64(schema_.url(), old_booking), 8 * 1000 + 11)
+      << "the totals before it plus its counts";
   expect_audit_clean(*s);
-  auto series = wait_for<UsageSeries>(
-      [&](auto done) { s->usage_series(UsageQuery{alloc, t0 - hour_us, t0 + hour_us, hour_us}, done); });
+  auto series = wait_for<UsageSeries>([&](auto done) {
+    s->usage_series(UsageQuery{alloc, t0 - hour_us, t0 + hour_us, hour_us}, done);
+  });
   ASSERT_TRUE(series.ok()) << series.error().message;
   core::Tokens total;
-  for (const auto& b : series->buckets) total = {total.input + b.tokens.input, total.output + b.tokens.output};
+  for (const auto& b : series->buckets)
+    total = {total.input + b.tokens.input, total.output + b.tokens.output};
   EXPECT_EQ(total, (core::Tokens{8, 11}));
 }
 

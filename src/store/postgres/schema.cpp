@@ -236,8 +236,8 @@ ALTER TABLE api_keys ADD COLUMN seq bigserial;
 CREATE INDEX api_keys_allocation_order ON api_keys (allocation_id, seq);
 )SQL";
 
-constexpr std::array<const char*, 5> migrations = {migration_1, migration_2, migration_3, migration_4,
-                                                   migration_5};
+constexpr std::array<const char*, 5> migrations = {migration_1, migration_2, migration_3,
+                                                   migration_4, migration_5};
 
 // Rolling upgrades. oldest_compatible[n - 1] is the oldest schema version whose gateways keep
 // working once migration n is applied: n - 1 for a migration that only adds (a column with a
@@ -256,11 +256,12 @@ constexpr const char* gateway_lock_key = "hashtext(current_schema() || ':cairva-
 // The schema versions of the gateways serving this database (those of this build or newer:
 // older builds take no lock), lowest first.
 Result<std::vector<int>> running_gateway_versions(Connection& c) {
-  auto r = c.exec(std::string("SELECT DISTINCT objid::bigint FROM pg_locks WHERE locktype = 'advisory'"
-                              " AND granted AND objsubid = 2"
-                              " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-                              " AND classid = ") +
-                  gateway_lock_key + "::oid ORDER BY 1");
+  auto r = c.exec(
+      std::string("SELECT DISTINCT objid::bigint FROM pg_locks WHERE locktype = 'advisory'"
+                  " AND granted AND objsubid = 2"
+                  " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+                  " AND classid = ") +
+      gateway_lock_key + "::oid ORDER BY 1");
   if (!r.ok()) return r.error();
   std::vector<int> versions;
   versions.reserve(static_cast<size_t>(rows(*r)));
@@ -294,17 +295,20 @@ Status check_compatible(Connection& c, int version) {
   if (!exists.ok()) return exists.error();
   int64_t needs = version;
   if (std::string_view(PQgetvalue(exists->get(), 0, 0)) == "t") {
-    auto r = c.exec("SELECT count(*), COALESCE(max(oldest_compatible), 0) FROM schema_compatibility"
-                    " WHERE version > " + std::to_string(latest));
+    auto r = c.exec(
+        "SELECT count(*), COALESCE(max(oldest_compatible), 0) FROM schema_compatibility"
+        " WHERE version > " +
+        std::to_string(latest));
     if (!r.ok()) return r.error();
     if (get_i64(r->get(), 0, 0) == version - latest) needs = get_i64(r->get(), 0, 1);
   }
   if (needs <= latest) return {};
-  return make_error(ErrorCode::store_unavailable,
-                    "postgres: the schema is at version " + std::to_string(version) +
-                        ", newer than this cairva's (" + std::to_string(latest) +
-                        "), and gateways older than schema version " + std::to_string(needs) +
-                        " cannot use it: run a cairva of that version or newer (nothing was changed)");
+  return make_error(
+      ErrorCode::store_unavailable,
+      "postgres: the schema is at version " + std::to_string(version) +
+          ", newer than this cairva's (" + std::to_string(latest) +
+          "), and gateways older than schema version " + std::to_string(needs) +
+          " cannot use it: run a cairva of that version or newer (nothing was changed)");
 }
 
 Status hold_gateway_lock(Connection& c) {

@@ -30,13 +30,15 @@ constexpr Ordered bookings{"usage_events", "e", "e.booked_at DESC, e.seq DESC"};
 std::string last_of(const Ordered& o, const std::string& what, const std::string& alloc,
                     const std::string& at_or_before) {
   const std::string a = o.alias;
-  return "COALESCE((SELECT " + a + "." + what + " FROM " + o.table + " " + a + " WHERE " + a + ".allocation_id = " +
-         alloc + at_or_before + " ORDER BY " + o.order + " LIMIT 1), 0)";
+  return "COALESCE((SELECT " + a + "." + what + " FROM " + o.table + " " + a + " WHERE " + a +
+         ".allocation_id = " + alloc + at_or_before + " ORDER BY " + o.order + " LIMIT 1), 0)";
 }
-std::string last_start(const std::string& what, const std::string& alloc, const std::string& at_or_before = "") {
+std::string last_start(const std::string& what, const std::string& alloc,
+                       const std::string& at_or_before = "") {
   return last_of(starts, what, alloc, at_or_before);
 }
-std::string last_booking(const std::string& what, const std::string& alloc, const std::string& at_or_before = "") {
+std::string last_booking(const std::string& what, const std::string& alloc,
+                         const std::string& at_or_before = "") {
   return last_of(bookings, what, alloc, at_or_before);
 }
 
@@ -47,9 +49,10 @@ std::string last_booking(const std::string& what, const std::string& alloc, cons
 // expression that reads its figure.
 std::string running_figures(const std::string& alloc) {
   return " CROSS JOIN LATERAL (SELECT " + last_start("start_ordinal", alloc) + " AS ord_last, " +
-         last_start("start_ordinal", alloc, " AND r.started_at <= c.now - $4::bigint") + " AS ord_cut, " +
-         last_booking("cum_tokens", alloc) + " AS cum_last, " +
-         last_booking("cum_tokens", alloc, " AND e.booked_at <= c.now - $4::bigint") + " AS cum_cut OFFSET 0) w";
+         last_start("start_ordinal", alloc, " AND r.started_at <= c.now - $4::bigint") +
+         " AS ord_cut, " + last_booking("cum_tokens", alloc) + " AS cum_last, " +
+         last_booking("cum_tokens", alloc, " AND e.booked_at <= c.now - $4::bigint") +
+         " AS cum_cut OFFSET 0) w";
 }
 
 // The window columns for allocation `alloc` (an SQL expression) at c.now, with
@@ -65,20 +68,27 @@ std::string running_figures(const std::string& alloc) {
 //   from the window's start reading one row per booking that must leave before it.
 std::string counts(const std::string& alloc, const std::string& admissions) {
   return "w.ord_last - w.ord_cut, w.cum_last - w.cum_cut, "
-         "(SELECT count(*) FROM requests r WHERE r.allocation_id = " + alloc +
+         "(SELECT count(*) FROM requests r WHERE r.allocation_id = " +
+         alloc +
          " AND r.state = 'in_flight' AND r.started_at > c.now - $3::bigint), "
-         "(SELECT count(*) FROM requests r WHERE r.allocation_id = " + alloc +
+         "(SELECT count(*) FROM requests r WHERE r.allocation_id = " +
+         alloc +
          " AND r.state IN ('in_flight', 'usage_pending')"
          " AND NOT (r.state = 'in_flight' AND r.started_at > c.now - $3::bigint)), "
-         "CASE WHEN w.ord_last - w.ord_cut + " + admissions + " >= ag.requests_per_minute"
-         " THEN COALESCE((SELECT r.started_at FROM requests r WHERE r.allocation_id = " + alloc +
-         " AND r.started_at > c.now - $4::bigint ORDER BY r.started_at, r.start_ordinal LIMIT 1), 0) ELSE 0 END, "
+         "CASE WHEN w.ord_last - w.ord_cut + " +
+         admissions +
+         " >= ag.requests_per_minute"
+         " THEN COALESCE((SELECT r.started_at FROM requests r WHERE r.allocation_id = " +
+         alloc +
+         " AND r.started_at > c.now - $4::bigint ORDER BY r.started_at, r.start_ordinal LIMIT 1), "
+         "0) ELSE 0 END, "
          "CASE WHEN w.cum_last - w.cum_cut >= ag.tokens_per_minute"
-         " THEN COALESCE((SELECT e.booked_at FROM usage_events e WHERE e.allocation_id = " + alloc +
-         " AND e.booked_at > c.now - $4::bigint AND e.cum_tokens > w.cum_last - ag.tokens_per_minute"
+         " THEN COALESCE((SELECT e.booked_at FROM usage_events e WHERE e.allocation_id = " +
+         alloc +
+         " AND e.booked_at > c.now - $4::bigint AND e.cum_tokens > w.cum_last - "
+         "ag.tokens_per_minute"
          " ORDER BY e.booked_at, e.seq LIMIT 1), 0) ELSE 0 END";
 }
-
 
 // $1 event id, $2 allocation, $3 seq, $4 request, $5 provider request id, $6/$7 counts,
 // $8 source, $9 finality, $10 evidence, $11 booked_at, $12/$13 the request's hold,
@@ -91,33 +101,38 @@ std::string counts(const std::string& alloc, const std::string& admissions) {
 std::string book_event_sql(const char* on_conflict) {
   return "WITH ev AS (INSERT INTO usage_events (id, allocation_id, seq, request_id,"
          " provider_request_id, input_tokens, output_tokens, source, finality, evidence, booked_at,"
-         " cum_tokens, cum_input, cum_output) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, " +
-         last_booking("cum_tokens", "$2") + " + $6 + $7,"
+         " cum_tokens, cum_input, cum_output) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, "
+         "$11, " +
+         last_booking("cum_tokens", "$2") +
+         " + $6 + $7,"
          " (SELECT booked_input FROM allocations WHERE id = $2) + $6,"
-         " (SELECT booked_output FROM allocations WHERE id = $2) + $7)" + on_conflict +
+         " (SELECT booked_output FROM allocations WHERE id = $2) + $7)" +
+         on_conflict +
          " RETURNING 1),"
          " rq AS (UPDATE requests SET state = 'booked', finished_at = $11, provider_request_id = $5"
          " WHERE id = $4 AND EXISTS (SELECT 1 FROM ev)),"
          " ag AS (UPDATE agreements SET state = $15 WHERE id = $14 AND EXISTS (SELECT 1 FROM ev))"
-         " UPDATE allocations SET booked_input = booked_input + $6, booked_output = booked_output + $7,"
-         " held_input = held_input - $12, held_output = held_output - $13, event_seq = $3, state = $16"
+         " UPDATE allocations SET booked_input = booked_input + $6, booked_output = booked_output "
+         "+ $7,"
+         " held_input = held_input - $12, held_output = held_output - $13, event_seq = $3, state = "
+         "$16"
          " WHERE id = $2 AND EXISTS (SELECT 1 FROM ev)";
 }
 
 }  // namespace
 
 const Statement lock_allocation{
-    "cv_lock_allocation",
-    std::string("SELECT ") + lock_columns +
-        " FROM allocations al JOIN agreements ag ON ag.id = al.agreement_id"
-        " WHERE al.id = $1 FOR NO KEY UPDATE OF al"};
+    "cv_lock_allocation", std::string("SELECT ") + lock_columns +
+                              " FROM allocations al JOIN agreements ag ON ag.id = al.agreement_id"
+                              " WHERE al.id = $1 FOR NO KEY UPDATE OF al"};
 
 // "now" for an admission: never before the allocation's last start (a clock stepping back
 // would break the windows' order).
 const Statement window_counts{
     "cv_window_counts",
-    "WITH c AS MATERIALIZED (SELECT GREATEST(" + now_param(2) + ", " + last_start("started_at", "$1::text") +
-        ") AS now) SELECT c.now, " + counts("$1::text", "$5::bigint") + " FROM c" + running_figures("$1::text") +
+    "WITH c AS MATERIALIZED (SELECT GREATEST(" + now_param(2) + ", " +
+        last_start("started_at", "$1::text") + ") AS now) SELECT c.now, " +
+        counts("$1::text", "$5::bigint") + " FROM c" + running_figures("$1::text") +
         " JOIN allocations al ON al.id = $1::text JOIN agreements ag ON ag.id = al.agreement_id"};
 
 // The page of allocations is picked first, so that only its rows' windows are read.
@@ -127,7 +142,8 @@ const Statement allocation_status{
         ", c.now, " + counts("al.id", "0") +
         " FROM (SELECT p.id FROM allocations p WHERE ($2::text IS NULL OR p.id = $2::text)"
         " ORDER BY p.created_at, p.seq LIMIT $5) page"
-        " JOIN allocations al ON al.id = page.id JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c" +
+        " JOIN allocations al ON al.id = page.id JOIN agreements ag ON ag.id = al.agreement_id "
+        "CROSS JOIN c" +
         running_figures("al.id") + " ORDER BY al.created_at, al.seq"};
 
 // allocation_status in pages of creation order: $2 is the seq after (0 for the start), $5
@@ -140,34 +156,38 @@ const Statement allocation_status_page{
         " FROM (SELECT p.id FROM allocations p JOIN agreements pa ON pa.id = p.agreement_id"
         " WHERE p.seq > $2::bigint AND ($6::text IS NULL OR pa.supplier = $6::text)"
         " AND ($7::text IS NULL OR pa.buyer = $7::text) ORDER BY p.seq LIMIT $5) page"
-        " JOIN allocations al ON al.id = page.id JOIN agreements ag ON ag.id = al.agreement_id CROSS JOIN c" +
+        " JOIN allocations al ON al.id = page.id JOIN agreements ag ON ag.id = al.agreement_id "
+        "CROSS JOIN c" +
         running_figures("al.id") + " ORDER BY al.seq"};
 
 const Statement insert_request{
     "cv_insert_request",
     "WITH ins AS (INSERT INTO requests (id, allocation_id, key_id, state, started_at, model,"
     " stream, hold_input, hold_output, start_ordinal) VALUES ($2, $1, $3, 'in_flight', $4, $5, $6,"
-    " $7, $8, " + last_start("start_ordinal", "$1") + " + 1))"
-    " UPDATE allocations SET held_input = held_input + $7, held_output = held_output + $8,"
-    " state = $9 WHERE id = $1"};
+    " $7, $8, " +
+        last_start("start_ordinal", "$1") +
+        " + 1))"
+        " UPDATE allocations SET held_input = held_input + $7, held_output = held_output + $8,"
+        " state = $9 WHERE id = $1"};
 
 // Read by each admission batch after the row lock: a grant from a store's cache may be
 // older than its key's revocation, which must refuse the key at once.
 const Statement key_revoked{"cv_key_revoked", "SELECT revoked FROM api_keys WHERE id = $1"};
 
-const Statement set_states{
-    "cv_set_states",
-    "WITH ag AS (UPDATE agreements SET state = $4 WHERE id = $3)"
-    " UPDATE allocations SET state = $2 WHERE id = $1"};
+const Statement set_states{"cv_set_states",
+                           "WITH ag AS (UPDATE agreements SET state = $4 WHERE id = $3)"
+                           " UPDATE allocations SET state = $2 WHERE id = $1"};
 
 // $1 request, $2 allocation, $3 now|NULL. Columns: state, hold_input, hold_output,
 // started_at, provider_request_id, now — never before the allocation's last booking (see
 // window_counts) — and reported_input, reported_output, reported_provider_request_id.
 const Statement read_request_locked{
     "cv_read_request_locked",
-    "SELECT state, hold_input, hold_output, started_at, provider_request_id, GREATEST(" + now_param(3) +
-        ", " + last_booking("booked_at", "$2") + "), reported_input, reported_output,"
-        " reported_provider_request_id FROM requests WHERE id = $1 AND allocation_id = $2 FOR NO KEY UPDATE"};
+    "SELECT state, hold_input, hold_output, started_at, provider_request_id, GREATEST(" +
+        now_param(3) + ", " + last_booking("booked_at", "$2") +
+        "), reported_input, reported_output,"
+        " reported_provider_request_id FROM requests WHERE id = $1 AND allocation_id = $2 FOR NO "
+        "KEY UPDATE"};
 
 // $1 allocation, $2 provider request id. Columns: input_tokens, output_tokens, request_id.
 const Statement booked_event_by_provider_id{
@@ -176,8 +196,9 @@ const Statement booked_event_by_provider_id{
     " WHERE allocation_id = $1 AND provider_request_id = $2"};
 
 // Bookings with and without ON CONFLICT; book_event_sql lists their parameters.
-const Statement book_event{"cv_book_event",
-                           book_event_sql(" ON CONFLICT (allocation_id, provider_request_id) DO NOTHING")};
+const Statement book_event{
+    "cv_book_event",
+    book_event_sql(" ON CONFLICT (allocation_id, provider_request_id) DO NOTHING")};
 const Statement book_new_event{"cv_book_new_event", book_event_sql("")};
 
 // $1 allocation, $2 request, $3 new state, $4 finished_at, $5 provider request id ('' keeps),
@@ -197,9 +218,9 @@ const Statement mark_usage_pending{
 
 // Not under the allocation's row lock: it changes no number admission or settlement reads,
 // and locks only the request's row (a settlement locks the allocation's first, then this).
-const Statement note_provider_id{
-    "cv_note_provider_id",
-    "UPDATE requests SET provider_request_id = $3 WHERE id = $1 AND allocation_id = $2 AND state = 'in_flight'"};
+const Statement note_provider_id{"cv_note_provider_id",
+                                 "UPDATE requests SET provider_request_id = $3 WHERE id = $1 AND "
+                                 "allocation_id = $2 AND state = 'in_flight'"};
 
 const Statement insert_conflict{
     "cv_insert_conflict",
@@ -207,10 +228,10 @@ const Statement insert_conflict{
     " reported_output, booked_input, booked_output, recorded_at)"
     " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"};
 
-const Statement keep_reported{
-    "cv_keep_reported",
-    "UPDATE requests SET reported_input = $2, reported_output = $3, reported_provider_request_id = $4"
-    " WHERE id = $1"};
+const Statement keep_reported{"cv_keep_reported",
+                              "UPDATE requests SET reported_input = $2, reported_output = $3, "
+                              "reported_provider_request_id = $4"
+                              " WHERE id = $1"};
 
 // Every gateway's stale in-flight requests. $1 now|NULL, $2 timeout µs.
 // Not under the allocations' row locks, on purpose: admission already counts an in-flight
@@ -221,10 +242,11 @@ const Statement keep_reported{
 // on (or deadlock with) each other.
 const Statement sweep_stale{
     "cv_sweep_stale",
-    "WITH c AS MATERIALIZED (SELECT " + now_param(1) + " AS now),"
-    " s AS (SELECT r.id FROM requests r, c WHERE r.state = 'in_flight'"
-    " AND r.started_at <= c.now - $2::bigint FOR NO KEY UPDATE OF r SKIP LOCKED)"
-    " UPDATE requests r SET state = 'usage_pending' FROM s WHERE r.id = s.id"};
+    "WITH c AS MATERIALIZED (SELECT " + now_param(1) +
+        " AS now),"
+        " s AS (SELECT r.id FROM requests r, c WHERE r.state = 'in_flight'"
+        " AND r.started_at <= c.now - $2::bigint FOR NO KEY UPDATE OF r SKIP LOCKED)"
+        " UPDATE requests r SET state = 'usage_pending' FROM s WHERE r.id = s.id"};
 
 const Statement read_now{"cv_read_now", "SELECT " + now_param(1)};
 
@@ -233,7 +255,8 @@ const Statement read_now{"cv_read_now", "SELECT " + now_param(1)};
 // The booking key's unique index answers for events; requests_open for the open requests.
 const Statement owns_provider_request{
     "cv_owns_provider_request",
-    "SELECT EXISTS (SELECT 1 FROM usage_events WHERE allocation_id = $1 AND provider_request_id = $2)"
+    "SELECT EXISTS (SELECT 1 FROM usage_events WHERE allocation_id = $1 AND provider_request_id = "
+    "$2)"
     " OR EXISTS (SELECT 1 FROM requests WHERE allocation_id = $1 AND provider_request_id = $2"
     " AND state IN ('in_flight', 'usage_pending'))"};
 
@@ -248,7 +271,8 @@ const Statement insert_agreement{
     "cv_insert_agreement",
     "INSERT INTO agreements (id, supplier, buyer, provider, models, input_tokens, output_tokens,"
     " starts_at, ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state,"
-    " created_at, service_tiers) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14,"
+    " created_at, service_tiers) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, "
+    "$14,"
     " $15)"};
 
 const Statement insert_allocation{
@@ -267,11 +291,11 @@ const Statement get_agreement{
     " ends_at, requests_per_minute, tokens_per_minute, max_concurrency, state, created_at,"
     " service_tiers FROM agreements WHERE id = $1"};
 
-const Statement allocation_of_agreement{
-    "cv_allocation_of_agreement", "SELECT id FROM allocations WHERE agreement_id = $1"};
+const Statement allocation_of_agreement{"cv_allocation_of_agreement",
+                                        "SELECT id FROM allocations WHERE agreement_id = $1"};
 
-const Statement allocation_exists{
-    "cv_allocation_exists", "SELECT 1 FROM allocations WHERE id = $1"};
+const Statement allocation_exists{"cv_allocation_exists",
+                                  "SELECT 1 FROM allocations WHERE id = $1"};
 
 const Statement revoke_key{
     "cv_revoke_key",
@@ -280,8 +304,8 @@ const Statement revoke_key{
 const Statement get_request{
     "cv_get_request", std::string("SELECT ") + request_columns + " FROM requests WHERE id = $1"};
 
-const Statement allocation_of_request{
-    "cv_allocation_of_request", "SELECT allocation_id FROM requests WHERE id = $1"};
+const Statement allocation_of_request{"cv_allocation_of_request",
+                                      "SELECT allocation_id FROM requests WHERE id = $1"};
 
 const Statement get_event_of_request{
     "cv_get_event_of_request",

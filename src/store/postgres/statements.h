@@ -16,9 +16,21 @@ namespace cairva::store::pg::sql {
 // $1 allocation id. Columns: LockCol.
 extern const Statement lock_allocation;
 enum LockCol {
-  lock_state, lock_booked_input, lock_booked_output, lock_held_input, lock_held_output,
-  lock_event_seq, lock_agreement_id, lock_agreement_state, lock_starts_at, lock_ends_at,
-  lock_rpm, lock_tpm, lock_max_concurrency, lock_allowance_input, lock_allowance_output,
+  lock_state,
+  lock_booked_input,
+  lock_booked_output,
+  lock_held_input,
+  lock_held_output,
+  lock_event_seq,
+  lock_agreement_id,
+  lock_agreement_state,
+  lock_starts_at,
+  lock_ends_at,
+  lock_rpm,
+  lock_tpm,
+  lock_max_concurrency,
+  lock_allowance_input,
+  lock_allowance_output,
   lock_col_count
 };
 
@@ -42,9 +54,9 @@ inline constexpr int status_counts_offset = status_lock_offset + lock_col_count;
 inline constexpr int window_counts_col_count = 7;
 inline constexpr int status_page_seq_col = status_counts_offset + window_counts_col_count;
 
-extern const Statement insert_request;     // admitted: request row + hold on the allocation
-extern const Statement set_states;         // $1 allocation, $2 its state, $3 agreement, $4 its state
-extern const Statement key_revoked;        // $1 key id: `revoked`, or no row
+extern const Statement insert_request;  // admitted: request row + hold on the allocation
+extern const Statement set_states;      // $1 allocation, $2 its state, $3 agreement, $4 its state
+extern const Statement key_revoked;     // $1 key id: `revoked`, or no row
 extern const Statement read_request_locked;
 extern const Statement booked_event_by_provider_id;
 extern const Statement book_event;
@@ -86,15 +98,34 @@ inline constexpr const char* adjustment_columns =
 
 // Request row columns (the request listings, get_request).
 enum RequestCol {
-  req_id, req_allocation_id, req_state, req_started_at, req_finished_at, req_model, req_stream,
-  req_hold_input, req_hold_output, req_provider_request_id, req_reported_input, req_reported_output,
+  req_id,
+  req_allocation_id,
+  req_state,
+  req_started_at,
+  req_finished_at,
+  req_model,
+  req_stream,
+  req_hold_input,
+  req_hold_output,
+  req_provider_request_id,
+  req_reported_input,
+  req_reported_output,
   req_reported_provider_request_id
 };
 // Usage event columns (the event listings, get_event_of_request); corrects is NULL but for
 // adjustments.
 enum EventCol {
-  evt_id, evt_allocation_id, evt_request_id, evt_provider_request_id, evt_input, evt_output,
-  evt_source, evt_finality, evt_evidence, evt_booked_at, evt_corrects
+  evt_id,
+  evt_allocation_id,
+  evt_request_id,
+  evt_provider_request_id,
+  evt_input,
+  evt_output,
+  evt_source,
+  evt_finality,
+  evt_evidence,
+  evt_booked_at,
+  evt_corrects
 };
 
 }  // namespace cairva::store::pg::sql

@@ -33,7 +33,8 @@ inline std::string exec_sql(const std::string& url, const std::string& sql) {
   if (PQstatus(c) != CONNECTION_OK) {
     err = PQerrorMessage(c);
   } else {
-    PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+    PQsetNoticeProcessor(
+        c, [](void*, const char*) {}, nullptr);
     PGresult* r = PQexec(c, sql.c_str());
     auto st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) err = PQresultErrorMessage(r);
@@ -84,8 +85,8 @@ class TestSchema {
   const std::string& name() const { return name_; }
   // The database URL with this schema as search_path.
   std::string url() const {
-    return base_ + (base_.find('?') == std::string::npos ? "?" : "&") +
-           "options=-csearch_path%3D" + name_;
+    return base_ + (base_.find('?') == std::string::npos ? "?" : "&") + "options=-csearch_path%3D" +
+           name_;
   }
 
  private:

@@ -27,7 +27,8 @@ Result<std::optional<LockedRequest>> parse_locked_request(const PGresult* res) {
   out.open.hold = {get_i64(res, 0, 1), get_i64(res, 0, 2)};
   out.open.started_at = get_i64(res, 0, 3);
   if (!PQgetisnull(res, 0, 6)) {
-    out.open.reported = core::ReportedUsage{{get_i64(res, 0, 6), get_i64(res, 0, 7)}, get_text(res, 0, 8)};
+    out.open.reported =
+        core::ReportedUsage{{get_i64(res, 0, 6), get_i64(res, 0, 7)}, get_text(res, 0, 8)};
   }
   return std::optional<LockedRequest>(std::move(out));
 }
@@ -63,13 +64,15 @@ Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::stri
                  Params().text(allocation_id).text(provider_request_id));
   if (!r.ok()) return r.error();
   if (rows(*r) == 0) return std::optional<core::Tokens>();
-  return std::optional<core::Tokens>(core::Tokens{get_i64(r->get(), 0, 0), get_i64(r->get(), 0, 1)});
+  return std::optional<core::Tokens>(
+      core::Tokens{get_i64(r->get(), 0, 0), get_i64(r->get(), 0, 1)});
 }
 
 Params booking_params(const std::string& allocation_id, const AllocationRow& alloc,
-                      const core::AllocationSnapshot& states, int64_t seq, const std::string& event_id,
-                      const std::string& request_id, const std::string& provider_request_id,
-                      const core::Tokens& usage, core::EventSource source, core::Finality finality,
+                      const core::AllocationSnapshot& states, int64_t seq,
+                      const std::string& event_id, const std::string& request_id,
+                      const std::string& provider_request_id, const core::Tokens& usage,
+                      core::EventSource source, core::Finality finality,
                       const std::string& evidence, UnixMicros now, const core::Tokens& hold) {
   return Params()
       .text(event_id)
@@ -90,19 +93,23 @@ Params booking_params(const std::string& allocation_id, const AllocationRow& all
       .text(core::to_string(states.state));
 }
 
-Result<bool> write_booking(Connection& c, Transaction* commit_with, const std::string& allocation_id, const AllocationRow& alloc,
-                     const core::AllocationLedger& ledger, const std::string& event_id,
-                     const std::string& request_id, const std::string& provider_request_id,
-                     const core::Tokens& usage, core::EventSource source, core::Finality finality,
-                     const std::string& evidence, UnixMicros now, const core::Tokens& hold) {
+Result<bool> write_booking(Connection& c, Transaction* commit_with,
+                           const std::string& allocation_id, const AllocationRow& alloc,
+                           const core::AllocationLedger& ledger, const std::string& event_id,
+                           const std::string& request_id, const std::string& provider_request_id,
+                           const core::Tokens& usage, core::EventSource source,
+                           core::Finality finality, const std::string& evidence, UnixMicros now,
+                           const core::Tokens& hold) {
   core::AllocationSnapshot states;
   states.state = ledger.state();
   states.agreement_state = ledger.agreement_state();
-  const Params params = booking_params(allocation_id, alloc, states, alloc.event_seq + 1, event_id, request_id,
-                                       provider_request_id, usage, source, finality, evidence, now, hold);
+  const Params params =
+      booking_params(allocation_id, alloc, states, alloc.event_seq + 1, event_id, request_id,
+                     provider_request_id, usage, source, finality, evidence, now, hold);
   PgResult result;
   if (commit_with != nullptr) {
-    if (Status s = commit_with->run_and_commit(sql::book_event, params, &result); !s.ok()) return s.error();
+    if (Status s = commit_with->run_and_commit(sql::book_event, params, &result); !s.ok())
+      return s.error();
   } else {
     auto r = c.run(sql::book_event, params);
     if (!r.ok()) return r.error();

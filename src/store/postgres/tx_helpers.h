@@ -47,9 +47,10 @@ Result<std::optional<core::Tokens>> booked_counts(Connection& c, const std::stri
 // sql::book_event's (and book_new_event's) parameters for a booking the core accepted,
 // as event number `seq` of the allocation, which it leaves in `states`.
 Params booking_params(const std::string& allocation_id, const AllocationRow& alloc,
-                      const core::AllocationSnapshot& states, int64_t seq, const std::string& event_id,
-                      const std::string& request_id, const std::string& provider_request_id,
-                      const core::Tokens& usage, core::EventSource source, core::Finality finality,
+                      const core::AllocationSnapshot& states, int64_t seq,
+                      const std::string& event_id, const std::string& request_id,
+                      const std::string& provider_request_id, const core::Tokens& usage,
+                      core::EventSource source, core::Finality finality,
                       const std::string& evidence, UnixMicros now, const core::Tokens& hold);
 
 // Writes a booking the ledger accepted: the event (next per-allocation seq), the request
@@ -57,10 +58,12 @@ Params booking_params(const std::string& allocation_id, const AllocationRow& all
 // `commit_with`, the write is the transaction's last and goes with its COMMIT. False (and
 // nothing written) when the allocation has an event under `provider_request_id` already,
 // which the ledger did not know of (settle_on books without looking first).
-Result<bool> write_booking(Connection& c, Transaction* commit_with, const std::string& allocation_id, const AllocationRow& alloc,
-                     const core::AllocationLedger& ledger, const std::string& event_id,
-                     const std::string& request_id, const std::string& provider_request_id,
-                     const core::Tokens& usage, core::EventSource source, core::Finality finality,
-                     const std::string& evidence, UnixMicros now, const core::Tokens& hold);
+Result<bool> write_booking(Connection& c, Transaction* commit_with,
+                           const std::string& allocation_id, const AllocationRow& alloc,
+                           const core::AllocationLedger& ledger, const std::string& event_id,
+                           const std::string& request_id, const std::string& provider_request_id,
+                           const core::Tokens& usage, core::EventSource source,
+                           core::Finality finality, const std::string& evidence, UnixMicros now,
+                           const core::Tokens& hold);
 
 }  // namespace cairva::store::pg

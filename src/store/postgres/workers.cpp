@@ -67,7 +67,8 @@ void Workers::run_key(const std::string& key, std::function<void()> job) {
     --waiting_for_key_;
     // Stopping: the queue is being drained, so this worker finishes the key's jobs itself.
     if (ran % key_jobs_per_turn == 0 && !stopping_) {
-      queue_.push_back([this, key, job = std::move(job)]() mutable { run_key(key, std::move(job)); });
+      queue_.push_back(
+          [this, key, job = std::move(job)]() mutable { run_key(key, std::move(job)); });
       cv_.notify_one();
       return;
     }

@@ -50,8 +50,8 @@ class Workers {
   std::deque<std::function<void()>> queue_;  // GUARDED_BY(mu_)
   // Keys with a job running or queued; their later jobs wait here.
   std::unordered_map<std::string, std::deque<std::function<void()>>> keys_;  // GUARDED_BY(mu_)
-  size_t waiting_for_key_ = 0;               // GUARDED_BY(mu_)
-  bool stopping_ = false;                    // GUARDED_BY(mu_)
+  size_t waiting_for_key_ = 0;                                               // GUARDED_BY(mu_)
+  bool stopping_ = false;                                                    // GUARDED_BY(mu_)
   std::vector<std::thread> threads_;
 };
 

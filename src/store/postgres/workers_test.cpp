@@ -49,7 +49,8 @@ TEST(Workers, OtherKeysRunWhileAKeysJobWaits) {
   std::promise<bool> finished;
   ASSERT_TRUE(w.post_in_order("alloc_a", [&] {
     // Bounded, so that a broken Workers fails the test instead of hanging it.
-    finished.set_value(released.get_future().wait_for(std::chrono::seconds(30)) == std::future_status::ready);
+    finished.set_value(released.get_future().wait_for(std::chrono::seconds(30)) ==
+                       std::future_status::ready);
   }));
   ASSERT_TRUE(w.post_in_order("alloc_b", [&] { released.set_value(); }));
   EXPECT_TRUE(finished.get_future().get());

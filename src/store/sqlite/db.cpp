@@ -72,11 +72,13 @@ Result<Db> Db::open(const std::string& path, bool read_only) {
     if (Status s = create_private_if_missing(path); !s.ok()) return s.error();
   }
   sqlite3* h = nullptr;
-  const int flags = (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
-                    SQLITE_OPEN_NOMUTEX;
+  const int flags =
+      (read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) |
+      SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &h, flags, nullptr);
   if (rc != SQLITE_OK) {
-    std::string msg = "sqlite: cannot open " + path + ": " + (h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
+    std::string msg =
+        "sqlite: cannot open " + path + ": " + (h ? sqlite3_errmsg(h) : sqlite3_errstr(rc));
     sqlite3_close(h);
     return make_error(ErrorCode::store_unavailable, std::move(msg));
   }

@@ -23,7 +23,9 @@ class Stmt {
  public:
   // `cached`: the statement belongs to the connection's cache and is reset, not finalized.
   Stmt(Db& db, sqlite3_stmt* s, bool cached = false) : db_(&db), s_(s), cached_(cached) {}
-  Stmt(Stmt&& o) noexcept : db_(o.db_), s_(o.s_), next_(o.next_), cached_(o.cached_) { o.s_ = nullptr; }
+  Stmt(Stmt&& o) noexcept : db_(o.db_), s_(o.s_), next_(o.next_), cached_(o.cached_) {
+    o.s_ = nullptr;
+  }
   Stmt(const Stmt&) = delete;
   Stmt& operator=(const Stmt&) = delete;
   ~Stmt();

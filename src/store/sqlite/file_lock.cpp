@@ -15,8 +15,9 @@ Result<std::unique_ptr<FileLock>> FileLock::acquire(const std::string& db_path) 
   const std::string path = db_path + ".lock";
   const int fd = open_private(path, O_RDWR | O_CREAT);
   if (fd < 0) {
-    return make_error(ErrorCode::store_unavailable,
-                      "store " + db_path + ": cannot open " + path + ": " + std::generic_category().message(errno));
+    return make_error(ErrorCode::store_unavailable, "store " + db_path + ": cannot open " + path +
+                                                        ": " +
+                                                        std::generic_category().message(errno));
   }
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
     char buf[32] = {};
@@ -24,8 +25,9 @@ Result<std::unique_ptr<FileLock>> FileLock::acquire(const std::string& db_path) 
     ::close(fd);
     std::string pid = n > 0 ? std::string(buf, static_cast<size_t>(n)) : "unknown";
     while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-    return make_error(ErrorCode::store_unavailable,
-                      "store " + db_path + " is in use by another cairva process (pid " + pid + ")");
+    return make_error(
+        ErrorCode::store_unavailable,
+        "store " + db_path + " is in use by another cairva process (pid " + pid + ")");
   }
   const std::string me = std::to_string(::getpid()) + "\n";
   if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, me.data(), me.size(), 0) < 0) {

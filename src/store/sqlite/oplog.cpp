@@ -8,10 +8,10 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
-#include <system_error>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -54,20 +54,24 @@ struct Found {
 
 // The log's segments, oldest first.
 Result<std::vector<Found>> list_segments(const std::string& database_path) {
-  const std::string prefix = fs::path(database_path).filename().string() + std::string(segment_infix);
+  const std::string prefix =
+      fs::path(database_path).filename().string() + std::string(segment_infix);
   std::vector<Found> out;
   std::error_code ec;
-  for (fs::directory_iterator it(directory_of(database_path), ec), end; !ec && it != end; it.increment(ec)) {
+  for (fs::directory_iterator it(directory_of(database_path), ec), end; !ec && it != end;
+       it.increment(ec)) {
     const std::string name = it->path().filename().string();
     std::error_code type_ec;
     if (!it->is_regular_file(type_ec)) continue;
     if (!name.starts_with(prefix) || name.size() != prefix.size() + segment_number_digits) continue;
     const std::string_view number = std::string_view(name).substr(prefix.size());
-    if (!std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; })) continue;
+    if (!std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
     out.push_back({std::stoll(std::string(number)), it->path().string()});
   }
   if (ec) return log_error(database_path, "cannot list its directory: " + ec.message());
-  std::sort(out.begin(), out.end(), [](const Found& a, const Found& b) { return a.first_seq < b.first_seq; });
+  std::sort(out.begin(), out.end(),
+            [](const Found& a, const Found& b) { return a.first_seq < b.first_seq; });
   return out;
 }
 
@@ -80,8 +84,10 @@ Status read_log(const std::string& database_path, const RecordFn& each) {
     std::ifstream in(seg.path, std::ios::binary);
     if (!in) return errno_error(seg.path, "open");
     const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (bytes.size() < segment_magic.size()) continue;  // created, never written: a crash at rotation
-    if (!std::string_view(bytes).starts_with(segment_magic)) return log_error(seg.path, "not an oplog segment");
+    if (bytes.size() < segment_magic.size())
+      continue;  // created, never written: a crash at rotation
+    if (!std::string_view(bytes).starts_with(segment_magic))
+      return log_error(seg.path, "not an oplog segment");
     auto read = read_frames(std::string_view(bytes).substr(segment_magic.size()), each);
     if (!read.ok()) return log_error(seg.path, read.error().message);
   }
@@ -103,8 +109,8 @@ Status write_all(int fd, std::string_view bytes, uint64_t at, const std::string&
 
 }  // namespace
 
-Result<std::unique_ptr<Log>> Log::start(const std::string& database_path, int64_t next_seq, bool sync_full,
-                                        uint64_t segment_bytes) {
+Result<std::unique_ptr<Log>> Log::start(const std::string& database_path, int64_t next_seq,
+                                        bool sync_full, uint64_t segment_bytes) {
   auto old = list_segments(database_path);
   if (!old.ok()) return old.error();
   for (const auto& seg : *old) {
@@ -128,7 +134,8 @@ Log::~Log() {
 
 Status Log::sync(int fd) {
   ++syncs_;
-  if (::fdatasync(fd) != 0) return errno_error(segments_.empty() ? database_path_ : segments_.back().path, "fdatasync");
+  if (::fdatasync(fd) != 0)
+    return errno_error(segments_.empty() ? database_path_ : segments_.back().path, "fdatasync");
   return {};
 }
 
@@ -181,8 +188,10 @@ Status Log::open_segment(int64_t first_seq) {
   }
   if (sync_full_) {
     // The new name must survive a crash as well as its bytes.
-    const int dir = ::open(directory_of(database_path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    Status s = dir >= 0 && ::fsync(dir) == 0 ? Status{} : Status(errno_error(path, "fsync of its directory"));
+    const int dir =
+        ::open(directory_of(database_path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    Status s = dir >= 0 && ::fsync(dir) == 0 ? Status{}
+                                             : Status(errno_error(path, "fsync of its directory"));
     if (dir >= 0) ::close(dir);
     if (!s.ok()) {
       ::close(fd);
@@ -235,7 +244,8 @@ void Log::drop_tail() {
   tail_clean_ = ::ftruncate(fd_, static_cast<off_t>(size_)) == 0;
   // Truncating also gave back the space reserved past the end: take it again (the blocks
   // just freed, so this succeeds even on a full disk unless another writer took them).
-  if (reserved_ > size_) (void)::fallocate(fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(reserved_));
+  if (reserved_ > size_)
+    (void)::fallocate(fd_, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(reserved_));
 }
 
 Status Log::probe(int64_t next_seq) {
@@ -277,10 +287,11 @@ Status set_applied(Db& database, int64_t seq) {
 }
 
 Status apply_replayed(Db& database, int64_t seq, const writes::Record& r, Replayed& out) {
-  Status s = writes::known_kind(static_cast<int64_t>(r.kind))
-                 ? writes::apply(database, r)
-                 : Status(make_error(ErrorCode::internal_error,
-                                     "unknown record kind " + std::to_string(static_cast<int>(r.kind))));
+  Status s =
+      writes::known_kind(static_cast<int64_t>(r.kind))
+          ? writes::apply(database, r)
+          : Status(make_error(ErrorCode::internal_error,
+                              "unknown record kind " + std::to_string(static_cast<int>(r.kind))));
   if (s.ok()) {
     ++out.records;
     return s;
@@ -309,7 +320,8 @@ Result<Replayed> replay(Db& database, const std::string& database_path) {
     if (seq <= last) return {};  // applied before the process stopped
     if (seq != last + 1) {
       // Numbers are given out without gaps: acknowledged writes are missing (a damaged file).
-      std::fprintf(stderr, "cairva: oplog records %" PRId64 " to %" PRId64 " are missing: not replayed\n",
+      std::fprintf(stderr,
+                   "cairva: oplog records %" PRId64 " to %" PRId64 " are missing: not replayed\n",
                    last + 1, seq - 1);
     }
     last = seq;

@@ -3,12 +3,12 @@
 // (writes::Record) in order, one frame per commit (oplog_frame.h).
 //
 // Why: a commit that touches the store's ten-odd B-trees costs far more than appending one
-// frame, which is one write() (bench/sqlite_commit_probe measures the floor of each). A request waits for its record to be in the
-// log; the Writer's applier copies records into the tables in large batches on its own
-// thread and connection, and records the last applied record number in the SAME
-// transaction (table oplog_applied of the database). So every record is applied exactly
-// once: after a crash, open() replays the records past that number before anything reads
-// the tables. A segment whose records are all applied is deleted.
+// frame, which is one write() (bench/sqlite_commit_probe measures the floor of each). A request
+// waits for its record to be in the log; the Writer's applier copies records into the tables in
+// large batches on its own thread and connection, and records the last applied record number in the
+// SAME transaction (table oplog_applied of the database). So every record is applied exactly once:
+// after a crash, open() replays the records past that number before anything reads the tables. A
+// segment whose records are all applied is deleted.
 //
 // The database commits with synchronous=FULL whatever `store.sync` says, so a segment is
 // deleted only once its application is on disk; `store.sync` is the log's: "full"
@@ -45,7 +45,8 @@ class Log {
   // Deletes the segments already there (open() replayed them: every record is applied)
   // and starts one whose first record is numbered `next_seq`.
   static Result<std::unique_ptr<Log>> start(const std::string& database_path, int64_t next_seq,
-                                            bool sync_full, uint64_t segment_bytes = oplog_segment_bytes);
+                                            bool sync_full,
+                                            uint64_t segment_bytes = oplog_segment_bytes);
   ~Log();
   Log(const Log&) = delete;
   Log& operator=(const Log&) = delete;
@@ -82,7 +83,9 @@ class Log {
     std::string path;
   };
   Log(std::string database_path, bool sync_full, uint64_t segment_bytes)
-      : database_path_(std::move(database_path)), sync_full_(sync_full), segment_bytes_(segment_bytes) {}
+      : database_path_(std::move(database_path)),
+        sync_full_(sync_full),
+        segment_bytes_(segment_bytes) {}
   Status open_segment(int64_t first_seq);
   // Creates a segment file at `path` with its space reserved and its magic written;
   // `reserve` gets the bytes reserved (0: the file system cannot reserve).
@@ -102,7 +105,7 @@ class Log {
   bool tail_clean_ = true;        // back() holds nothing past size_ (no failed cut since)
   int spare_fd_ = -1;             // the next segment, made ahead (at spare_path())
   uint64_t spare_reserve_ = 0;
-  bool spare_tried_ = false;      // since the last move to a new segment
+  bool spare_tried_ = false;  // since the last move to a new segment
   FrameBuilder frame_;
   int64_t frame_first_seq_ = 0;
   int64_t syncs_ = 0;
@@ -133,7 +136,9 @@ Status set_applied(Db& database, int64_t seq);
 Status apply_replayed(Db& database, int64_t seq, const writes::Record& r, Replayed& out);
 
 // The operation log of the builds before segment files: one SQLite file beside the database.
-inline std::string v1_log_path(const std::string& database_path) { return database_path + "-oplog"; }
+inline std::string v1_log_path(const std::string& database_path) {
+  return database_path + "-oplog";
+}
 // The last build that replays such a log into the tables (and then removes it), as
 // `cairva --version` names it: the upgrade from those builds goes through it once.
 inline constexpr std::string_view v1_log_reader_build = "0.1.0 (commit 85012870133a)";

@@ -1,9 +1,9 @@
 #include "store/sqlite/oplog_frame.h"
 
+#include <zlib.h>
+
 #include <array>
 #include <cstring>
-
-#include <zlib.h>
 
 namespace cairva::store::sqlite::oplog {
 namespace {
@@ -92,7 +92,8 @@ std::string_view FrameBuilder::seal() {
   const auto payload = static_cast<uint32_t>(bytes_.size() - frame_header_bytes);
   std::memcpy(bytes_.data(), &frame_magic, sizeof frame_magic);
   std::memcpy(bytes_.data() + 4, &payload, sizeof payload);
-  const uint32_t sum = checksum(bytes_.data() + 4, std::string_view(bytes_).substr(frame_header_bytes));
+  const uint32_t sum =
+      checksum(bytes_.data() + 4, std::string_view(bytes_).substr(frame_header_bytes));
   std::memcpy(bytes_.data() + 8, &sum, sizeof sum);
   return bytes_;
 }
@@ -108,7 +109,8 @@ Result<size_t> read_frames(std::string_view frames, const RecordFn& each) {
     Status failed;
     if (!read_payload(body, each, failed)) {
       return make_error(ErrorCode::internal_error,
-                        "oplog: a frame at byte " + std::to_string(at) + " has an intact checksum but unreadable records");
+                        "oplog: a frame at byte " + std::to_string(at) +
+                            " has an intact checksum but unreadable records");
     }
     if (!failed.ok()) return failed.error();
     at += frame_header_bytes + payload;

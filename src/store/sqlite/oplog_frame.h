@@ -1,8 +1,8 @@
 // The operation log's bytes: a segment file is `segment_magic`, then frames; a frame is
 // one commit (every record a journal batch appended), all or nothing:
 //
-//   u32 frame_magic | u32 payload bytes | u32 CRC-32 of those 4 length bytes and the payload | payload
-//   payload: records, each  i64 seq | u8 kind | 7 × (u32 bytes | text) | 5 × i64
+//   u32 frame_magic | u32 payload bytes | u32 CRC-32 of those 4 length bytes and the payload |
+//   payload payload: records, each  i64 seq | u8 kind | 7 × (u32 bytes | text) | 5 × i64
 //
 // Little-endian, fixed layout. A write the process or the machine did not finish leaves a
 // frame whose length or CRC does not hold: reading stops there (that commit was never

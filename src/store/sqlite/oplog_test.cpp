@@ -3,11 +3,11 @@
 #include "store/sqlite/oplog.h"
 
 #include <gtest/gtest.h>
-#include <boost/crc.hpp>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
+#include <boost/crc.hpp>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -65,8 +65,9 @@ std::string file_bytes(const fs::path& file) {
 class OplogTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("cairva-oplog-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("cairva-oplog-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     db_ = (dir_ / "log.db").string();
@@ -103,7 +104,8 @@ class OplogTest : public ::testing::Test {
 
   // Commits one-record frames that may not use the reserve until one is refused; returns
   // the refusal and adds what landed to `wrote`.
-  Status commit_until_refused(Log& log, int64_t& seq, std::vector<Seen>& wrote, std::mt19937_64& rng) {
+  Status commit_until_refused(Log& log, int64_t& seq, std::vector<Seen>& wrote,
+                              std::mt19937_64& rng) {
     Status refused;
     for (int i = 0; i < 100 && refused.ok(); ++i) {
       const writes::Record r = record(rng);
@@ -179,7 +181,9 @@ TEST_F(OplogTest, ATornTailIsNotReadAndIsWrittenOver) {
   const auto before_last = read_all(db_);
   ASSERT_LT(before_last.size(), wrote.size());
   ASSERT_FALSE(before_last.empty());
-  expect_same(before_last, std::vector<Seen>(wrote.begin(), wrote.begin() + static_cast<std::ptrdiff_t>(before_last.size())));
+  expect_same(before_last,
+              std::vector<Seen>(wrote.begin(),
+                                wrote.begin() + static_cast<std::ptrdiff_t>(before_last.size())));
   // One changed byte in the last frame instead: its checksum fails, so it is not read either.
   std::string changed = whole;
   changed[changed.size() - 2] ^= 1;
@@ -394,7 +398,8 @@ TEST(OplogFrame, AnIntactFrameWithUnreadableRecordsIsAnError) {
   calls = 0;
   read = read_frames(bad, count);
   ASSERT_FALSE(read.ok());
-  EXPECT_NE(read.error().message.find("unreadable records"), std::string::npos) << read.error().message;
+  EXPECT_NE(read.error().message.find("unreadable records"), std::string::npos)
+      << read.error().message;
   EXPECT_EQ(calls, 0);
   // Torn instead (the checksum fails): the end of what is readable, not an error.
   bad[bad.size() - 1] ^= 1;

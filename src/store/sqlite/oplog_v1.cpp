@@ -52,17 +52,19 @@ Status retire_v1_log(const std::string& database_path, bool may_delete) {
   auto unapplied = count_past_tables(database_path, log_path);
   if (!unapplied.ok()) {
     return make_error(ErrorCode::store_unavailable,
-                      "store " + database_path + ": cannot read the earlier build's operation log " +
-                          log_path + ": " + unapplied.error().message);
+                      "store " + database_path +
+                          ": cannot read the earlier build's operation log " + log_path + ": " +
+                          unapplied.error().message);
   }
   if (*unapplied > 0) {
-    return make_error(ErrorCode::conflict,
-                      log_path + " is the operation log of an earlier build, holding " + std::to_string(*unapplied) +
-                          (*unapplied == 1 ? " write" : " writes") +
-                          " not yet in the tables, and this cairva no longer reads it. Start cairva " +
-                          std::string(v1_log_reader_build) +
-                          " on this store once and stop it (it applies that log and removes it), then this "
-                          "build. Nothing was changed.");
+    return make_error(
+        ErrorCode::conflict,
+        log_path + " is the operation log of an earlier build, holding " +
+            std::to_string(*unapplied) + (*unapplied == 1 ? " write" : " writes") +
+            " not yet in the tables, and this cairva no longer reads it. Start cairva " +
+            std::string(v1_log_reader_build) +
+            " on this store once and stop it (it applies that log and removes it), then this "
+            "build. Nothing was changed.");
   }
   if (may_delete) {
     for (const char* suffix : {"", "-wal", "-shm"}) ::unlink((log_path + suffix).c_str());

@@ -29,9 +29,8 @@ int open_private(const std::string& path, int flags) {
 Status create_private_if_missing(const std::string& path) {
   const int fd = open_private(path, O_RDWR | O_CREAT);
   if (fd < 0) {
-    return make_error(ErrorCode::store_unavailable,
-                      "sqlite: cannot create " + path + ": " +
-                          std::generic_category().message(errno));
+    return make_error(ErrorCode::store_unavailable, "sqlite: cannot create " + path + ": " +
+                                                        std::generic_category().message(errno));
   }
   ::close(fd);
   return {};

@@ -96,7 +96,8 @@ CREATE INDEX conflicts_allocation ON conflicts (allocation_id, seq);
 CREATE TABLE writer_probe (id INTEGER PRIMARY KEY CHECK (id = 1), at INTEGER NOT NULL);
 INSERT INTO writer_probe VALUES (1, 0);
 )sql",
-    // 2: fewer B-trees written per request. Every index below was written on every booking and read by nothing the gateway does often:
+    // 2: fewer B-trees written per request. Every index below was written on every booking and read
+    // by nothing the gateway does often:
     //  - requests_state moved each request from 'in_flight' to 'booked'; only in-flight
     //    requests are ever looked up by state (restart, audit), so a partial index suffices;
     //  - usage_events_booked_at was read by no query;
@@ -331,17 +332,17 @@ Status prepare_database(Db& db, bool sync_full, int up_to_version) {
   // Foreign keys are checked once a migration ran, and not enforced on each write: the
   // writer stores only rows the store built (a request after its allocation, an event in
   // the transaction of its request), and enforcement probed a parent B-tree three times
-  // per request, for nothing. `cairva audit` checks every key (sqlite_audit.cpp). Off also lets a migration rebuild
-  // a referenced table (5), which enforcement would refuse.
+  // per request, for nothing. `cairva audit` checks every key (sqlite_audit.cpp). Off also lets a
+  // migration rebuild a referenced table (5), which enforcement would refuse.
   if (Status s = db.exec("PRAGMA foreign_keys=OFF"); !s.ok()) return s;
   auto v = user_version(db);
   if (!v.ok()) return v.error();
   if (*v > schema_version_latest()) {
-    return make_error(ErrorCode::store_unavailable,
-                      "sqlite: schema version " + std::to_string(*v) +
-                          " is newer than this cairva knows (" +
-                          std::to_string(schema_version_latest()) +
-                          "): a newer cairva migrated it; run that version or newer (nothing was changed)");
+    return make_error(
+        ErrorCode::store_unavailable,
+        "sqlite: schema version " + std::to_string(*v) + " is newer than this cairva knows (" +
+            std::to_string(schema_version_latest()) +
+            "): a newer cairva migrated it; run that version or newer (nothing was changed)");
   }
   const int target = std::min(up_to_version, schema_version_latest());
   for (int i = *v; i < target; ++i) {

@@ -17,5 +17,4 @@ inline Status prepare_database(Db& db, bool sync_full) {
   return prepare_database(db, sync_full, schema_version_latest());
 }
 
-
 }  // namespace cairva::store::sqlite

@@ -4,20 +4,21 @@
 #include <algorithm>
 
 #include "base/ids.h"
-#include "store/validate.h"
 #include "store/sqlite/limits.h"
 #include "store/sqlite/row_sql.h"
 #include "store/sqlite/sqlite_store.h"
 #include "store/sqlite/writes.h"
+#include "store/validate.h"
 
 namespace cairva::store::sqlite {
 namespace {
 
-Error invalid(std::string message) { return make_error(ErrorCode::invalid_request, std::move(message)); }
+Error invalid(std::string message) {
+  return make_error(ErrorCode::invalid_request, std::move(message));
+}
 Error not_found(const std::string& what, const std::string& id) {
   return make_error(ErrorCode::not_found, what + " not found: " + id);
 }
-
 
 }  // namespace
 
@@ -25,8 +26,14 @@ Result<CreatedAgreement> SqliteStore::create_agreement(const NewAgreement& a) {
   if (Status v = validate_new_agreement(a, options_.providers); !v.ok()) return v.error();
   const UnixMicros now = clock_->now();
   CreatedAgreement out;
-  out.agreement = AgreementRow{new_id("agr"), a.supplier, a.buyer, a.provider, a.models,
-                               a.terms, core::AgreementState::in_force, now};
+  out.agreement = AgreementRow{new_id("agr"),
+                               a.supplier,
+                               a.buyer,
+                               a.provider,
+                               a.models,
+                               a.terms,
+                               core::AgreementState::in_force,
+                               now};
   out.agreement.service_tiers = a.service_tiers;
   const std::string alloc_id = new_id("alloc");
   out.key_id = new_id("key");
@@ -34,8 +41,8 @@ Result<CreatedAgreement> SqliteStore::create_agreement(const NewAgreement& a) {
   const std::string hash = hash_secret(out.key_secret);
   const bool open_now = a.terms.window.starts_at <= now && now < a.terms.window.ends_at;
   const auto state = open_now ? core::AllocationState::active : core::AllocationState::ready;
-  if (Status s = write_and_wait(writes::insert_agreement(out.agreement, alloc_id, state, out.key_id, hash),
-                                true);
+  if (Status s = write_and_wait(
+          writes::insert_agreement(out.agreement, alloc_id, state, out.key_id, hash), true);
       !s.ok()) {
     return s.error();
   }
@@ -69,13 +76,15 @@ Result<AgreementRow> SqliteStore::cancel_agreement(const std::string& agreement_
     std::lock_guard lock(alloc->mu);
     const auto before = alloc->ledger.agreement_state();
     if (!alloc->ledger.cancel()) {
-      return make_error(ErrorCode::conflict, "agreement is " + std::string(core::to_string(before)));
+      return make_error(ErrorCode::conflict,
+                        "agreement is " + std::string(core::to_string(before)));
     }
     persist_states_if_changed(*alloc, alloc->ledger.state(), before);
     row = agreement_locked(*alloc);
   }
   writer_->flush();
-  if (writer_->failing()) return make_error(ErrorCode::store_unavailable, "store unavailable: writes are failing");
+  if (writer_->failing())
+    return make_error(ErrorCode::store_unavailable, "store unavailable: writes are failing");
   return row;
 }
 
@@ -127,13 +136,15 @@ Result<AllocationStatus> SqliteStore::change_state(const std::string& allocation
       persist_states_if_changed(*a, before, before_agreement);
       core::AllocationSnapshot shown = a->ledger.snapshot(now);
       shown.state = effective;
-      return make_error(ErrorCode::conflict, core::state_change_refusal(suspend, core::shown_state(shown)));
+      return make_error(ErrorCode::conflict,
+                        core::state_change_refusal(suspend, core::shown_state(shown)));
     }
     persist_states_if_changed(*a, before, before_agreement);
     status = status_locked(*a, now);
   }
   writer_->flush();
-  if (writer_->failing()) return make_error(ErrorCode::store_unavailable, "store unavailable: writes are failing");
+  if (writer_->failing())
+    return make_error(ErrorCode::store_unavailable, "store unavailable: writes are failing");
   return status;
 }
 
@@ -149,7 +160,8 @@ Result<CreatedKey> SqliteStore::create_key(const std::string& allocation_id) {
   if (!find(allocation_id)) return not_found("allocation", allocation_id);
   CreatedKey out{new_id("key"), new_secret()};
   const std::string hash = hash_secret(out.key_secret);
-  if (Status s = write_and_wait(writes::insert_key(out.key_id, allocation_id, hash, clock_->now()), true);
+  if (Status s =
+          write_and_wait(writes::insert_key(out.key_id, allocation_id, hash, clock_->now()), true);
       !s.ok()) {
     return s.error();
   }
@@ -172,7 +184,6 @@ Result<ApiKeyRow> SqliteStore::revoke_key(const std::string& key_id) {
   if (Status s = write_and_wait(writes::revoke_key(key_id), false); !s.ok()) return s.error();
   return row;
 }
-
 
 Result<RequestRow> SqliteStore::get_request(const std::string& request_id) {
   return read<RequestRow>([&](Db& db) -> Result<RequestRow> {
@@ -206,26 +217,29 @@ Result<UsageEventRow> SqliteStore::reconcile(const Reconciliation& r) {
     const UnixMicros now = booking_time_locked(*alloc);
     const auto before = alloc->ledger.state();
     const auto before_agreement = alloc->ledger.agreement_state();
-    const core::ReconcileOutcome out = alloc->ledger.reconcile(r.request_id, provider_request_id, *usage, now);
+    const core::ReconcileOutcome out =
+        alloc->ledger.reconcile(r.request_id, provider_request_id, *usage, now);
     switch (out.result) {
       case core::ReconcileResult::booked:
         break;
       case core::ReconcileResult::not_pending:
       case core::ReconcileResult::unknown_request:  // the ledger forgets settled requests
-        return make_error(ErrorCode::not_pending, "request " + r.request_id + " is not usage_pending");
+        return make_error(ErrorCode::not_pending,
+                          "request " + r.request_id + " is not usage_pending");
       case core::ReconcileResult::provider_id_taken:
-        return make_error(ErrorCode::conflict, "provider request id already booked: " + provider_request_id);
+        return make_error(ErrorCode::conflict,
+                          "provider request id already booked: " + provider_request_id);
     }
-    event = UsageEventRow{new_time_ordered_id("evt"), alloc->id, r.request_id, provider_request_id, *usage,
-                          core::EventSource::reconciliation, core::Finality::confirmed, r.evidence, now};
+    event = UsageEventRow{new_time_ordered_id("evt"), alloc->id,  r.request_id,
+                          provider_request_id,        *usage,     core::EventSource::reconciliation,
+                          core::Finality::confirmed,  r.evidence, now};
     writer_->enqueue({WriteOp::Kind::durable, {writes::book(event)}, {}, {}});
     persist_states_if_changed(*alloc, before, before_agreement);
   }
   writer_->flush();
-  if (writer_->failing()) return make_error(ErrorCode::store_unavailable, "store unavailable: writes are failing");
+  if (writer_->failing())
+    return make_error(ErrorCode::store_unavailable, "store unavailable: writes are failing");
   return event;
 }
-
-
 
 }  // namespace cairva::store::sqlite

@@ -46,7 +46,8 @@ constexpr Check checks[] = {
      " AND a.state != 'depleted'",
      "state: agreement"},
     {"SELECT allocation_id || '/' || provider_request_id, COUNT(*) || ' events' FROM usage_events"
-     " WHERE source != 'adjustment' GROUP BY allocation_id, provider_request_id HAVING COUNT(*) > 1",
+     " WHERE source != 'adjustment' GROUP BY allocation_id, provider_request_id HAVING COUNT(*) > "
+     "1",
      "double booking: provider request id"},
     {"SELECT request_id, COUNT(*) || ' events' FROM usage_events WHERE source != 'adjustment'"
      " GROUP BY request_id HAVING COUNT(*) > 1",
@@ -58,7 +59,8 @@ constexpr Check checks[] = {
      " AND (r.allocation_id, r.provider_request_id) NOT IN"
      " (SELECT allocation_id, provider_request_id FROM usage_events)",
      "booking: request"},
-    {"SELECT e.id, 'belongs to request ' || e.request_id || ' which is ' || COALESCE(r.state, 'missing')"
+    {"SELECT e.id, 'belongs to request ' || e.request_id || ' which is ' || COALESCE(r.state, "
+     "'missing')"
      " FROM usage_events e LEFT JOIN requests r ON r.id = e.request_id"
      " WHERE r.id IS NULL OR r.state != 'booked' OR r.allocation_id != e.allocation_id",
      "booking: event"},
@@ -67,7 +69,8 @@ constexpr Check checks[] = {
     {"SELECT \"table\" || ' row ' || rowid, 'refers to a missing row of ' || parent"
      " FROM pragma_foreign_key_check WHERE \"table\" != 'requests'",
      "reference:"},
-    {"SELECT r.id, 'belongs to allocation ' || r.allocation_id || ' which is missing' FROM requests r"
+    {"SELECT r.id, 'belongs to allocation ' || r.allocation_id || ' which is missing' FROM "
+     "requests r"
      " WHERE NOT EXISTS (SELECT 1 FROM allocations a WHERE a.id = r.allocation_id)",
      "reference: request"},
     {"SELECT e.id, 'has negative counts' FROM usage_events e"
@@ -77,32 +80,41 @@ constexpr Check checks[] = {
      "counts:"},
     // The events conflicts name, found in one pass over usage_events (see above; left to
     // itself the planner would search the allocation's events once per conflict).
-    {"WITH e AS MATERIALIZED (SELECT id, allocation_id, provider_request_id, input_tokens, output_tokens"
+    {"WITH e AS MATERIALIZED (SELECT id, allocation_id, provider_request_id, input_tokens, "
+     "output_tokens"
      " FROM usage_events NOT INDEXED WHERE source != 'adjustment'"
-     " AND (allocation_id, provider_request_id) IN (SELECT allocation_id, provider_request_id FROM conflicts))"
+     " AND (allocation_id, provider_request_id) IN (SELECT allocation_id, provider_request_id FROM "
+     "conflicts))"
      " SELECT c.id, 'repeats ' || c.provider_request_id || ' but '"
      " || CASE WHEN e.id IS NULL THEN 'no event was booked under it'"
-     " ELSE 'records booked ' || c.booked_input || '/' || c.booked_output || ' where the event has '"
+     " ELSE 'records booked ' || c.booked_input || '/' || c.booked_output || ' where the event has "
+     "'"
      " || e.input_tokens || '/' || e.output_tokens END"
      " FROM conflicts c LEFT JOIN e"
      " ON e.allocation_id = c.allocation_id AND e.provider_request_id = c.provider_request_id"
-     " WHERE e.id IS NULL OR e.input_tokens != c.booked_input OR e.output_tokens != c.booked_output",
+     " WHERE e.id IS NULL OR e.input_tokens != c.booked_input OR e.output_tokens != "
+     "c.booked_output",
      "conflict:"},
     // Adjustments (SPEC-CONSOLE §4b) correct a booked event of their own allocation.
     {"SELECT a.id, 'corrects ' || a.corrects || ' which is '"
      " || CASE WHEN e.id IS NULL THEN 'missing' WHEN e.source = 'adjustment' THEN 'an adjustment'"
      " ELSE 'an event of ' || e.allocation_id END"
-     " FROM usage_events a LEFT JOIN usage_events e ON e.id = a.corrects WHERE a.source = 'adjustment'"
+     " FROM usage_events a LEFT JOIN usage_events e ON e.id = a.corrects WHERE a.source = "
+     "'adjustment'"
      " AND (e.id IS NULL OR e.source = 'adjustment' OR e.allocation_id != a.allocation_id)",
      "adjustment:"},
     // The running totals usage series read (migration 9) end at the sum of the events.
-    {"SELECT s.allocation_id, 'events run to ' || e.cum_input || '/' || e.cum_output || ' but sum to '"
-     " || s.i || '/' || s.o FROM (SELECT allocation_id, SUM(input_tokens) AS i, SUM(output_tokens) AS o"
-     " FROM usage_events GROUP BY allocation_id) s JOIN usage_events e ON e.seq = (SELECT seq FROM usage_events"
+    {"SELECT s.allocation_id, 'events run to ' || e.cum_input || '/' || e.cum_output || ' but sum "
+     "to '"
+     " || s.i || '/' || s.o FROM (SELECT allocation_id, SUM(input_tokens) AS i, SUM(output_tokens) "
+     "AS o"
+     " FROM usage_events GROUP BY allocation_id) s JOIN usage_events e ON e.seq = (SELECT seq FROM "
+     "usage_events"
      " WHERE allocation_id = s.allocation_id ORDER BY booked_at DESC, seq DESC LIMIT 1)"
      " WHERE e.cum_input != s.i OR e.cum_output != s.o",
      "series: allocation"},
-    {"SELECT allocation_id, COUNT(*) || ' requests, ' || COUNT(DISTINCT start_ordinal) || ' start numbers'"
+    {"SELECT allocation_id, COUNT(*) || ' requests, ' || COUNT(DISTINCT start_ordinal) || ' start "
+     "numbers'"
      " FROM requests GROUP BY allocation_id HAVING COUNT(DISTINCT start_ordinal) != COUNT(*)",
      "series: requests of allocation"},
     {"SELECT id, 'has state ' || state FROM requests"
@@ -125,7 +137,8 @@ constexpr Check checks[] = {
      "concurrency: allocation"},
     // Each start with the starts of the 60 s up to it (ties included): one ordered pass per
     // allocation (a window), not a join of every start with every other of its minute.
-    {"SELECT allocation_id, n || ' starts in the 60 s up to ' || started_at || ' (limit ' || rpm || ')'"
+    {"SELECT allocation_id, n || ' starts in the 60 s up to ' || started_at || ' (limit ' || rpm "
+     "|| ')'"
      " FROM (SELECT r.allocation_id, r.started_at, g.requests_per_minute AS rpm,"
      " COUNT(*) OVER (PARTITION BY r.allocation_id ORDER BY r.started_at"
      " RANGE BETWEEN ?3 - 1 PRECEDING AND CURRENT ROW) AS n"
@@ -170,7 +183,8 @@ Result<AuditReport> run_checks(Db& db, UnixMicros now, int64_t in_flight_timeout
         report.violations.push_back(std::string(c.sentence) + " ... more findings not listed");
         break;
       }
-      report.violations.push_back(std::string(c.sentence) + " " + s->col_text(0) + " " + s->col_text(1));
+      report.violations.push_back(std::string(c.sentence) + " " + s->col_text(0) + " " +
+                                  s->col_text(1));
     }
   }
   return report;
@@ -207,15 +221,17 @@ Result<AuditReport> SqliteStore::audit_file(const std::string& path, const Store
   auto version = count(*db, "PRAGMA user_version");
   if (!version.ok()) return version.error();
   if (*version > schema_version_latest()) {
-    return make_error(ErrorCode::store_unavailable,
-                      "sqlite: " + path + " has schema version " + std::to_string(*version) +
-                          ", newer than this cairva audits (" + std::to_string(schema_version_latest()) +
-                          "): run `cairva audit` of the version that migrated it (nothing was changed)");
+    return make_error(
+        ErrorCode::store_unavailable,
+        "sqlite: " + path + " has schema version " + std::to_string(*version) +
+            ", newer than this cairva audits (" + std::to_string(schema_version_latest()) +
+            "): run `cairva audit` of the version that migrated it (nothing was changed)");
   }
   if (*version != schema_version_latest()) {
     return make_error(ErrorCode::store_unavailable,
                       "sqlite: " + path + " has schema version " + std::to_string(*version) +
-                          ", this cairva audits version " + std::to_string(schema_version_latest()) +
+                          ", this cairva audits version " +
+                          std::to_string(schema_version_latest()) +
                           " (run `cairva serve` on it once to migrate)");
   }
   auto report = audit_in_snapshot(*db, clock->now(), options.in_flight_timeout_s);

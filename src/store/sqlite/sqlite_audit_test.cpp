@@ -36,7 +36,11 @@ class SqliteAuditTest : public ::testing::Test {
     auto s = SqliteStore::open(path_, options_, clock_);
     ASSERT_TRUE(s.ok()) << s.error().message;
     store_ = std::move(s).value();
-    NewAgreement a{"s", "b", "openai", {}, {{t0_us, t0_us + 86'400 * micros_per_second}, {10, 100000, 1}, {1000, 1000}}};
+    NewAgreement a{"s",
+                   "b",
+                   "openai",
+                   {},
+                   {{t0_us, t0_us + 86'400 * micros_per_second}, {10, 100000, 1}, {1000, 1000}}};
     auto c = store_->create_agreement(a);
     ASSERT_TRUE(c.ok());
     created_ = std::move(c).value();
@@ -57,11 +61,13 @@ class SqliteAuditTest : public ::testing::Test {
     c.model = "m";
     c.facts.input_estimate = 1;
     c.facts.max_tokens = 10;
-    auto admitted = await<AdmitResult>([&](Callback<AdmitResult> cb) { store_->admit(c, std::move(cb)); });
+    auto admitted =
+        await<AdmitResult>([&](Callback<AdmitResult> cb) { store_->admit(c, std::move(cb)); });
     EXPECT_TRUE(admitted.ok() && admitted->decision.admitted());
     clock_->advance_seconds(1);
     SettleCommand s{c.request_id, c.allocation_id, kind, "prov-1", {10, 7}};
-    auto settled = await<SettleResult>([&](Callback<SettleResult> cb) { store_->settle(s, std::move(cb)); });
+    auto settled =
+        await<SettleResult>([&](Callback<SettleResult> cb) { store_->settle(s, std::move(cb)); });
     EXPECT_TRUE(settled.ok());
     clock_->advance_seconds(1);
     return c.request_id;
@@ -149,8 +155,10 @@ TEST_F(SqliteAuditTest, EachBrokenInvariantIsNamedAlone) {
       {"two events under one provider request id",
        without_unique_events() +
            "INSERT INTO usage_events SELECT seq + 1, 'evt_dup', allocation_id, '$F',"
-           " provider_request_id, input_tokens, output_tokens, source, finality, evidence, booked_at,"
-           " NULL, 2 * cum_input, 2 * cum_output FROM usage_events; UPDATE requests SET state = 'booked' WHERE id = '$F';"
+           " provider_request_id, input_tokens, output_tokens, source, finality, evidence, "
+           "booked_at,"
+           " NULL, 2 * cum_input, 2 * cum_output FROM usage_events; UPDATE requests SET state = "
+           "'booked' WHERE id = '$F';"
            " UPDATE allocations SET used_input = 2 * used_input, used_output = 2 * used_output;",
        "double booking: provider request id $A/prov-1"},
       {"two events for one request",
@@ -163,11 +171,12 @@ TEST_F(SqliteAuditTest, EachBrokenInvariantIsNamedAlone) {
       {"booked without an event (of its own or under its provider id)",
        "UPDATE requests SET state = 'booked', provider_request_id = 'prov-none' WHERE id = '$F';",
        "booking: request $F"},
-      {"event of a request that is not booked", "UPDATE requests SET state = 'failed' WHERE id = '$B';",
-       "booking: event"},
+      {"event of a request that is not booked",
+       "UPDATE requests SET state = 'failed' WHERE id = '$B';", "booking: event"},
       {"negative hold", "UPDATE requests SET hold_input = -1 WHERE id = '$F';", "counts: $F"},
       // Foreign keys are not enforced on writes (schema.cpp): the audit checks them.
-      {"request of a missing allocation", "UPDATE requests SET allocation_id = 'alloc_gone' WHERE id = '$F';",
+      {"request of a missing allocation",
+       "UPDATE requests SET allocation_id = 'alloc_gone' WHERE id = '$F';",
        "reference: request $F belongs to allocation alloc_gone which is missing"},
       {"key of a missing allocation", "UPDATE api_keys SET allocation_id = 'alloc_gone';",
        "reference: api_keys row 1 refers to a missing row of allocations"},
@@ -181,8 +190,8 @@ TEST_F(SqliteAuditTest, EachBrokenInvariantIsNamedAlone) {
        " reported_output, booked_input, booked_output, recorded_at)"
        " VALUES ('cfl_y', '$A', '$F', 'prov-none', 99, 99, 10, 7, 0);",
        "conflict: cfl_y"},
-      {"finished request without a finish time", "UPDATE requests SET finished_at = NULL WHERE id = '$F';",
-       "state: request $F"},
+      {"finished request without a finish time",
+       "UPDATE requests SET finished_at = NULL WHERE id = '$F';", "state: request $F"},
       {"started outside the window",
        "UPDATE requests SET started_at = (SELECT starts_at - 1 FROM agreements) WHERE id = '$F';",
        "window: request $F"},
@@ -202,7 +211,8 @@ TEST_F(SqliteAuditTest, EachBrokenInvariantIsNamedAlone) {
   std::filesystem::copy_file(path_, pristine);
   for (const auto& c : cases) {
     SCOPED_TRACE(c.name);
-    for (const char* side : {"-wal", "-shm"}) std::filesystem::remove(path_ + side);  // the last case's
+    for (const char* side : {"-wal", "-shm"})
+      std::filesystem::remove(path_ + side);  // the last case's
     std::filesystem::copy_file(pristine, path_, std::filesystem::copy_options::overwrite_existing);
     auto fill = [&](std::string s) {
       s = replace_all(s, "$A", created_.allocation.id);
@@ -215,8 +225,9 @@ TEST_F(SqliteAuditTest, EachBrokenInvariantIsNamedAlone) {
     clock_->set(t0_us + c.audit_at_s * micros_per_second);
     auto report = audit_file();
     ASSERT_TRUE(report.ok()) << report.error().message;
-    ASSERT_EQ(report->violations.size(), 1u) << (report->violations.empty() ? "none" : report->violations[0])
-                                             << (report->violations.size() > 1 ? " / " + report->violations[1] : "");
+    ASSERT_EQ(report->violations.size(), 1u)
+        << (report->violations.empty() ? "none" : report->violations[0])
+        << (report->violations.size() > 1 ? " / " + report->violations[1] : "");
     EXPECT_EQ(report->violations[0].rfind(fill(c.expected_prefix), 0), 0u) << report->violations[0];
   }
 }

@@ -35,14 +35,17 @@ constexpr const char* partial_suffix = ".partial";
 
 std::string os_error(int err) { return std::generic_category().message(err); }
 
-Error bad_target(const std::string& why) { return make_error(ErrorCode::invalid_request, "backup: " + why); }
+Error bad_target(const std::string& why) {
+  return make_error(ErrorCode::invalid_request, "backup: " + why);
+}
 
 // Refuses what can be refused before any work: a relative path, a missing directory, an
 // existing file, a name among the store's own files (the log's segments are found by name).
 Status check_target(const std::string& target, const std::string& database_path) {
   const fs::path t(target);
   if (target.empty() || !t.is_absolute() || !t.has_filename()) {
-    return bad_target("expected an absolute file path on the gateway's machine, got \"" + target + "\"");
+    return bad_target("expected an absolute file path on the gateway's machine, got \"" + target +
+                      "\"");
   }
   std::error_code ec;
   if (!fs::is_directory(t.parent_path(), ec)) {
@@ -50,7 +53,8 @@ Status check_target(const std::string& target, const std::string& database_path)
   }
   struct stat st {};
   if (::lstat(target.c_str(), &st) == 0) {
-    return make_error(ErrorCode::conflict, "backup: " + target + " exists; a backup never replaces a file");
+    return make_error(ErrorCode::conflict,
+                      "backup: " + target + " exists; a backup never replaces a file");
   }
   const fs::path db = fs::absolute(database_path, ec);
   if (!ec && fs::equivalent(t.parent_path(), db.parent_path(), ec) &&
@@ -74,7 +78,8 @@ Status sync_path(const std::string& path, int flags) {
   if (fd < 0 || ::fsync(fd) != 0) {
     const int err = errno;
     if (fd >= 0) ::close(fd);
-    return make_error(ErrorCode::store_unavailable, "backup: cannot sync " + path + ": " + os_error(err));
+    return make_error(ErrorCode::store_unavailable,
+                      "backup: cannot sync " + path + ": " + os_error(err));
   }
   ::close(fd);
   return {};
@@ -115,12 +120,15 @@ Status finish_copy(const std::string& partial, int64_t acknowledged, BackupRepor
   auto mark = oplog::applied(*copy);
   if (!mark.ok()) return mark.error();
   if (*mark < acknowledged) {
-    return make_error(ErrorCode::store_unavailable,
-                      "backup: the store's tables are behind its operation log (applied through record " +
-                          std::to_string(*mark) + " of " + std::to_string(acknowledged) +
-                          "; is its disk failing?): no copy written");
+    return make_error(
+        ErrorCode::store_unavailable,
+        "backup: the store's tables are behind its operation log (applied through record " +
+            std::to_string(*mark) + " of " + std::to_string(acknowledged) +
+            "; is its disk failing?): no copy written");
   }
-  if (Status s = copy->exec("UPDATE requests SET state = 'usage_pending' WHERE state = 'in_flight'"); !s.ok()) {
+  if (Status s =
+          copy->exec("UPDATE requests SET state = 'usage_pending' WHERE state = 'in_flight'");
+      !s.ok()) {
     return s;
   }
   for (auto [sql, out] : {std::pair{"SELECT COUNT(*) FROM allocations", &report.allocations},
@@ -147,9 +155,10 @@ Result<BackupReport> SqliteStore::backup(const std::string& target) {
     const std::string path = partial.path();
     partial.release();  // not ours: another backup's, or a cut one's
     if (err == EEXIST) {
-      return make_error(ErrorCode::conflict, "backup: " + path +
-                                                 " exists: a backup to this path is under way, or one was cut"
-                                                 " (then remove it)");
+      return make_error(ErrorCode::conflict,
+                        "backup: " + path +
+                            " exists: a backup to this path is under way, or one was cut"
+                            " (then remove it)");
     }
     return bad_target("cannot create " + path + ": " + os_error(err));
   }
@@ -173,13 +182,16 @@ Result<BackupReport> SqliteStore::backup(const std::string& target) {
   if (rename_no_replace(partial.path(), target) != 0) {
     const int err = errno;
     if (err == EEXIST) {
-      return make_error(ErrorCode::conflict, "backup: " + target + " appeared meanwhile; a backup never replaces a file");
+      return make_error(
+          ErrorCode::conflict,
+          "backup: " + target + " appeared meanwhile; a backup never replaces a file");
     }
-    return make_error(ErrorCode::store_unavailable,
-                      "backup: cannot rename " + partial.path() + " to " + target + ": " + os_error(err));
+    return make_error(ErrorCode::store_unavailable, "backup: cannot rename " + partial.path() +
+                                                        " to " + target + ": " + os_error(err));
   }
   partial.release();
-  if (Status s = sync_path(fs::path(target).parent_path().string(), O_RDONLY | O_DIRECTORY); !s.ok()) {
+  if (Status s = sync_path(fs::path(target).parent_path().string(), O_RDONLY | O_DIRECTORY);
+      !s.ok()) {
     return s.error();
   }
   report.finished_at = clock_->now();

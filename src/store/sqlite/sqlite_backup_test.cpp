@@ -29,8 +29,9 @@ Result<T> await(const std::function<void(Callback<T>)>& start) {
 class SqliteBackupTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("cairva-backup-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("cairva-backup-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "live");
     fs::create_directories(dir_ / "backups");
@@ -45,7 +46,9 @@ class SqliteBackupTest : public ::testing::Test {
   }
 
   std::string live_path() const { return (dir_ / "live" / "cairva.db").string(); }
-  std::string backup_path(const std::string& name = "copy.db") const { return (dir_ / "backups" / name).string(); }
+  std::string backup_path(const std::string& name = "copy.db") const {
+    return (dir_ / "backups" / name).string();
+  }
 
   std::unique_ptr<SqliteStore> open(const std::string& path) {
     auto s = SqliteStore::open(path, options_, clock_);
@@ -54,7 +57,12 @@ class SqliteBackupTest : public ::testing::Test {
   }
 
   CreatedAgreement create() {
-    NewAgreement a{"s", "b", "openai", {}, {{t0_us, t0_us + 86'400 * micros_per_second}, {100, 100000, 10}, {10000, 10000}}};
+    NewAgreement a{
+        "s",
+        "b",
+        "openai",
+        {},
+        {{t0_us, t0_us + 86'400 * micros_per_second}, {100, 100000, 10}, {10000, 10000}}};
     auto c = store_->create_agreement(a);
     EXPECT_TRUE(c.ok());
     return std::move(c).value();
@@ -75,7 +83,8 @@ class SqliteBackupTest : public ::testing::Test {
 
   void book(const AdmitCommand& c, const std::string& provider_id, core::Tokens usage) {
     auto r = await<SettleResult>([&](Callback<SettleResult> cb) {
-      store_->settle({c.request_id, c.allocation_id, SettleKind::usage, provider_id, usage}, std::move(cb));
+      store_->settle({c.request_id, c.allocation_id, SettleKind::usage, provider_id, usage},
+                     std::move(cb));
     });
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->book, core::BookResult::booked);
@@ -114,7 +123,8 @@ TEST_F(SqliteBackupTest, CopyHoldsWritesAcknowledgedButStillOnlyInTheOperationLo
          copy.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
     std::this_thread::yield();
   }
-  EXPECT_NE(copy.wait_for(std::chrono::seconds(0)), std::future_status::ready) << "the backup did not wait";
+  EXPECT_NE(copy.wait_for(std::chrono::seconds(0)), std::future_status::ready)
+      << "the backup did not wait";
   EXPECT_FALSE(fs::exists(backup_path()));
   store_->pause_applier_for_testing(false);
   auto report = copy.get();
@@ -127,7 +137,8 @@ TEST_F(SqliteBackupTest, CopyHoldsWritesAcknowledgedButStillOnlyInTheOperationLo
   EXPECT_EQ(report->started_at, t0_us);
 
   // The copy stands alone: no -wal, no log beside it.
-  for (const auto& e : fs::directory_iterator(dir_ / "backups")) EXPECT_EQ(e.path().filename(), "copy.db");
+  for (const auto& e : fs::directory_iterator(dir_ / "backups"))
+    EXPECT_EQ(e.path().filename(), "copy.db");
   auto audit = SqliteStore::audit_file(backup_path(), options_, clock_);
   ASSERT_TRUE(audit.ok()) << audit.error().message;
   EXPECT_TRUE(audit->violations.empty()) << audit->violations.front();
@@ -169,9 +180,7 @@ TEST_F(SqliteBackupTest, CopyIsPrivateWhateverTheUmask) {
 
 TEST_F(SqliteBackupTest, RefusesBadTargetsAndNeverReplacesAFile) {
   create();
-  {
-    std::ofstream(backup_path("taken.db")) << "precious";
-  }
+  { std::ofstream(backup_path("taken.db")) << "precious"; }
   struct Case {
     std::string path;
     ErrorCode code;
@@ -204,7 +213,8 @@ TEST_F(SqliteBackupTest, APartialCopyLeftByACutBackupIsReportedAndKept) {
   auto r = store_->backup(backup_path());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::conflict);
-  EXPECT_NE(r.error().message.find("under way, or one was cut"), std::string::npos) << r.error().message;
+  EXPECT_NE(r.error().message.find("under way, or one was cut"), std::string::npos)
+      << r.error().message;
   EXPECT_TRUE(fs::exists(backup_path() + ".partial"));
   EXPECT_FALSE(fs::exists(backup_path()));
   fs::remove(backup_path() + ".partial");
@@ -215,14 +225,16 @@ TEST_F(SqliteBackupTest, RefusesWhenTheTablesLackAcknowledgedWritesAndLeavesNoth
   auto a = create();
   store_->flush();
   store_->pause_applier_for_testing(true);
-  book(admit(a), "prov-1", {3, 4});  // acknowledged: in the oplog only
+  book(admit(a), "prov-1", {3, 4});           // acknowledged: in the oplog only
   store_->set_write_fault_for_testing(true);  // the applier's disk fails from now on
   store_->pause_applier_for_testing(false);
   auto r = store_->backup(backup_path());
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::store_unavailable);
-  EXPECT_NE(r.error().message.find("behind its operation log"), std::string::npos) << r.error().message;
-  for (const auto& e : fs::directory_iterator(dir_ / "backups")) ADD_FAILURE() << "left behind: " << e.path();
+  EXPECT_NE(r.error().message.find("behind its operation log"), std::string::npos)
+      << r.error().message;
+  for (const auto& e : fs::directory_iterator(dir_ / "backups"))
+    ADD_FAILURE() << "left behind: " << e.path();
 
   store_->set_write_fault_for_testing(false);
   clock_->advance_micros(writer_retry_ms * 1000);

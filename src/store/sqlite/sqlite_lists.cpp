@@ -232,7 +232,8 @@ Result<Paged<AllocationStatus>> SqliteStore::list_allocations_page(const Allocat
     auto ids = read<Paged<Listed>>([&](Db& db) -> Result<Paged<Listed>> {
       auto s = db.prepare(
           "SELECT al.id, al.rowid FROM allocations al JOIN agreements ag ON ag.id = al.agreement_id"
-          " WHERE al.rowid > ?1 AND (?2 IS NULL OR ag.supplier = ?2) AND (?3 IS NULL OR ag.buyer = ?3)"
+          " WHERE al.rowid > ?1 AND (?2 IS NULL OR ag.supplier = ?2) AND (?3 IS NULL OR ag.buyer = "
+          "?3)"
           " ORDER BY al.rowid LIMIT ?4");
       if (!s.ok()) return s.error();
       s->i64(after);
@@ -244,7 +245,9 @@ Result<Paged<AllocationStatus>> SqliteStore::list_allocations_page(const Allocat
         }
       }
       s->i64(static_cast<int64_t>(chunk) + 1);
-      return collect<Listed>(*s, chunk, [](Stmt& r) { return Listed{r.col_text(0), r.col_i64(1)}; });
+      return collect<Listed>(*s, chunk, [](Stmt& r) {
+        return Listed{r.col_text(0), r.col_i64(1)};
+      });
     });
     if (!ids.ok()) return ids.error();
     for (const auto& row : ids->data) {

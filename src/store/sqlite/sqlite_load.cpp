@@ -39,7 +39,8 @@ Status SqliteStore::load() {
     const std::string alloc_id = ag->col_text(13);
     const auto astate = core::parse_allocation_state(ag->col_text(14));
     if (!gstate || !astate) return corrupt("state of " + alloc_id);
-    auto models = db.prepare("SELECT model FROM agreement_models WHERE agreement_id = ? ORDER BY position");
+    auto models =
+        db.prepare("SELECT model FROM agreement_models WHERE agreement_id = ? ORDER BY position");
     if (!models.ok()) return models.error();
     models->text(g.id);
     for (;;) {
@@ -48,7 +49,8 @@ Status SqliteStore::load() {
       if (!*m) break;
       g.models.push_back(models->col_text(0));
     }
-    auto tiers = db.prepare("SELECT tier FROM agreement_service_tiers WHERE agreement_id = ? ORDER BY position");
+    auto tiers = db.prepare(
+        "SELECT tier FROM agreement_service_tiers WHERE agreement_id = ? ORDER BY position");
     if (!tiers.ok()) return tiers.error();
     tiers->text(g.id);
     for (;;) {
@@ -81,8 +83,10 @@ Status SqliteStore::load() {
     if (!state) return corrupt("state of request " + rq->col_text(1));
     const UnixMicros started = rq->col_i64(3);
     if (started > window_start) it->second->ledger.restore_start(started);
-    core::OpenRequest open{*state, {rq->col_i64(4), rq->col_i64(5)}, started, std::nullopt, rq->col_text(9)};
-    if (!rq->col_null(6)) open.reported = core::ReportedUsage{{rq->col_i64(6), rq->col_i64(7)}, rq->col_text(8)};
+    core::OpenRequest open{
+        *state, {rq->col_i64(4), rq->col_i64(5)}, started, std::nullopt, rq->col_text(9)};
+    if (!rq->col_null(6))
+      open.reported = core::ReportedUsage{{rq->col_i64(6), rq->col_i64(7)}, rq->col_text(8)};
     it->second->ledger.restore_open_request(rq->col_text(1), open);
   }
 
@@ -101,14 +105,17 @@ Status SqliteStore::load() {
     if (it == allocations_.end()) return corrupt("event of " + ev->col_text(0));
     const core::Tokens t{ev->col_i64(2), ev->col_i64(3)};
     it->second->ledger.restore_booked_provider_id(ev->col_text(1), t);
-    if (ev->col_i64(4) > window_start) it->second->ledger.restore_booking(ev->col_i64(4), t.total());
+    if (ev->col_i64(4) > window_start)
+      it->second->ledger.restore_booking(ev->col_i64(4), t.total());
   }
 
   // The latest start and booking of each allocation (Allocation::last_start): two index
   // probes each.
   for (auto& [id, a] : allocations_) {
-    for (auto [sql, out] : {std::pair{"SELECT MAX(started_at) FROM requests WHERE allocation_id = ?", &a->last_start},
-                            std::pair{"SELECT MAX(booked_at) FROM usage_events WHERE allocation_id = ?", &a->last_booking}}) {
+    for (auto [sql, out] :
+         {std::pair{"SELECT MAX(started_at) FROM requests WHERE allocation_id = ?", &a->last_start},
+          std::pair{"SELECT MAX(booked_at) FROM usage_events WHERE allocation_id = ?",
+                    &a->last_booking}}) {
       auto m = db.prepare(sql);
       if (!m.ok()) return m.error();
       m->text(id);
@@ -124,8 +131,8 @@ Status SqliteStore::load() {
     auto row = keys->step();
     if (!row.ok()) return row.error();
     if (!*row) break;
-    auto k = std::make_shared<Key>(Key{keys->col_text(0), keys->col_text(2), keys->col_text(1),
-                                       keys->col_i64(3) != 0});
+    auto k = std::make_shared<Key>(
+        Key{keys->col_text(0), keys->col_text(2), keys->col_text(1), keys->col_i64(3) != 0});
     keys_by_hash_[k->hash] = k;
     keys_by_id_[k->id] = k;
   }

@@ -46,7 +46,8 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   }
   auto writer = std::make_unique<Writer>(std::move(wdb).value(), std::move(*log),
                                          replayed->next_seq, clock, options.on_commit_batch);
-  std::unique_ptr<SqliteStore> store(new SqliteStore(path, options, std::move(clock), std::move(lock).value(),
+  std::unique_ptr<SqliteStore> store(new SqliteStore(path, options, std::move(clock),
+                                                     std::move(lock).value(),
                                                      std::move(rdb).value(), std::move(writer)));
   if (Status s = store->load(); !s.ok()) return s.error();
   return store;
@@ -64,7 +65,7 @@ SqliteStore::SqliteStore(std::string path, StoreOptions options, std::shared_ptr
 
 SqliteStore::~SqliteStore() {
   read_worker_.reset();  // its reads use the writer
-  writer_.reset();  // drains the queue before the file lock is released
+  writer_.reset();       // drains the queue before the file lock is released
 }
 
 std::shared_ptr<SqliteStore::Allocation> SqliteStore::find(const std::string& allocation_id) const {
@@ -170,13 +171,21 @@ void SqliteStore::admit(AdmitCommand cmd, Callback<AdmitResult> done) {
       answer_now = out;
     } else {
       const core::Tokens hold = std::get<core::Admitted>(out.decision.outcome).hold;
-      RequestRow row{std::move(cmd.request_id), std::move(cmd.allocation_id), core::RequestState::in_flight, now,
-                     std::nullopt, std::move(cmd.model), cmd.stream, hold, ""};
+      RequestRow row{std::move(cmd.request_id),
+                     std::move(cmd.allocation_id),
+                     core::RequestState::in_flight,
+                     now,
+                     std::nullopt,
+                     std::move(cmd.model),
+                     cmd.stream,
+                     hold,
+                     ""};
       writes::Record start = writes::insert_request(row, cmd.key_id);  // copies the texts
       // The callback runs once the start is durable; a failed write undoes the admission
       // (hold released, in-flight decremented, the start uncounted: the PostgreSQL store's
       // failed commit leaves nothing either) so nothing is forwarded without its start.
-      auto on_written = [this, alloc, id = std::move(row.id), out, done = std::move(done)](const Status& s) mutable {
+      auto on_written = [this, alloc, id = std::move(row.id), out,
+                         done = std::move(done)](const Status& s) mutable {
         if (s.ok()) {
           done(out);
           return;
@@ -230,7 +239,8 @@ void SqliteStore::settle(SettleCommand cmd, Callback<SettleResult> done) {
 void SqliteStore::settle_lookup(SettleCommand cmd, Callback<SettleResult> done) {
   auto found = std::make_shared<std::optional<std::pair<core::RequestState, std::string>>>();
   auto apply = [found, id = cmd.request_id, alloc = cmd.allocation_id](Db& db) -> Status {
-    auto s = db.prepare("SELECT state, provider_request_id FROM requests WHERE id = ? AND allocation_id = ?");
+    auto s = db.prepare(
+        "SELECT state, provider_request_id FROM requests WHERE id = ? AND allocation_id = ?");
     if (!s.ok()) return s.error();
     s->text(id).text(alloc);
     auto row = s->step();
@@ -239,7 +249,8 @@ void SqliteStore::settle_lookup(SettleCommand cmd, Callback<SettleResult> done) 
     if (state) *found = std::pair{*state, s->col_text(1)};
     return {};
   };
-  auto on_read = [this, found, cmd = std::move(cmd), done = std::move(done)](const Status& s) mutable {
+  auto on_read = [this, found, cmd = std::move(cmd),
+                  done = std::move(done)](const Status& s) mutable {
     if (!s.ok()) {
       done(s.error());
       return;
@@ -248,17 +259,20 @@ void SqliteStore::settle_lookup(SettleCommand cmd, Callback<SettleResult> done) 
     if (found->has_value()) {
       facts.state = (*found)->first;
       // A booked request's provider id is its own event's.
-      if (facts.state == core::RequestState::booked && (*found)->second == cmd.provider_request_id) {
+      if (facts.state == core::RequestState::booked &&
+          (*found)->second == cmd.provider_request_id) {
         const auto alloc = find(cmd.allocation_id);
         std::lock_guard lock(alloc->mu);
-        if (auto counts = alloc->ledger.booked_counts(cmd.provider_request_id)) facts.booked = {{*counts, true}};
+        if (auto counts = alloc->ledger.booked_counts(cmd.provider_request_id))
+          facts.booked = {{*counts, true}};
       }
     }
     const auto plan = core::plan_settlement(facts, {cmd.kind, cmd.provider_request_id, cmd.usage});
     CAIRVA_ASSERT(!plan.change_state && !plan.keep_reported);
     persist(cmd, plan, clock_->now(), std::move(done));
   };
-  writer_->enqueue({WriteOp::Kind::read, {}, std::move(apply), std::move(on_read)}, Writer::Wake::soon);
+  writer_->enqueue({WriteOp::Kind::read, {}, std::move(apply), std::move(on_read)},
+                   Writer::Wake::soon);
 }
 
 void SqliteStore::persist(const SettleCommand& cmd, const core::SettlePlan& plan, UnixMicros now,
@@ -277,10 +291,12 @@ void SqliteStore::persist(const SettleCommand& cmd, const core::SettlePlan& plan
   } else if (plan.change_state) {
     rows.push_back(writes::mark_usage_pending(id, provider_id));
   }
-  if (plan.keep_reported) rows.push_back(writes::keep_reported(id, {cmd.usage, cmd.provider_request_id}));
+  if (plan.keep_reported)
+    rows.push_back(writes::keep_reported(id, {cmd.usage, cmd.provider_request_id}));
   if (plan.record_conflict) {
-    rows.push_back(writes::insert_conflict(ConflictRow{new_id("cfl"), cmd.allocation_id, id, cmd.provider_request_id,
-                                                       cmd.usage, plan.booked_counts, now}));
+    rows.push_back(writes::insert_conflict(ConflictRow{new_id("cfl"), cmd.allocation_id, id,
+                                                       cmd.provider_request_id, cmd.usage,
+                                                       plan.booked_counts, now}));
   }
   if (rows.empty()) {
     done(out);
@@ -294,7 +310,8 @@ void SqliteStore::persist(const SettleCommand& cmd, const core::SettlePlan& plan
     }
   };
   // One op per settlement keeps its records in one oplog and one table transaction.
-  writer_->enqueue({WriteOp::Kind::settlement, std::move(rows), {}, std::move(on_written)}, Writer::Wake::soon);
+  writer_->enqueue({WriteOp::Kind::settlement, std::move(rows), {}, std::move(on_written)},
+                   Writer::Wake::soon);
 }
 
 void SqliteStore::note_provider_id(ProviderIdNote note, Callback<void> done) {
@@ -316,17 +333,20 @@ void SqliteStore::note_provider_id(ProviderIdNote note, Callback<void> done) {
   }
   if (refused) {
     if (refused->done) refused->done(unavailable("store unavailable: write queue full or failing"));
-  } else if (!queued && done) {  // NOLINT(bugprone-use-after-move): moved only when queued or refused
-    done(Status{});  // not in flight (any more): nothing to note
+  } else if (!queued &&
+             done) {  // NOLINT(bugprone-use-after-move): moved only when queued or refused
+    done(Status{});   // not in flight (any more): nothing to note
   }
 }
 
-void SqliteStore::allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) {
+void SqliteStore::allocation_status(const std::string& allocation_id,
+                                    Callback<AllocationStatus> done) {
   auto r = get_allocation(allocation_id);
   done(std::move(r));
 }
 
-void SqliteStore::owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
+void SqliteStore::owns_provider_request(const std::string& allocation_id,
+                                        const std::string& provider_request_id,
                                         Callback<bool> done) {
   bool owned = false;
   if (const auto alloc = find(allocation_id)) {
@@ -358,7 +378,8 @@ Status SqliteStore::write_and_wait(std::function<Status(Db&)> apply, bool fail_f
   auto done = [p](const Status& s) { p->set_value(s); };
   if (!fail_fast) {
     writer_->enqueue({WriteOp::Kind::durable, {}, std::move(apply), std::move(done)});
-  } else if (!writer_->try_enqueue({WriteOp::Kind::admission, {}, std::move(apply), std::move(done)})) {
+  } else if (!writer_->try_enqueue(
+                 {WriteOp::Kind::admission, {}, std::move(apply), std::move(done)})) {
     return unavailable("store unavailable: writes are failing");
   }
   if (f.wait_for(std::chrono::milliseconds(admin_wait_ms_max)) != std::future_status::ready) {

@@ -50,10 +50,11 @@ class SqliteStore final : public Store {
   void authenticate(const std::string& key_secret_hash, Callback<KeyGrant> done) override;
   void admit(AdmitCommand cmd, Callback<AdmitResult> done) override;
   void settle(SettleCommand cmd, Callback<SettleResult> done) override;
-  void allocation_status(const std::string& allocation_id, Callback<AllocationStatus> done) override;
+  void allocation_status(const std::string& allocation_id,
+                         Callback<AllocationStatus> done) override;
   // From the allocation's ledger, which holds every booked id and its open requests' ids.
-  void owns_provider_request(const std::string& allocation_id, const std::string& provider_request_id,
-                             Callback<bool> done) override;
+  void owns_provider_request(const std::string& allocation_id,
+                             const std::string& provider_request_id, Callback<bool> done) override;
   // Recorded in the allocation's ledger (owns_provider_request sees it) and journaled like
   // an admission (dropped at once when the writer is failing or full), riding the commit of
   // the calling loop's round.
@@ -77,7 +78,8 @@ class SqliteStore final : public Store {
   // Operating at volume (sqlite_console.cpp).
   Result<Paged<AgreementRow>> list_agreements(const PageFilter& f) override;
   Result<Paged<AllocationStatus>> list_allocations_page(const AllocationFilter& f) override;
-  Result<Paged<ApiKeyRow>> list_keys(const std::string& allocation_id, const PageFilter& f) override;
+  Result<Paged<ApiKeyRow>> list_keys(const std::string& allocation_id,
+                                     const PageFilter& f) override;
   // On the read worker, after a writer flush, on the reader connection.
   void usage_series(UsageQuery q, Callback<UsageSeries> done) override;
   // From memory (the ledgers' booked ids): request_id left empty.
@@ -157,7 +159,8 @@ class SqliteStore final : public Store {
   }
   void settle_lookup(SettleCommand cmd, Callback<SettleResult> done);
   // Queues the records of `plan` (core/settlement.h) as one op; `done` once durable.
-  void persist(const SettleCommand& cmd, const core::SettlePlan& plan, UnixMicros now, Callback<SettleResult> done);
+  void persist(const SettleCommand& cmd, const core::SettlePlan& plan, UnixMicros now,
+               Callback<SettleResult> done);
   Result<AllocationStatus> change_state(const std::string& allocation_id, bool suspend);
   Status load();
   // REQUIRES: a.mu held. The time a booking made now is stored with.
@@ -181,7 +184,6 @@ class SqliteStore final : public Store {
   std::unordered_map<std::string, std::string> allocation_of_agreement_;      // GUARDED_BY(map_mu_)
   std::unordered_map<std::string, std::shared_ptr<Key>> keys_by_hash_;        // GUARDED_BY(map_mu_)
   std::unordered_map<std::string, std::shared_ptr<Key>> keys_by_id_;          // GUARDED_BY(map_mu_)
-
 };
 
 }  // namespace cairva::store::sqlite

@@ -1,18 +1,17 @@
 // SQLite-specific behaviour: group commit, one process per file, recovery, failing writes.
 #include "store/sqlite/sqlite_store.h"
-#include "store/sqlite/limits.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <atomic>
-#include <deque>
-#include <optional>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -89,7 +88,8 @@ class SqliteStoreTest : public ::testing::Test {
   }
 
   CreatedAgreement create(core::Limits limits, core::Tokens allowance) {
-    NewAgreement a{"s", "b", "openai", {}, {{t0_us, t0_us + 86'400 * micros_per_second}, limits, allowance}};
+    NewAgreement a{
+        "s", "b", "openai", {}, {{t0_us, t0_us + 86'400 * micros_per_second}, limits, allowance}};
     auto c = store_->create_agreement(a);
     EXPECT_TRUE(c.ok());
     return std::move(c).value();
@@ -110,7 +110,8 @@ class SqliteStoreTest : public ::testing::Test {
     return await<AdmitResult>([&](Callback<AdmitResult> cb) { store_->admit(c, std::move(cb)); });
   }
   Result<SettleResult> settle(const SettleCommand& c) {
-    return await<SettleResult>([&](Callback<SettleResult> cb) { store_->settle(c, std::move(cb)); });
+    return await<SettleResult>(
+        [&](Callback<SettleResult> cb) { store_->settle(c, std::move(cb)); });
   }
   // Moves the clock to the writer's next retry and waits until that retry has cleared the
   // failure (the disk works again).
@@ -284,7 +285,8 @@ TEST_F(SqliteStoreTest, AcknowledgedWritesStillOnlyInTheOplogAreAppliedAtOpen) {
   EXPECT_EQ(store_->get_request(in_flight.request_id)->state, core::RequestState::usage_pending);
   EXPECT_EQ(store_->get_request(booked.request_id)->state, core::RequestState::booked);
   EXPECT_EQ(store_->get_request(failed.request_id)->state, core::RequestState::failed);
-  auto events = store_->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100});
+  auto events = store_->list_events(
+      store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->data.size(), 1u);
   EXPECT_EQ(events->data[0].provider_request_id, "prov-1");
@@ -315,12 +317,13 @@ void write_v1_log(const std::string& database_path,
                   const std::vector<std::pair<int64_t, writes::Record>>& records) {
   auto db = Db::open(oplog::v1_log_path(database_path), false);
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE(db->exec("PRAGMA journal_mode=WAL; CREATE TABLE records (seq INTEGER PRIMARY KEY,"
-                       " kind INTEGER NOT NULL, t0 TEXT NOT NULL, t1 TEXT NOT NULL, t2 TEXT NOT NULL,"
-                       " t3 TEXT NOT NULL, t4 TEXT NOT NULL, t5 TEXT NOT NULL, t6 TEXT NOT NULL,"
-                       " n0 INTEGER NOT NULL, n1 INTEGER NOT NULL, n2 INTEGER NOT NULL,"
-                       " n3 INTEGER NOT NULL, n4 INTEGER NOT NULL)")
-                  .ok());
+  ASSERT_TRUE(
+      db->exec("PRAGMA journal_mode=WAL; CREATE TABLE records (seq INTEGER PRIMARY KEY,"
+               " kind INTEGER NOT NULL, t0 TEXT NOT NULL, t1 TEXT NOT NULL, t2 TEXT NOT NULL,"
+               " t3 TEXT NOT NULL, t4 TEXT NOT NULL, t5 TEXT NOT NULL, t6 TEXT NOT NULL,"
+               " n0 INTEGER NOT NULL, n1 INTEGER NOT NULL, n2 INTEGER NOT NULL,"
+               " n3 INTEGER NOT NULL, n4 INTEGER NOT NULL)")
+          .ok());
   for (const auto& [seq, r] : records) {
     auto st = db->prepare("INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     ASSERT_TRUE(st.ok());
@@ -345,7 +348,8 @@ TEST_F(SqliteStoreTest, AnEarlierBuildsLogWithUnappliedWritesIsRefusedAndLeftAsI
   store_->pause_applier_for_testing(true);
   auto booked = cmd(a);
   ASSERT_TRUE(admit(booked)->decision.admitted());
-  ASSERT_TRUE(settle({booked.request_id, a.allocation.id, SettleKind::usage, "prov-v1", {5, 6}}).ok());
+  ASSERT_TRUE(
+      settle({booked.request_id, a.allocation.id, SettleKind::usage, "prov-v1", {5, 6}}).ok());
   store_.reset();
   // Move the two unapplied records into a log of the earlier format, as that build wrote it.
   std::vector<std::pair<int64_t, writes::Record>> records;
@@ -356,7 +360,8 @@ TEST_F(SqliteStoreTest, AnEarlierBuildsLogWithUnappliedWritesIsRefusedAndLeftAsI
   ASSERT_EQ(records.size(), 2u);
   write_v1_log(path_, records);
   for (const auto& e : std::filesystem::directory_iterator(dir_)) {
-    if (e.path().filename().string().starts_with("cairva.db-oplog.")) std::filesystem::remove(e.path());
+    if (e.path().filename().string().starts_with("cairva.db-oplog."))
+      std::filesystem::remove(e.path());
   }
   const std::string v1 = oplog::v1_log_path(path_);
   const std::string log_before = file_bytes(v1);
@@ -366,7 +371,8 @@ TEST_F(SqliteStoreTest, AnEarlierBuildsLogWithUnappliedWritesIsRefusedAndLeftAsI
   auto opened = SqliteStore::open(path_, options_, clock_);
   ASSERT_FALSE(opened.ok());
   EXPECT_EQ(opened.error().code, ErrorCode::conflict);
-  EXPECT_NE(opened.error().message.find("holding 2 writes not yet in the tables"), std::string::npos)
+  EXPECT_NE(opened.error().message.find("holding 2 writes not yet in the tables"),
+            std::string::npos)
       << opened.error().message;
   EXPECT_NE(opened.error().message.find(std::string(oplog::v1_log_reader_build)), std::string::npos)
       << opened.error().message;
@@ -393,7 +399,8 @@ TEST_F(SqliteStoreTest, AnEarlierBuildsLogWithNothingUnappliedIsDeletedAtOpen) {
   auto a = create({100, 100000, 10}, {1000, 1000});
   auto booked = cmd(a);
   ASSERT_TRUE(admit(booked)->decision.admitted());
-  ASSERT_TRUE(settle({booked.request_id, a.allocation.id, SettleKind::usage, "prov-v1", {5, 6}}).ok());
+  ASSERT_TRUE(
+      settle({booked.request_id, a.allocation.id, SettleKind::usage, "prov-v1", {5, 6}}).ok());
   store_->flush();
   store_.reset();
   const int64_t applied = query_i64(path_, "SELECT seq FROM oplog_applied");
@@ -432,18 +439,26 @@ TEST_F(SqliteStoreTest, OplogSegmentsAreDeletedAsTheApplierAdvances) {
   constexpr int requests_max = 60'000;
   int requests = 0;
   size_t most = 0;
-  for (auto now = segments(); requests < requests_max && now.front() == first.front(); now = segments()) {
+  for (auto now = segments(); requests < requests_max && now.front() == first.front();
+       now = segments()) {
     most = std::max(most, now.size());
     for (int i = 0; i < 500; ++i, ++requests) {
       auto c = cmd(a);
       ASSERT_TRUE(admit(c)->decision.admitted());
-      ASSERT_TRUE(settle({c.request_id, a.allocation.id, SettleKind::usage, "p" + std::to_string(requests), {1, 1}}).ok());
+      ASSERT_TRUE(settle({c.request_id,
+                          a.allocation.id,
+                          SettleKind::usage,
+                          "p" + std::to_string(requests),
+                          {1, 1}})
+                      .ok());
     }
-    store_->flush();                  // applied...
-    ASSERT_TRUE(admit(cmd(a)).ok());  // ...so the journal thread deletes applied segments after this commit
+    store_->flush();  // applied...
+    ASSERT_TRUE(
+        admit(cmd(a)).ok());  // ...so the journal thread deletes applied segments after this commit
     ++requests;
   }
-  EXPECT_NE(segments().front(), first.front()) << "the applied first segment is still there after " << requests << " requests";
+  EXPECT_NE(segments().front(), first.front())
+      << "the applied first segment is still there after " << requests << " requests";
   EXPECT_LE(most, 2u) << "applied segments piled up";
   // The journal thread makes the next segment ahead after each move (before it answers the
   // commit that moved), so that a move is a rename on whichever thread commits.
@@ -451,7 +466,8 @@ TEST_F(SqliteStoreTest, OplogSegmentsAreDeletedAsTheApplierAdvances) {
   store_.reset();
   EXPECT_FALSE(std::filesystem::exists(dir_ / "cairva.db-oplog-spare"));
   store_ = open_store_at();
-  EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked.input, requests - requests / 501);
+  EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.booked.input,
+            requests - requests / 501);
 }
 
 // An admission refused because the disk failed left nothing in the log: a restart (which
@@ -474,7 +490,8 @@ TEST_F(SqliteStoreTest, AnAdmissionRefusedByAFailingDiskIsNotReplayed) {
   store_.reset();
   store_ = open_store_at();
   ASSERT_NE(store_, nullptr);
-  EXPECT_FALSE(store_->get_request(refused.request_id).ok()) << "a refused admission came back at replay";
+  EXPECT_FALSE(store_->get_request(refused.request_id).ok())
+      << "a refused admission came back at replay";
   EXPECT_EQ(store_->get_request(later.request_id)->state, core::RequestState::usage_pending);
 }
 
@@ -491,7 +508,8 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   store_->settle({first.request_id, a.allocation.id, SettleKind::usage, "p1", {1, 1}},
                  [settled](Result<SettleResult> r) { settled->set_value(std::move(r)); });
   auto fut = settled->get_future();
-  ASSERT_EQ(fut.wait_for(std::chrono::milliseconds(durable_ack_wait_ms_max / 2)), std::future_status::ready);
+  ASSERT_EQ(fut.wait_for(std::chrono::milliseconds(durable_ack_wait_ms_max / 2)),
+            std::future_status::ready);
   auto r = fut.get();
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().code, ErrorCode::store_unavailable);
@@ -509,8 +527,9 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.error().code, ErrorCode::store_unavailable);
   EXPECT_EQ(store_->get_allocation(a.allocation.id)->snapshot.requests_last_minute, 1);
-  EXPECT_EQ(settle({first.request_id, a.allocation.id, SettleKind::usage, "p1", {1, 1}}).error().code,
-            ErrorCode::store_unavailable);
+  EXPECT_EQ(
+      settle({first.request_id, a.allocation.id, SettleKind::usage, "p1", {1, 1}}).error().code,
+      ErrorCode::store_unavailable);
   auto key = store_->create_key(a.allocation.id);
   ASSERT_FALSE(key.ok());
   EXPECT_EQ(key.error().code, ErrorCode::store_unavailable);
@@ -527,7 +546,11 @@ TEST_F(SqliteStoreTest, WriteFailureFailsClosedAndRecoversByItself) {
   ASSERT_TRUE(ok.ok()) << ok.error().message;
   ASSERT_TRUE(ok->decision.admitted());
   EXPECT_EQ(store_->get_request(first.request_id)->state, core::RequestState::booked);
-  EXPECT_EQ(store_->list_events(store::EventFilter{.allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})->data.size(), 1u);
+  EXPECT_EQ(store_
+                ->list_events(store::EventFilter{
+                    .allocation_id = a.allocation.id, .after = std::nullopt, .limit = 100})
+                ->data.size(),
+            1u);
   auto later_key = store_->create_key(a.allocation.id);
   ASSERT_TRUE(later_key.ok()) << later_key.error().message;
   fail_in_flight(a);
@@ -639,7 +662,8 @@ TEST_F(SqliteStoreTest, EventLoopLeavesFsyncingCommitsToTheJournalThread) {
   }
   auto f = answer->get_future();
   // Committed by the journal thread meanwhile; the bound only keeps a regression from hanging.
-  ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "nobody committed it";
+  ASSERT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready)
+      << "nobody committed it";
   auto r = f.get();
   ASSERT_TRUE(r.ok()) << r.error().message;
   EXPECT_TRUE(r->decision.admitted());
@@ -691,8 +715,8 @@ TEST_F(SqliteStoreTest, EveryFileIsCreatedReadableByTheOwnerOnly) {
     EXPECT_EQ(st.st_mode & 07777, 0600u) << name;
   }
   std::sort(seen.begin(), seen.end());
-  for (const char* expected : {"cairva.db", "cairva.db-wal", "cairva.db-shm", "cairva.db.lock",
-                               "cairva.db-oplog-spare"}) {
+  for (const char* expected :
+       {"cairva.db", "cairva.db-wal", "cairva.db-shm", "cairva.db.lock", "cairva.db-oplog-spare"}) {
     EXPECT_TRUE(std::binary_search(seen.begin(), seen.end(), std::string(expected)))
         << expected << " missing";
   }
@@ -714,27 +738,35 @@ TEST_F(SqliteStoreTest, RequestWritesBuildNoTemporaryTableAndStillCheckTheState)
   const char* insert =
       "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
       " hold_input, hold_output, finished_at, provider_request_id) VALUES (?,?,?,?,?,?,?,?,?,?,?)";
-  const char* update = "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?";
+  const char* update =
+      "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?";
   for (const char* sql : {insert, update}) {
     sqlite3_stmt* s = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db, (std::string("EXPLAIN ") + sql).c_str(), -1, &s, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db, (std::string("EXPLAIN ") + sql).c_str(), -1, &s, nullptr),
+              SQLITE_OK);
     int ops = 0;
     while (sqlite3_step(s) == SQLITE_ROW) {
       ++ops;
-      EXPECT_STRNE(reinterpret_cast<const char*>(sqlite3_column_text(s, 1)), "OpenEphemeral") << sql;
+      EXPECT_STRNE(reinterpret_cast<const char*>(sqlite3_column_text(s, 1)), "OpenEphemeral")
+          << sql;
     }
     EXPECT_GT(ops, 0);
     sqlite3_finalize(s);
   }
   const std::string bad_state =
-      "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream, hold_input,"
+      "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream, "
+      "hold_input,"
       " hold_output) SELECT 'req_bad', id, 'k', 'bogus', 1, 'm', 0, 0, 0 FROM allocations LIMIT 1";
-  EXPECT_EQ(sqlite3_exec(db, "BEGIN; INSERT INTO agreements VALUES ('agr_x','s','b','p',0,10,1,1,1,1,1,'in_force',0);"
-                             "INSERT INTO allocations (id, agreement_id, state) VALUES ('alloc_x','agr_x','ready')",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  EXPECT_EQ(
+      sqlite3_exec(
+          db,
+          "BEGIN; INSERT INTO agreements VALUES ('agr_x','s','b','p',0,10,1,1,1,1,1,'in_force',0);"
+          "INSERT INTO allocations (id, agreement_id, state) VALUES ('alloc_x','agr_x','ready')",
+          nullptr, nullptr, nullptr),
+      SQLITE_OK);
   EXPECT_EQ(sqlite3_exec(db, bad_state.c_str(), nullptr, nullptr, nullptr), SQLITE_CONSTRAINT);
-  EXPECT_EQ(sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr), SQLITE_OK);  // the audit at TearDown sees none of it
+  EXPECT_EQ(sqlite3_exec(db, "ROLLBACK", nullptr, nullptr, nullptr),
+            SQLITE_OK);  // the audit at TearDown sees none of it
   sqlite3_close(db);
   store_ = open_store_at();
 }
@@ -767,37 +799,53 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFileKeepingEveryRow) {
     auto db = Db::open(path_, false);
     ASSERT_TRUE(db.ok());
     ASSERT_TRUE(prepare_database(*db, false, 1).ok());
-    AgreementRow agr{"agr_old", "s", "b", "openai", {}, {{t0_us, t0_us + 86'400 * micros_per_second},
-                                                         {100, 100000, 10}, {1000, 1000}},
-                     core::AgreementState::in_force, t0_us};
-    ASSERT_TRUE(writes::insert_agreement(agr, alloc, core::AllocationState::active, "key_old", "hash_old")(*db).ok());
+    AgreementRow agr{"agr_old",
+                     "s",
+                     "b",
+                     "openai",
+                     {},
+                     {{t0_us, t0_us + 86'400 * micros_per_second}, {100, 100000, 10}, {1000, 1000}},
+                     core::AgreementState::in_force,
+                     t0_us};
+    ASSERT_TRUE(writes::insert_agreement(agr, alloc, core::AllocationState::active, "key_old",
+                                         "hash_old")(*db)
+                    .ok());
     // Rows as a version-1 build wrote them (its columns; today's writes know later ones).
     for (int i = 0; i < 3; ++i) {
       const std::string req = "req_old" + std::to_string(i);
       const std::string t = std::to_string(t0_us + i);
       const bool booked = i < 2;  // the third stays in flight: the restart makes it usage_pending
-      std::string sql = "INSERT INTO requests (id, allocation_id, key_id, state, started_at, finished_at, model,"
-                        " stream, hold_input, hold_output, provider_request_id) VALUES ('" + req + "', '" + alloc +
-                        "', 'key_old', '" + (booked ? "booked" : "in_flight") + "', " + t + ", " +
-                        (booked ? t : "NULL") + ", 'm', 0, 10, 10, '" + (booked ? "prov" + std::to_string(i) : "") + "');";
+      std::string sql =
+          "INSERT INTO requests (id, allocation_id, key_id, state, started_at, finished_at, model,"
+          " stream, hold_input, hold_output, provider_request_id) VALUES ('" +
+          req + "', '" + alloc + "', 'key_old', '" + (booked ? "booked" : "in_flight") + "', " + t +
+          ", " + (booked ? t : "NULL") + ", 'm', 0, 10, 10, '" +
+          (booked ? "prov" + std::to_string(i) : "") + "');";
       if (booked) {
-        sql += "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id, input_tokens,"
-               " output_tokens, source, finality, evidence, booked_at) VALUES ('evt_old" + std::to_string(i) + "', '" +
-               alloc + "', '" + req + "', 'prov" + std::to_string(i) + "', 5, 7, 'provider', 'reported', '', " + t + ");"
-               "UPDATE allocations SET used_input = used_input + 5, used_output = used_output + 7 WHERE id = '" +
-               alloc + "';";
+        sql +=
+            "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id, "
+            "input_tokens,"
+            " output_tokens, source, finality, evidence, booked_at) VALUES ('evt_old" +
+            std::to_string(i) + "', '" + alloc + "', '" + req + "', 'prov" + std::to_string(i) +
+            "', 5, 7, 'provider', 'reported', '', " + t +
+            ");"
+            "UPDATE allocations SET used_input = used_input + 5, used_output = used_output + 7 "
+            "WHERE id = '" +
+            alloc + "';";
       }
       ASSERT_TRUE(db->exec(sql).ok());
     }
   }
   store_ = open_store_at();
   ASSERT_NE(store_, nullptr);
-  auto events = store_->list_events(store::EventFilter{.allocation_id = alloc, .after = std::nullopt, .limit = 100});
+  auto events = store_->list_events(
+      store::EventFilter{.allocation_id = alloc, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->data.size(), 2u);
   EXPECT_EQ(events->data[0].id, "evt_old0");
   EXPECT_EQ(events->data[1].id, "evt_old1");
-  auto after = store_->list_events(store::EventFilter{.allocation_id = alloc, .after = std::string("evt_old0"), .limit = 100});
+  auto after = store_->list_events(
+      store::EventFilter{.allocation_id = alloc, .after = std::string("evt_old0"), .limit = 100});
   ASSERT_TRUE(after.ok());
   ASSERT_EQ(after->data.size(), 1u);
   EXPECT_EQ(after->data[0].id, "evt_old1");
@@ -822,13 +870,15 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFileKeepingEveryRow) {
     EXPECT_TRUE(admitted.ok() && admitted->decision.admitted());
     auto settled = settle({c.request_id, alloc, SettleKind::usage, provider_id, usage});
     EXPECT_TRUE(settled.ok());
-    return std::pair{c.request_id, settled.ok() ? settled->book : core::BookResult::unknown_request};
+    return std::pair{c.request_id,
+                     settled.ok() ? settled->book : core::BookResult::unknown_request};
   };
   const auto [new_request, new_result] = book_new("prov_new", {1, 1});
   EXPECT_EQ(new_result, core::BookResult::booked);
   EXPECT_EQ(book_new("prov0", {5, 7}).second, core::BookResult::reused_id);
   EXPECT_EQ(book_new("prov1", {6, 7}).second, core::BookResult::reused_id);
-  events = store_->list_events(store::EventFilter{.allocation_id = alloc, .after = std::nullopt, .limit = 100});
+  events = store_->list_events(
+      store::EventFilter{.allocation_id = alloc, .after = std::nullopt, .limit = 100});
   ASSERT_TRUE(events.ok());
   ASSERT_EQ(events->data.size(), 3u);
   EXPECT_EQ(events->data[2].request_id, new_request);
@@ -840,13 +890,15 @@ TEST_F(SqliteStoreTest, MigratesAVersionOneFileKeepingEveryRow) {
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open_v2(path_.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr), SQLITE_OK);
   sqlite3_stmt* s = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN"
-                                   " ('requests_state', 'usage_events_booked_at', 'usage_events_v2',"
-                                   " 'usage_events_v3', 'sqlite_autoindex_usage_events_3', 'requests_v5'))"
-                                   " + (SELECT COUNT(*) FROM pragma_table_info('requests')"
-                                   " WHERE name = 'booked_event_id')",
-                               -1, &s, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_prepare_v2(db,
+                         "SELECT (SELECT COUNT(*) FROM sqlite_master WHERE name IN"
+                         " ('requests_state', 'usage_events_booked_at', 'usage_events_v2',"
+                         " 'usage_events_v3', 'sqlite_autoindex_usage_events_3', 'requests_v5'))"
+                         " + (SELECT COUNT(*) FROM pragma_table_info('requests')"
+                         " WHERE name = 'booked_event_id')",
+                         -1, &s, nullptr),
+      SQLITE_OK);
   ASSERT_EQ(sqlite3_step(s), SQLITE_ROW);
   EXPECT_EQ(sqlite3_column_int(s, 0), 0);
   sqlite3_finalize(s);

@@ -80,7 +80,8 @@ thread_local const Writer* journal_run_queued_for = nullptr;
 }  // namespace
 
 Writer::~Writer() {
-  if (journal_run_queued_for == this) journal_run_queued_for = nullptr;  // the address may be reused
+  if (journal_run_queued_for == this)
+    journal_run_queued_for = nullptr;  // the address may be reused
   clock_->unwatch(clock_watch_);
   {
     std::lock_guard lock(mu_);
@@ -115,7 +116,8 @@ void Writer::enqueue(WriteOp op, Wake wake) {
 }
 
 void Writer::schedule_journal(Wake wake) {
-  const RunSoon* run_soon = wake == Wake::soon && !log_fsyncs_ ? run_soon_for_this_thread() : nullptr;
+  const RunSoon* run_soon =
+      wake == Wake::soon && !log_fsyncs_ ? run_soon_for_this_thread() : nullptr;
   if (run_soon != nullptr) {
     if (journal_run_queued_for == this) return;
     journal_run_queued_for = this;
@@ -126,7 +128,8 @@ void Writer::schedule_journal(Wake wake) {
 }
 
 void Writer::journal_on_this_thread() {
-  if (journal_run_queued_for == this) journal_run_queued_for = nullptr;  // later writes queue a new run
+  if (journal_run_queued_for == this)
+    journal_run_queued_for = nullptr;  // later writes queue a new run
   Acks acks;
   {
     std::unique_lock journal(journal_mu_, std::try_to_lock);
@@ -248,8 +251,9 @@ void Writer::run_journal() {
     } else {
       // A loop's turn that failed wakes this thread to take over the retries and probes.
       journal_wake_.wait(lock, [&] {
-        return stopping_ || (!journal_paused_ && (journal_failing_ || maintenance_asked_ ||
-                                                  (!queue_.empty() && applying_.size() < apply_backlog_ops_max)));
+        return stopping_ || (!journal_paused_ &&
+                             (journal_failing_ || maintenance_asked_ ||
+                              (!queue_.empty() && applying_.size() < apply_backlog_ops_max)));
       });
     }
     if (stopping_ && (queue_.empty() || journal_failing_)) break;
@@ -261,7 +265,8 @@ void Writer::run_journal() {
       std::lock_guard journal(journal_mu_);
       if (probe) {
         // Probe the disk so admissions resume by themselves.
-        const Status s = fault() ? Status(unavailable("injected write failure")) : log_->probe(next_seq_);
+        const Status s =
+            fault() ? Status(unavailable("injected write failure")) : log_->probe(next_seq_);
         const int64_t now_us = clock_->monotonic_micros();
         std::lock_guard relock(mu_);
         if (s.ok()) {
@@ -313,8 +318,10 @@ void Writer::run_apply() {
     lock.unlock();
     journal_wake_.notify_one();  // room in the backlog
     if (batch.empty()) {
-      Status s = fault() ? Status(unavailable("injected write failure")) : database_.exec("BEGIN IMMEDIATE");
-      if (s.ok()) s = finish(database_, database_.exec("UPDATE writer_probe SET at = at + 1 WHERE id = 1"));
+      Status s = fault() ? Status(unavailable("injected write failure"))
+                         : database_.exec("BEGIN IMMEDIATE");
+      if (s.ok())
+        s = finish(database_, database_.exec("UPDATE writer_probe SET at = at + 1 WHERE id = 1"));
       const int64_t now_us = clock_->monotonic_micros();
       lock.lock();
       if (s.ok()) {
@@ -438,7 +445,8 @@ Status Writer::commit_apply(Batch& batch, size_t& poisoned) {
 void Writer::process(Stage stage, Batch& batch, Acks& acks) {
   for (;;) {
     size_t poisoned = 0;
-    const Status s = stage == Stage::journal ? commit_journal(batch, poisoned) : commit_apply(batch, poisoned);
+    const Status s =
+        stage == Stage::journal ? commit_journal(batch, poisoned) : commit_apply(batch, poisoned);
     if (s.ok()) break;
     if (poisoned < batch.size()) {
       // One op is wrong, not the disk: it alone fails; the rest is tried again at once.
@@ -486,7 +494,8 @@ void Writer::process(Stage stage, Batch& batch, Acks& acks) {
         if (!journaled(q.op)) ++waiting_in_apply_;
         applying_.push_back(std::move(q));
       }
-      wake_applier = wake_applier || waiting_in_apply_ > 0 || applying_.size() >= apply_batch_ops_min;
+      wake_applier =
+          wake_applier || waiting_in_apply_ > 0 || applying_.size() >= apply_batch_ops_min;
     }
     batch.clear();
     if (wake_applier) apply_wake_.notify_one();
@@ -535,7 +544,8 @@ void Writer::fail_batch(Stage stage, Batch& batch, const Status& why) {
         break;
       case WriteOp::Kind::durable:
       case WriteOp::Kind::settlement:
-        if (!q.acknowledged && (q.op.kind == WriteOp::Kind::settlement || now_us - q.enqueued_us >= ack_wait_us)) {
+        if (!q.acknowledged &&
+            (q.op.kind == WriteOp::Kind::settlement || now_us - q.enqueued_us >= ack_wait_us)) {
           q.acknowledged = true;
           if (q.op.done) q.op.done(unavailable(why.error().message));
         }

@@ -5,12 +5,12 @@
 //     (`done`). That write is all a request waits for: one write() per batch, plus one
 //     fdatasync with sync=full. With sync=normal an
 //     event-loop thread (base/run_soon.h) runs the journal itself, after its round of ready
-//     handlers, for what it queued and whatever else is waiting; other threads' ops wake the journal
-//     thread ("cairva-store"), which also retries while the disk fails. One journal
-//     commits at a time. Then it hands the whole batch, in order, to
+//     handlers, for what it queued and whatever else is waiting; other threads' ops wake the
+//     journal thread ("cairva-store"), which also retries while the disk fails. One journal commits
+//     at a time. Then it hands the whole batch, in order, to
 //  2. the applier thread ("cairva-apply"), which applies records (writes::Coalescer) and
-//     unjournaled ops to the tables in large transactions (apply_batch_ops_min to _max: it lingers for a batch
-//     unless a read or an admin write is waiting) and records the last applied record
+//     unjournaled ops to the tables in large transactions (apply_batch_ops_min to _max: it lingers
+//     for a batch unless a read or an admin write is waiting) and records the last applied record
 //     number in each; unjournaled ops get `done` after that commit. Reads therefore see
 //     every write queued before them.
 // The journal thread deletes the log's segments once they are applied, and makes the next
@@ -37,15 +37,14 @@
 // Thread safety: all public methods are thread-safe.
 #pragma once
 
+#include <boost/container/devector.hpp>
+#include <boost/container/small_vector.hpp>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
-
-#include <boost/container/devector.hpp>
-#include <boost/container/small_vector.hpp>
 
 #include "base/time.h"
 #include "store/sqlite/db.h"
@@ -173,7 +172,7 @@ class Writer {
   std::unique_ptr<oplog::Log> log_;  // GUARDED_BY(journal_mu_)
   int64_t next_seq_;                 // GUARDED_BY(journal_mu_)
   Batch journal_batch_;              // GUARDED_BY(journal_mu_): empty between batches
-  const bool log_fsyncs_;  // the log's sync_full(), read once: log_ is journal_mu_'s
+  const bool log_fsyncs_;            // the log's sync_full(), read once: log_ is journal_mu_'s
   const std::shared_ptr<const Clock> clock_;
   uint64_t clock_watch_ = 0;  // wakes the threads when a ManualClock moves
   const std::function<void(int64_t)> on_commit_;
@@ -181,21 +180,21 @@ class Writer {
   std::condition_variable journal_wake_;
   std::condition_variable apply_wake_;
   std::condition_variable recovered_;  // a failing flag cleared
-  Batch queue_;                   // GUARDED_BY(mu_): waiting for the journal
-  Batch applying_;                // GUARDED_BY(mu_): journaled, waiting for the tables
-  size_t waiting_in_apply_ = 0;   // GUARDED_BY(mu_): unjournaled ops in applying_
-  int64_t applied_seq_ = 0;       // GUARDED_BY(mu_)
-  bool stopping_ = false;         // GUARDED_BY(mu_)
-  bool journal_stopped_ = false;  // GUARDED_BY(mu_)
-  bool journal_failing_ = false;  // GUARDED_BY(mu_)
-  bool apply_failing_ = false;    // GUARDED_BY(mu_)
-  int64_t journal_retry_at_us_ = 0;  // GUARDED_BY(mu_): while journal_failing_, on clock_
-  int64_t apply_retry_at_us_ = 0;    // GUARDED_BY(mu_): while apply_failing_, on clock_
-  bool fault_ = false;            // GUARDED_BY(mu_)
-  bool paused_ = false;           // GUARDED_BY(mu_)
-  bool journal_paused_ = false;   // GUARDED_BY(mu_)
-  bool maintenance_asked_ = false;  // GUARDED_BY(mu_): a loop's turn found maintenance due
-  WriterStats stats_;             // GUARDED_BY(mu_)
+  Batch queue_;                        // GUARDED_BY(mu_): waiting for the journal
+  Batch applying_;                     // GUARDED_BY(mu_): journaled, waiting for the tables
+  size_t waiting_in_apply_ = 0;        // GUARDED_BY(mu_): unjournaled ops in applying_
+  int64_t applied_seq_ = 0;            // GUARDED_BY(mu_)
+  bool stopping_ = false;              // GUARDED_BY(mu_)
+  bool journal_stopped_ = false;       // GUARDED_BY(mu_)
+  bool journal_failing_ = false;       // GUARDED_BY(mu_)
+  bool apply_failing_ = false;         // GUARDED_BY(mu_)
+  int64_t journal_retry_at_us_ = 0;    // GUARDED_BY(mu_): while journal_failing_, on clock_
+  int64_t apply_retry_at_us_ = 0;      // GUARDED_BY(mu_): while apply_failing_, on clock_
+  bool fault_ = false;                 // GUARDED_BY(mu_)
+  bool paused_ = false;                // GUARDED_BY(mu_)
+  bool journal_paused_ = false;        // GUARDED_BY(mu_)
+  bool maintenance_asked_ = false;     // GUARDED_BY(mu_): a loop's turn found maintenance due
+  WriterStats stats_;                  // GUARDED_BY(mu_)
   std::thread journal_thread_;
   std::thread apply_thread_;
 };

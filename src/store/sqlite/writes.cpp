@@ -42,7 +42,8 @@ Result<Sequencer::Start> Sequencer::next_start(Db& db, std::string_view allocati
   return Start{++*seq_, ++*ordinal};
 }
 
-Result<core::Tokens> Sequencer::next_totals(Db& db, std::string_view allocation_id, const core::Tokens& delta) {
+Result<core::Tokens> Sequencer::next_totals(Db& db, std::string_view allocation_id,
+                                            const core::Tokens& delta) {
   core::Tokens* totals = last_totals_.find(allocation_id);
   if (totals == nullptr) {
     auto it = totals_.find(allocation_id);
@@ -74,7 +75,8 @@ void Sequencer::forget() {
 
 // ---------------------------------------------------------------- journaled records
 
-Record::Record(Kind k, std::initializer_list<std::string_view> values, std::array<int64_t, nums> numbers)
+Record::Record(Kind k, std::initializer_list<std::string_view> values,
+               std::array<int64_t, nums> numbers)
     : kind(k), num(numbers) {
   set_texts(std::span<const std::string_view>(values.begin(), values.size()));
 }
@@ -176,14 +178,16 @@ static Status apply_book_event(Db& db, const Record& r, Sequencer& numbers) {
       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!ev.ok()) return ev.error();
   ev->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3));
-  ev->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(4)).text_ref(r.text(5)).text_ref(r.text(6)).i64(r.num[2]);
+  ev->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(4)).text_ref(r.text(5)).text_ref(r.text(6)).i64(
+      r.num[2]);
   ev->i64(totals->input).i64(totals->output);
   return ev->run();
 }
 
 static Status apply_book_request(Db& db, const Record& r) {
   auto rq = db.cached(
-      "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
+      "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = "
+      "?");
   if (!rq.ok()) return rq.error();
   rq->i64(r.num[2]).text_ref(r.text(3)).text_ref(r.text(2));
   return rq->run();
@@ -191,7 +195,8 @@ static Status apply_book_request(Db& db, const Record& r) {
 
 static Status raise_used(Db& db, std::string_view allocation_id, int64_t input, int64_t output) {
   auto al = db.cached(
-      "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id = ?");
+      "UPDATE allocations SET used_input = used_input + ?, used_output = used_output + ? WHERE id "
+      "= ?");
   if (!al.ok()) return al.error();
   al->i64(input).i64(output).text_ref(allocation_id);
   return al->run();
@@ -206,12 +211,13 @@ static Status apply_book(Db& db, const Record& r, Sequencer& numbers) {
 Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
                          UnixMicros now) {
   // text: request_id, provider_request_id; num: finished_at
-  return {Record::Kind::book_as_duplicate, {request_id, provider_request_id},
-          {now, 0, 0, 0, 0}};
+  return {Record::Kind::book_as_duplicate, {request_id, provider_request_id}, {now, 0, 0, 0, 0}};
 }
 
 static Status apply_book_as_duplicate(Db& db, const Record& r) {
-  auto s = db.cached("UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = ?");
+  auto s = db.cached(
+      "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = "
+      "?");
   if (!s.ok()) return s.error();
   s->i64(r.num[0]).text_ref(r.text(1)).text_ref(r.text(0));
   return s->run();
@@ -220,8 +226,7 @@ static Status apply_book_as_duplicate(Db& db, const Record& r) {
 Record fail_request(std::string_view request_id, std::string_view provider_request_id,
                     UnixMicros now) {
   // text: request_id, provider_request_id ('' keeps the one recorded); num: finished_at
-  return {Record::Kind::fail_request, {request_id, provider_request_id},
-          {now, 0, 0, 0, 0}};
+  return {Record::Kind::fail_request, {request_id, provider_request_id}, {now, 0, 0, 0, 0}};
 }
 
 static Status apply_fail_request(Db& db, const Record& r) {
@@ -253,13 +258,15 @@ static Status apply_insert_conflict(Db& db, const Record& r) {
 
 Record keep_reported(const std::string& request_id, const core::ReportedUsage& reported) {
   // text: request_id, provider_request_id; num: input, output
-  return {Record::Kind::keep_reported, {request_id, reported.provider_request_id},
+  return {Record::Kind::keep_reported,
+          {request_id, reported.provider_request_id},
           {reported.counts.input, reported.counts.output, 0, 0, 0}};
 }
 
 static Status apply_keep_reported(Db& db, const Record& r) {
   auto s = db.cached(
-      "UPDATE requests SET reported_input = ?, reported_output = ?, reported_provider_request_id = ?"
+      "UPDATE requests SET reported_input = ?, reported_output = ?, reported_provider_request_id = "
+      "?"
       " WHERE id = ?");
   if (!s.ok()) return s.error();
   s->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(1)).text_ref(r.text(0));
@@ -272,7 +279,8 @@ Record note_provider_id(const std::string& request_id, const std::string& provid
 }
 
 static Status apply_note_provider_id(Db& db, const Record& r) {
-  auto s = db.cached("UPDATE requests SET provider_request_id = ? WHERE id = ? AND state = 'in_flight'");
+  auto s =
+      db.cached("UPDATE requests SET provider_request_id = ? WHERE id = ? AND state = 'in_flight'");
   if (!s.ok()) return s.error();
   s->text_ref(r.text(1)).text_ref(r.text(0));
   return s->run();
@@ -282,15 +290,24 @@ static Status apply_note_provider_id(Db& db, const Record& r) {
 Status apply(Db& db, const Record& r) {
   Sequencer numbers;
   switch (r.kind) {
-    case Record::Kind::insert_request: return apply_insert_request(db, r, numbers);
-    case Record::Kind::book: return apply_book(db, r, numbers);
-    case Record::Kind::book_as_duplicate: return apply_book_as_duplicate(db, r);
-    case Record::Kind::fail_request: return apply_fail_request(db, r);
-    case Record::Kind::mark_usage_pending: return apply_mark_usage_pending(db, r);
-    case Record::Kind::insert_conflict: return apply_insert_conflict(db, r);
-    case Record::Kind::set_states: return apply_set_states(db, r);
-    case Record::Kind::keep_reported: return apply_keep_reported(db, r);
-    case Record::Kind::note_provider_id: return apply_note_provider_id(db, r);
+    case Record::Kind::insert_request:
+      return apply_insert_request(db, r, numbers);
+    case Record::Kind::book:
+      return apply_book(db, r, numbers);
+    case Record::Kind::book_as_duplicate:
+      return apply_book_as_duplicate(db, r);
+    case Record::Kind::fail_request:
+      return apply_fail_request(db, r);
+    case Record::Kind::mark_usage_pending:
+      return apply_mark_usage_pending(db, r);
+    case Record::Kind::insert_conflict:
+      return apply_insert_conflict(db, r);
+    case Record::Kind::set_states:
+      return apply_set_states(db, r);
+    case Record::Kind::keep_reported:
+      return apply_keep_reported(db, r);
+    case Record::Kind::note_provider_id:
+      return apply_note_provider_id(db, r);
   }
   return make_error(ErrorCode::internal_error,
                     "oplog: unknown record kind " + std::to_string(static_cast<int>(r.kind)));
@@ -406,7 +423,8 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
   // (a late booking after usage_pending, in the same transaction) is written first, and
   // the record then applies to it as to any row.
   auto end_held = [&](std::string_view request_id, std::string_view provider_request_id,
-                      std::string_view state, std::optional<int64_t> finished_at) -> std::optional<Status> {
+                      std::string_view state,
+                      std::optional<int64_t> finished_at) -> std::optional<Status> {
     Start* s = held(request_id);
     if (s == nullptr) return std::nullopt;
     if (s->ended) {
@@ -527,17 +545,21 @@ Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
     const auto& t = a.terms;
     s->text(a.id).text(a.supplier).text(a.buyer).text(a.provider);
     s->i64(t.window.starts_at).i64(t.window.ends_at);
-    s->i64(t.limits.requests_per_minute).i64(t.limits.tokens_per_minute).i64(t.limits.max_concurrency);
+    s->i64(t.limits.requests_per_minute)
+        .i64(t.limits.tokens_per_minute)
+        .i64(t.limits.max_concurrency);
     s->i64(t.allowance.input).i64(t.allowance.output).text(str(a.state)).i64(a.created_at);
     if (Status r = s->run(); !r.ok()) return r;
     for (size_t i = 0; i < a.models.size(); ++i) {
-      auto m = db.cached("INSERT INTO agreement_models (agreement_id, position, model) VALUES (?,?,?)");
+      auto m =
+          db.cached("INSERT INTO agreement_models (agreement_id, position, model) VALUES (?,?,?)");
       if (!m.ok()) return m.error();
       m->text(a.id).i64(static_cast<int64_t>(i)).text(a.models[i]);
       if (Status r = m->run(); !r.ok()) return r;
     }
     for (size_t i = 0; i < a.service_tiers.size(); ++i) {
-      auto m = db.cached("INSERT INTO agreement_service_tiers (agreement_id, position, tier) VALUES (?,?,?)");
+      auto m = db.cached(
+          "INSERT INTO agreement_service_tiers (agreement_id, position, tier) VALUES (?,?,?)");
       if (!m.ok()) return m.error();
       m->text(a.id).i64(static_cast<int64_t>(i)).text(a.service_tiers[i]);
       if (Status r = m->run(); !r.ok()) return r;
@@ -553,7 +575,8 @@ Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
 Apply insert_key(const std::string& key_id, const std::string& allocation_id,
                  const std::string& key_hash, UnixMicros now) {
   return [=](Db& db) -> Status {
-    auto s = db.cached("INSERT INTO api_keys (id, allocation_id, secret_hash, created_at) VALUES (?,?,?,?)");
+    auto s = db.cached(
+        "INSERT INTO api_keys (id, allocation_id, secret_hash, created_at) VALUES (?,?,?,?)");
     if (!s.ok()) return s.error();
     s->text(key_id).text(allocation_id).text(key_hash).i64(now);
     return s->run();
@@ -585,16 +608,24 @@ Apply insert_conflicts(std::vector<ConflictRow> rows, std::shared_ptr<int64_t> r
           "SELECT 1 FROM conflicts WHERE allocation_id = ? AND provider_request_id = ?"
           " AND reported_input = ? AND reported_output = ? LIMIT 1");
       if (!seen.ok()) return seen.error();
-      seen->text(c.allocation_id).text(c.provider_request_id).i64(c.reported.input).i64(c.reported.output);
+      seen->text(c.allocation_id)
+          .text(c.provider_request_id)
+          .i64(c.reported.input)
+          .i64(c.reported.output);
       auto row = seen->step();
       if (!row.ok()) return row.error();
       if (*row) continue;
       auto s = db.cached(
-          "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
+          "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, "
+          "reported_input,"
           " reported_output, booked_input, booked_output, recorded_at) VALUES (?,?,?,?,?,?,?,?,?)");
       if (!s.ok()) return s.error();
       s->text(c.id).text(c.allocation_id).text(c.request_id).text(c.provider_request_id);
-      s->i64(c.reported.input).i64(c.reported.output).i64(c.booked.input).i64(c.booked.output).i64(c.recorded_at);
+      s->i64(c.reported.input)
+          .i64(c.reported.output)
+          .i64(c.booked.input)
+          .i64(c.booked.output)
+          .i64(c.recorded_at);
       if (Status r = s->run(); !r.ok()) return r;
       ++*recorded;
     }

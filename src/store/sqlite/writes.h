@@ -11,8 +11,8 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -49,8 +49,11 @@ struct Record {
 
   Record() = default;
   // Up to `texts` values; the rest are empty.
-  Record(Kind k, std::initializer_list<std::string_view> values, std::array<int64_t, nums> numbers = {});
-  std::string_view text(size_t i) const { return std::string_view(bytes_).substr(start(i), end_[i] - start(i)); }
+  Record(Kind k, std::initializer_list<std::string_view> values,
+         std::array<int64_t, nums> numbers = {});
+  std::string_view text(size_t i) const {
+    return std::string_view(bytes_).substr(start(i), end_[i] - start(i));
+  }
   void set_texts(std::span<const std::string_view> values);
   bool operator==(const Record&) const = default;
 
@@ -76,7 +79,8 @@ class Sequencer {
   };
   Result<Start> next_start(Db& db, std::string_view allocation_id);
   // The allocation's booked totals once `delta` is booked.
-  Result<core::Tokens> next_totals(Db& db, std::string_view allocation_id, const core::Tokens& delta);
+  Result<core::Tokens> next_totals(Db& db, std::string_view allocation_id,
+                                   const core::Tokens& delta);
   void forget();
 
  private:
@@ -156,8 +160,8 @@ class Coalescer {
   std::vector<Start> starts_;
   // request id -> starts_ index, until its row is written
   std::unordered_map<std::string_view, size_t> start_of_;
-  std::vector<Event> events_;  // in booking order
-  std::unordered_map<std::string_view, Used> used_;   // allocation id -> tokens booked
+  std::vector<Event> events_;                        // in booking order
+  std::unordered_map<std::string_view, Used> used_;  // allocation id -> tokens booked
   Sequencer sequencer_;
   size_t failed_op_ = 0;
 };

@@ -20,9 +20,10 @@ constexpr UnixMicros t0_us = 1'767'225'600LL * micros_per_second;
 
 std::string dump(Db& db) {
   std::string out;
-  for (const char* sql : {"SELECT * FROM requests ORDER BY id", "SELECT * FROM usage_events ORDER BY seq",
-                          "SELECT * FROM allocations ORDER BY id", "SELECT * FROM agreements ORDER BY id",
-                          "SELECT * FROM conflicts ORDER BY seq"}) {
+  for (const char* sql :
+       {"SELECT * FROM requests ORDER BY id", "SELECT * FROM usage_events ORDER BY seq",
+        "SELECT * FROM allocations ORDER BY id", "SELECT * FROM agreements ORDER BY id",
+        "SELECT * FROM conflicts ORDER BY seq"}) {
     auto s = db.prepare(sql);
     EXPECT_TRUE(s.ok());
     const int columns = s->col_count();
@@ -53,9 +54,14 @@ std::vector<writes::Record> history(std::mt19937& rng, int steps) {
     return id;
   };
   auto book = [&](const std::string& req, int n) {
-    out.push_back(writes::book(UsageEventRow{"evt_" + std::to_string(n), allocation_of[req], req, "prov_" + std::to_string(n),
+    out.push_back(writes::book(UsageEventRow{"evt_" + std::to_string(n),
+                                             allocation_of[req],
+                                             req,
+                                             "prov_" + std::to_string(n),
                                              {int64_t(rng() % 50), int64_t(rng() % 50)},
-                                             core::EventSource::provider, core::Finality::reported, "",
+                                             core::EventSource::provider,
+                                             core::Finality::reported,
+                                             "",
                                              t0_us + n}));
   };
   for (int step = 0; step < steps; ++step) {
@@ -65,7 +71,9 @@ std::vector<writes::Record> history(std::mt19937& rng, int steps) {
       case 0:
       case 1: {
         const std::string id = "req_" + std::to_string(n);
-        RequestRow r{id, alloc, core::RequestState::in_flight, t0_us + n, std::nullopt, "m", (n % 2) == 0, {5, 9}, ""};
+        RequestRow r{id,           alloc,        core::RequestState::in_flight,
+                     t0_us + n,    std::nullopt, "m",
+                     (n % 2) == 0, {5, 9},       ""};
         out.push_back(writes::insert_request(r, "key_" + alloc));
         open.push_back(id);
         allocation_of[id] = alloc;
@@ -78,7 +86,8 @@ std::vector<writes::Record> history(std::mt19937& rng, int steps) {
         out.push_back(writes::book_as_duplicate(pick(open), "prov_dup", t0_us + n));
         break;
       case 4:
-        out.push_back(writes::fail_request(pick(open), (n % 3) ? "" : "prov_f" + std::to_string(n), t0_us + n));
+        out.push_back(writes::fail_request(pick(open), (n % 3) ? "" : "prov_f" + std::to_string(n),
+                                           t0_us + n));
         break;
       case 5: {
         const std::string id = pick(open);
@@ -90,17 +99,19 @@ std::vector<writes::Record> history(std::mt19937& rng, int steps) {
         if (!pending.empty() && rng() % 2) {
           book(pick(pending), n);  // late usage
         } else {
-          out.push_back(writes::insert_conflict(ConflictRow{"cfl_" + std::to_string(n), alloc, "req_x", "prov_x",
-                                                            {1, 2}, {3, 4}, t0_us + n}));
-          out.push_back(writes::set_states(alloc, "agr_" + alloc, (n % 2) ? core::AllocationState::suspended
-                                                                           : core::AllocationState::active,
-                                           core::AgreementState::in_force));
+          out.push_back(writes::insert_conflict(ConflictRow{
+              "cfl_" + std::to_string(n), alloc, "req_x", "prov_x", {1, 2}, {3, 4}, t0_us + n}));
+          out.push_back(writes::set_states(
+              alloc, "agr_" + alloc,
+              (n % 2) ? core::AllocationState::suspended : core::AllocationState::active,
+              core::AgreementState::in_force));
         }
         break;
       case 7: {
         // The provider's id noted while the request runs; a late note for an ended request.
-        const std::string& id = (!pending.empty() && rng() % 4 == 0) ? pending[rng() % pending.size()]
-                                                                     : open[rng() % open.size()];
+        const std::string& id = (!pending.empty() && rng() % 4 == 0)
+                                    ? pending[rng() % pending.size()]
+                                    : open[rng() % open.size()];
         out.push_back(writes::note_provider_id(id, "prov_n" + std::to_string(n)));
         break;
       }
@@ -116,17 +127,26 @@ Db fresh(const std::filesystem::path& path) {
   EXPECT_TRUE(prepare_database(*db, false).ok());
   for (const char* a : {"alloc_a", "alloc_b"}) {
     const std::string alloc = a;
-    AgreementRow agr{"agr_" + alloc, "s", "b", "openai", {},
-                     {{t0_us, t0_us + 86'400 * micros_per_second}, {100, 100000, 10}, {1'000'000, 1'000'000}},
-                     core::AgreementState::in_force, t0_us};
-    EXPECT_TRUE(writes::insert_agreement(agr, alloc, core::AllocationState::active, "key_" + alloc, "hash_" + alloc)(*db).ok());
+    AgreementRow agr{
+        "agr_" + alloc,
+        "s",
+        "b",
+        "openai",
+        {},
+        {{t0_us, t0_us + 86'400 * micros_per_second}, {100, 100000, 10}, {1'000'000, 1'000'000}},
+        core::AgreementState::in_force,
+        t0_us};
+    EXPECT_TRUE(writes::insert_agreement(agr, alloc, core::AllocationState::active, "key_" + alloc,
+                                         "hash_" + alloc)(*db)
+                    .ok());
   }
   return std::move(db).value();
 }
 
 // The Coalescer's held starts are views; an empty one (no data pointer) must still bind ''.
 TEST(Stmt, AnEmptyViewBindsTheEmptyStringNotNull) {
-  const auto dir = std::filesystem::temp_directory_path() / ("cairva-stmt-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("cairva-stmt-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   {
     Db db = fresh(dir / "s.db");
@@ -150,7 +170,8 @@ TEST(Stmt, AnEmptyViewBindsTheEmptyStringNotNull) {
 }
 
 TEST(Coalescer, LeavesTheTablesAsApplyingEachRecordDoes) {
-  const auto dir = std::filesystem::temp_directory_path() / ("cairva-writes-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("cairva-writes-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   for (uint32_t seed = 1; seed <= 20; ++seed) {
     std::mt19937 rng(seed);
@@ -183,7 +204,9 @@ TEST(Coalescer, LeavesTheTablesAsApplyingEachRecordDoes) {
 }
 
 writes::Record start_in_alloc_a(const std::string& id, int n) {
-  RequestRow r{id, "alloc_a", core::RequestState::in_flight, t0_us + n, std::nullopt, "m", false, {5, 9}, ""};
+  RequestRow r{id,        "alloc_a",    core::RequestState::in_flight,
+               t0_us + n, std::nullopt, "m",
+               false,     {5, 9},       ""};
   return writes::insert_request(r, "key_alloc_a");
 }
 
@@ -191,7 +214,8 @@ writes::Record start_in_alloc_a(const std::string& id, int n) {
 // groups of apply_rows_per_insert, and records naming a request whose row is still held
 // (a late booking, a note after usage_pending) find it written first.
 TEST(Coalescer, OneLargeTransactionLeavesTheTablesAsApplyingEachRecordDoes) {
-  const auto dir = std::filesystem::temp_directory_path() / ("cairva-writes-large-" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("cairva-writes-large-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   for (uint32_t seed = 1; seed <= 5; ++seed) {
     std::mt19937 rng(seed);
@@ -204,7 +228,8 @@ TEST(Coalescer, OneLargeTransactionLeavesTheTablesAsApplyingEachRecordDoes) {
     Db coalesced = fresh(dir / "b.db");
     writes::Coalescer c;
     ASSERT_TRUE(coalesced.exec("BEGIN").ok());
-    for (size_t i = 0; i < records.size(); ++i) ASSERT_TRUE(c.add(coalesced, records[i], i).ok()) << "record " << i;
+    for (size_t i = 0; i < records.size(); ++i)
+      ASSERT_TRUE(c.add(coalesced, records[i], i).ok()) << "record " << i;
     ASSERT_TRUE(c.flush(coalesced).ok());
     ASSERT_TRUE(coalesced.exec("COMMIT").ok());
     EXPECT_EQ(dump(coalesced), dump(one_by_one)) << "seed " << seed;
@@ -214,7 +239,8 @@ TEST(Coalescer, OneLargeTransactionLeavesTheTablesAsApplyingEachRecordDoes) {
 
 // A row that cannot be inserted fails its own op, even inside a group of rows.
 TEST(Coalescer, AFailedRowInAGroupNamesItsOwnOp) {
-  const auto dir = std::filesystem::temp_directory_path() / ("cairva-writes-fail-" + std::to_string(::getpid()));
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("cairva-writes-fail-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   {
     Db db = fresh(dir / "f.db");
@@ -234,7 +260,8 @@ TEST(Coalescer, AFailedRowInAGroupNamesItsOwnOp) {
 }
 
 TEST(Coalescer, AFailedEventInAGroupNamesItsOwnOp) {
-  const auto dir = std::filesystem::temp_directory_path() / ("cairva-writes-fail-ev-" + std::to_string(::getpid()));
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("cairva-writes-fail-ev-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   {
     Db db = fresh(dir / "f.db");
@@ -246,9 +273,15 @@ TEST(Coalescer, AFailedEventInAGroupNamesItsOwnOp) {
     for (int n = 0; n < 20; ++n) {
       const std::string event = "evt_" + std::to_string(n == 17 ? 3 : n);  // op 37 repeats evt_3
       const std::string n_ = std::to_string(n);
-      records.push_back(writes::book(UsageEventRow{event, "alloc_a", "req_" + n_, "prov_" + n_, {1, 2},
+      records.push_back(writes::book(UsageEventRow{event,
+                                                   "alloc_a",
+                                                   "req_" + n_,
+                                                   "prov_" + n_,
+                                                   {1, 2},
                                                    core::EventSource::provider,
-                                                   core::Finality::reported, "", t0_us + 100 + n}));
+                                                   core::Finality::reported,
+                                                   "",
+                                                   t0_us + 100 + n}));
     }
     writes::Coalescer c;
     ASSERT_TRUE(db.exec("BEGIN").ok());
