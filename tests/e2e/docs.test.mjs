@@ -160,7 +160,7 @@ test('every metric on /metrics is in the guide, and every metric the alerting ru
 test('every config key the parser accepts is in the guide\'s configuration reference', () => {
   const source = readFileSync(join(ROOT, 'src/config/config.cpp'), 'utf8');
   const keys = [];
-  for (const m of source.matchAll(/reject_unknown\(c, [^,]+, ("[a-z]*"|prefix),\s*\{([^}]*)\}/g)) {
+  for (const m of source.matchAll(/reject_unknown\(\s*c,\s*[^,]+,\s*("[a-z]*"|prefix),\s*\{([^}]*)\}/g)) {
     const table = m[1] === 'prefix' ? 'providers[]' : JSON.parse(m[1]);
     if (table === '') continue;  // the top level: the tables themselves
     for (const k of m[2].matchAll(/"([a-z_]+)"/g)) keys.push(`${table}.${k[1]}`);
