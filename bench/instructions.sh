@@ -29,11 +29,17 @@ n1=$(mock_requests)
 callgrind_control -d "$GW_PID" >/dev/null 2>&1
 n=$((n1 - n0))
 echo "requests forwarded while counting: $n"
-# Callgrind numbers threads in creation order: `cairva serve` starts the journal thread,
-# the applier, the sweeper, then the event loop; the main thread runs the admin loop.
-names=(- main cairva-store cairva-apply cairva-sweep cairva-io-0)
+# Each thread is named by what it runs (callgrind numbers threads in creation order, which
+# changes when a build starts one more): the journal thread, the applier, the event loop (the
+# gateway's request handlers); the rest by number.
+thread_name() {
+  if grep -q -E '^fn=\([0-9]+\) cairva::store::sqlite::Writer::run_journal' "$1"; then echo cairva-store
+  elif grep -q -E '^fn=\([0-9]+\) cairva::store::sqlite::Writer::run_apply' "$1"; then echo cairva-apply
+  elif [ "$(grep -c -E '^fn=\([0-9]+\) cairva::gateway::' "$1")" -gt 8 ]; then echo cairva-io-0
+  else echo "thread-$(sed -n 's/^thread: //p' "$1" | head -1)"
+  fi
+}
 for f in "$OUT"/callgrind.out.*.1-*; do
-  t=$(sed -n 's/^thread: //p' "$f" | head -1)
   ir=$(awk '/^summary:/ {print $2}' "$f")
-  [ -n "$ir" ] && printf "%s %s\n" "${names[$t]:-thread-$t}" "$ir"
+  [ -n "$ir" ] && printf "%s %s\n" "$(thread_name "$f")" "$ir"
 done | awk -v n="$n" '{sum += $2; printf "  %-14s %9.0f instructions/request\n", $1, $2/n} END {printf "gateway: %.0f instructions per request\n", sum/n}'

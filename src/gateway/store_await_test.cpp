@@ -32,7 +32,7 @@ void spawn_waiter(net::io_context& ctx, Start& start, std::vector<std::string>& 
 TEST(AwaitStore, ACallbackInsideTheStoreCallResumesOnlyAfterTheCallReturned) {
   net::io_context ctx;
   std::vector<std::string> order;
-  auto start = [&order](store::Callback<int> cb) {
+  auto start = [&order](const store::Callback<int>& cb) {
     cb(5);
     order.push_back("store call returned");
   };

@@ -42,7 +42,7 @@ Result<AuditReport> audit_store(const StoreOptions& options, std::shared_ptr<con
     const std::string path = options.url.substr(sqlite_scheme.size());
     if (path.empty())
       return make_error(ErrorCode::invalid_request, "store.url: sqlite:// needs a file path");
-    return sqlite::SqliteStore::audit_file(path, options, std::move(clock));
+    return sqlite::SqliteStore::audit_file(path, options, clock);
   }
   StoreOptions read_only = options;
   read_only.migrate = false;
