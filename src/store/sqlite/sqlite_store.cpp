@@ -31,6 +31,13 @@ Result<std::unique_ptr<SqliteStore>> SqliteStore::open(const std::string& path,
   if (Status s = prepare_database(*wdb, /*sync_full=*/true); !s.ok()) {
     return make_error(ErrorCode::store_unavailable, "store " + path + ": " + s.error().message);
   }
+  // The applier's multi-row inserts (apply_rows_per_insert) run inside large transactions,
+  // so SQLite keeps a statement journal for each (the pages it changes, to undo that
+  // statement alone): past 64 KiB SQLite writes it to a new temporary file, which cost the
+  // applier a file created, unlinked and written a page at a time, about twice its WAL
+  // writes. In memory, it is a copy of the few pages one statement changes. Set after the
+  // migrations, which may sort whole tables and must keep spilling to disk.
+  if (Status s = wdb->exec("PRAGMA temp_store=MEMORY"); !s.ok()) return s.error();
   // Writes the previous process acknowledged but had not yet applied to the tables.
   auto replayed = oplog::replay(*wdb, path);
   if (!replayed.ok()) return make_error(ErrorCode::store_unavailable, replayed.error().message);
