@@ -22,16 +22,9 @@ Task<bool> chat_completion(const Gateway& gw, upstream::Upstream& upstream, Clie
   if (!admission.admitted) co_return admission.keep;
   const auto& adm = *admission.admitted;
 
-  const ProviderEndpoint* provider = gw.find_provider(grant.provider);
-  Flow<wire::ChatCodec> flow{gw, upstream, ex, grant, provider};
+  auto flow = Flow<wire::ChatCodec>::start(gw, upstream, ex, grant);
   flow.lowered_to = adm.lowered_to;
-  flow.deadline_mono =
-      gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
-  if (!provider) {
-    co_await flow.settle(store::SettleKind::failed);
-    co_return co_await ex.send_error(ErrorCode::provider_unavailable,
-                                     "provider \"" + grant.provider + "\" is not configured");
-  }
+  if (!flow.provider) co_return co_await flow.refuse_unconfigured();
   wire::RewritePlan plan;
   plan.per_choice_limit = adm.per_choice_limit;  // what was held, lowered or not (SPEC §4)
   for (const config::Provider& p : gw.config.providers) {
@@ -41,7 +34,8 @@ Task<bool> chat_completion(const Gateway& gw, upstream::Upstream& upstream, Clie
   std::string upstream_body = wire::rewrite_needed(chat, plan)
                                   ? wire::rewrite_chat_request(body, chat, plan)
                                   : std::move(body);
-  co_return co_await flow.run(provider->chat_path, upstream_body, chat.stream, chat.include_usage);
+  co_return co_await flow.run(flow.provider->chat_path, upstream_body, chat.stream,
+                              chat.include_usage);
 }
 
 }  // namespace cairva::gateway

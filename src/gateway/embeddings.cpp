@@ -22,17 +22,10 @@ Task<bool> embeddings_create(const Gateway& gw, upstream::Upstream& upstream, Cl
   auto admission = co_await admit(gw, ex, grant, inspected->model, std::nullopt, false, facts);
   if (!admission.admitted) co_return admission.keep;
 
-  const ProviderEndpoint* provider = gw.find_provider(grant.provider);
-  Flow<wire::EmbeddingsCodec> flow{gw, upstream, ex, grant, provider};
-  flow.deadline_mono =
-      gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
-  if (!provider) {
-    co_await flow.settle(store::SettleKind::failed);
-    co_return co_await ex.send_error(ErrorCode::provider_unavailable,
-                                     "provider \"" + grant.provider + "\" is not configured");
-  }
+  auto flow = Flow<wire::EmbeddingsCodec>::start(gw, upstream, ex, grant);
+  if (!flow.provider) co_return co_await flow.refuse_unconfigured();
   // No limit field to write: the body goes as the client sent it.
-  const std::string path = provider->base_path + "/embeddings";
+  const std::string path = flow.provider->base_path + "/embeddings";
   co_return co_await flow.run(path, body, false, false);
 }
 

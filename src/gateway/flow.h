@@ -73,6 +73,11 @@ inline const char* unread_body_message(ReadStatus s, const char* cut_off) {
   return s == ReadStatus::too_large ? "provider response exceeds 64 MiB" : cut_off;
 }
 
+// What the buyer reads when the grant's provider is not in this gateway's config.
+inline std::string unconfigured_message(const store::KeyGrant& grant) {
+  return "provider \"" + grant.provider + "\" is not configured";
+}
+
 // What the buyer reads when the settlement failed; the store's text goes to the log.
 constexpr std::string_view unrecorded_message =
     "usage could not be recorded; the request is kept for reconciliation";
@@ -108,6 +113,25 @@ struct Flow {
   std::span<const upstream::Header> forward_headers;  // the client's, passed on (anthropic-version)
   OpenRequests::Entry* open = nullptr;  // while run() forwards: what the end of a drain settles
   bool provider_id_noted = false;
+
+  // The flow for the grant's provider (null when it is not configured), its deadline
+  // in_flight_timeout_s from now.
+  static Flow start(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
+                    const store::KeyGrant& grant) {
+    return Flow{gw,
+                upstream,
+                ex,
+                grant,
+                gw.find_provider(grant.provider),
+                std::nullopt,
+                gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second};
+  }
+
+  // An admitted request whose provider is not configured: settled failed, answered 502.
+  Task<bool> refuse_unconfigured() {
+    co_await settle(store::SettleKind::failed);
+    co_return co_await ex.send_error(ErrorCode::provider_unavailable, unconfigured_message(grant));
+  }
 
   Task<Result<store::SettleResult>> settle(store::SettleKind kind,
                                            std::string provider_request_id = {},
@@ -440,5 +464,6 @@ struct Flow {
 }  // namespace flow_detail
 
 using flow_detail::Flow;
+using flow_detail::unconfigured_message;
 
 }  // namespace cairva::gateway

@@ -470,6 +470,26 @@ TEST_F(Flow, AConnectionFailureIs502AndReleasesTheHold) {
   EXPECT_EQ(only_settle().kind, store::SettleKind::failed);
 }
 
+// A grant naming a provider this gateway's config lacks (removed since the agreement was
+// made): every API settles the admitted request failed and answers 502, sending nothing.
+TEST_F(Flow, AnUnconfiguredProviderSettlesFailedAndIs502OnEveryApi) {
+  grant.provider = "gone";
+  const std::pair<Entry, std::string> calls[] = {
+      {&chat_completion, chat_body(false)},
+      {&responses_create, R"({"model":"m","input":"hi","max_output_tokens":50})"},
+      {&embeddings_create, R"({"model":"m","input":"hi"})"}};
+  for (const auto& [entry_point, body] : calls) {
+    store.settles.clear();
+    entry = entry_point;
+    const auto r = run(body);
+    EXPECT_EQ(r.status, 502u);
+    EXPECT_EQ(error_code_of(r.body), "provider_unavailable");
+    EXPECT_NE(r.body.find(R"(provider \"gone\" is not configured)"), std::string::npos) << r.body;
+    EXPECT_EQ(only_settle().kind, store::SettleKind::failed);
+  }
+  EXPECT_TRUE(up.sent.empty());
+}
+
 TEST_F(Flow, APlainBodyCutAfterA2xxIsUsageMissingAndTheConnectionDropped) {
   Script s = ok_plain(R"({"id":"chatcmpl-1","cho)");
   s.end = ReadStatus::cut;

@@ -17,15 +17,9 @@ using MessagesFlow = Flow<wire::MessagesCodec>;
 
 MessagesFlow make_flow(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
                        const store::KeyGrant& grant, const AnthropicHeaders& headers) {
-  MessagesFlow flow{gw, upstream, ex, grant, gw.find_provider(grant.provider)};
-  flow.deadline_mono =
-      gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
+  MessagesFlow flow = MessagesFlow::start(gw, upstream, ex, grant);
   flow.forward_headers = headers.span();
   return flow;
-}
-
-std::string unconfigured(const store::KeyGrant& grant) {
-  return "provider \"" + grant.provider + "\" is not configured";
 }
 
 }  // namespace
@@ -58,10 +52,7 @@ Task<bool> messages_create(const Gateway& gw, upstream::Upstream& upstream, Clie
   const AnthropicHeaders forwarded(fields);
   MessagesFlow flow = make_flow(gw, upstream, ex, grant, forwarded);
   flow.lowered_to = adm.lowered_to;
-  if (!flow.provider) {
-    co_await flow.settle(store::SettleKind::failed);
-    co_return co_await ex.send_error(ErrorCode::provider_unavailable, unconfigured(grant));
-  }
+  if (!flow.provider) co_return co_await flow.refuse_unconfigured();
   // The provider always receives the limit that was held (SPEC §4).
   std::string upstream_body =
       wire::messages_rewrite_needed(request, adm.per_choice_limit)
@@ -93,7 +84,7 @@ Task<bool> messages_count_tokens(const Gateway& gw, upstream::Upstream& upstream
   const AnthropicHeaders forwarded(fields);
   MessagesFlow flow = make_flow(gw, upstream, ex, grant, forwarded);
   if (!flow.provider)
-    co_return co_await ex.send_error(ErrorCode::provider_unavailable, unconfigured(grant));
+    co_return co_await ex.send_error(ErrorCode::provider_unavailable, unconfigured_message(grant));
   const std::string path =
       flow.provider->base_path + "/messages/count_tokens" + std::string(fields.query);
   co_return co_await flow.unbilled("POST", path, body);

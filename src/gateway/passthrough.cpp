@@ -23,17 +23,8 @@ std::string_view query_of(std::string_view target) {
 // A flow for a call that books nothing: its codec is never used (Flow::unbilled).
 using UnbilledFlow = Flow<wire::ChatCodec>;
 
-UnbilledFlow unbilled_flow(const Gateway& gw, upstream::Upstream& upstream, ClientExchange& ex,
-                           const store::KeyGrant& grant, const ProviderEndpoint& provider) {
-  UnbilledFlow flow{gw, upstream, ex, grant, &provider};
-  flow.deadline_mono =
-      gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
-  return flow;
-}
-
 Task<bool> provider_unconfigured(ClientExchange& ex, const store::KeyGrant& grant) {
-  return ex.send_error(ErrorCode::provider_unavailable,
-                       "provider \"" + grant.provider + "\" is not configured");
+  return ex.send_error(ErrorCode::provider_unavailable, unconfigured_message(grant));
 }
 
 constexpr std::string_view responses_prefix = "/v1/responses/";
@@ -81,7 +72,7 @@ Task<bool> list_models(const Gateway& gw, upstream::Upstream& upstream, ClientEx
     co_return co_await ex.send_json(200, std::move(body));
   }
   if (provider == nullptr) co_return co_await provider_unconfigured(ex, grant);
-  UnbilledFlow flow = unbilled_flow(gw, upstream, ex, grant, *provider);
+  auto flow = UnbilledFlow::start(gw, upstream, ex, grant);
   flow.forward_headers = forward_headers;
   const std::string path = provider->base_path + "/models" + std::string(query_of(target));
   co_return co_await flow.unbilled("GET", path);
@@ -111,7 +102,7 @@ Task<bool> response_object(const Gateway& gw, upstream::Upstream& upstream, Clie
                                      "no such response for this API key's allocation");
   const ProviderEndpoint* provider = gw.find_provider(grant.provider);
   if (provider == nullptr) co_return co_await provider_unconfigured(ex, grant);
-  UnbilledFlow flow = unbilled_flow(gw, upstream, ex, grant, *provider);
+  auto flow = UnbilledFlow::start(gw, upstream, ex, grant);
   const std::string upstream_path = provider->base_path + "/responses/" + id + std::string(suffix) +
                                     std::string(query_of(target));
   co_return co_await flow.unbilled(method, upstream_path);

@@ -29,22 +29,15 @@ Task<bool> responses_create(const Gateway& gw, upstream::Upstream& upstream, Cli
   if (!admission.admitted) co_return admission.keep;
   const auto& adm = *admission.admitted;
 
-  const ProviderEndpoint* provider = gw.find_provider(grant.provider);
-  Flow<wire::ResponsesCodec> flow{gw, upstream, ex, grant, provider};
+  auto flow = Flow<wire::ResponsesCodec>::start(gw, upstream, ex, grant);
   flow.lowered_to = adm.lowered_to;
-  flow.deadline_mono =
-      gw.clock.monotonic_micros() + gw.config.in_flight_timeout_s * micros_per_second;
-  if (!provider) {
-    co_await flow.settle(store::SettleKind::failed);
-    co_return co_await ex.send_error(ErrorCode::provider_unavailable,
-                                     "provider \"" + grant.provider + "\" is not configured");
-  }
+  if (!flow.provider) co_return co_await flow.refuse_unconfigured();
   // The provider always receives the limit that was held (SPEC §4), written or not.
   std::string upstream_body =
       wire::responses_rewrite_needed(request, adm.per_choice_limit)
           ? wire::rewrite_responses_request(body, request, adm.per_choice_limit)
           : std::move(body);
-  const std::string path = provider->base_path + "/responses";
+  const std::string path = flow.provider->base_path + "/responses";
   co_return co_await flow.run(path, upstream_body, request.stream, false);
 }
 
