@@ -36,6 +36,22 @@ void hex(std::string& out, std::string_view prefix, unsigned char c) {
   out.push_back(digits[c & 0xf]);
 }
 
+// `v` with '"' and '\\' escaped by a backslash, and every byte outside printable ASCII as
+// `hex_prefix` and two hex digits (the text format's \xXX, JSON's \u00XX).
+void escaped(std::string& out, std::string_view v, std::string_view hex_prefix) {
+  for (const char ch : v) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(ch);
+    } else if (c < 0x20 || c >= 0x7f) {
+      hex(out, hex_prefix, c);
+    } else {
+      out.push_back(ch);
+    }
+  }
+}
+
 // A text field: bare when every byte is plain, else quoted with \" \\ and \xNN escapes.
 void text_field(std::string& out, std::string_view key, std::string_view v, bool bounded) {
   out.push_back(' ');
@@ -52,17 +68,7 @@ void text_field(std::string& out, std::string_view key, std::string_view v, bool
     return;
   }
   out.push_back('"');
-  for (const char ch : v) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c < 0x20 || c >= 0x7f) {
-      hex(out, "\\x", c);
-    } else {
-      out.push_back(ch);
-    }
-  }
+  escaped(out, v, "\\x");
   out.push_back('"');
 }
 
@@ -83,17 +89,7 @@ void json_field(std::string& out, std::string_view key, std::string_view v, bool
     out.append(v).push_back('"');
     return;
   }
-  for (const char ch : v) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(ch);
-    } else if (c < 0x20 || c >= 0x7f) {
-      hex(out, "\\u00", c);
-    } else {
-      out.push_back(ch);
-    }
-  }
+  escaped(out, v, "\\u00");
   out.push_back('"');
 }
 
