@@ -441,8 +441,8 @@ void expect_frame(const writes::Record& r, const std::string& expected) {
   EXPECT_EQ(back[0], r);
 }
 
-// Every builder's record keeps the slots logs already on disk hold, and reads back through
-// its kind's names.
+// Every kind's record, from its builder or its struct, keeps the slots logs already on disk hold,
+// and reads back through its kind's names.
 TEST(OplogFrame, EachBuildersRecordKeepsItsSlotsAndReadsBackByName) {
   using K = writes::Record::Kind;
   const RequestRow request{"req_1", "alloc_1",    core::RequestState::in_flight,
@@ -490,7 +490,7 @@ TEST(OplogFrame, EachBuildersRecordKeepsItsSlotsAndReadsBackByName) {
   EXPECT_EQ(b.output, 4);
   EXPECT_EQ(b.booked_at, 2000);
   const writes::Record reported =
-      writes::book_reported({"evt_2", "alloc_1", "req_1", "prov_1", {3, 4}, 2000});
+      writes::book_reported({"evt_2", "alloc_1", "req_1", "prov_1", {}, {}, {}, 3, 4, 2000});
   expect_frame(
       reported,
       slots_payload(9, K::book, {"evt_2", "alloc_1", "req_1", "prov_1", "provider", "reported", ""},
@@ -498,19 +498,19 @@ TEST(OplogFrame, EachBuildersRecordKeepsItsSlotsAndReadsBackByName) {
   EXPECT_EQ(reported.as<writes::Book>().source, "provider");
 
   // The request-row changes share one shape: request id, provider id, finished_at.
-  const writes::Record duplicate = writes::book_as_duplicate("req_1", "prov_1", 3000);
+  const writes::Record duplicate = writes::pack(writes::BookAsDuplicate{"req_1", "prov_1", 3000});
   expect_frame(duplicate, slots_payload(9, K::book_as_duplicate, {"req_1", "prov_1"}, {3000}));
   EXPECT_EQ(duplicate.as<writes::BookAsDuplicate>().finished_at, 3000);
-  const writes::Record failed = writes::fail_request("req_1", "", 3001);
+  const writes::Record failed = writes::pack(writes::FailRequest{"req_1", "", 3001});
   expect_frame(failed, slots_payload(9, K::fail_request, {"req_1", ""}, {3001}));
   const auto f = failed.as<writes::FailRequest>();
   EXPECT_EQ(f.request_id, "req_1");
   EXPECT_EQ(f.provider_request_id, "");
   EXPECT_EQ(f.finished_at, 3001);
-  const writes::Record pending = writes::mark_usage_pending("req_1", "prov_2");
+  const writes::Record pending = writes::pack(writes::MarkUsagePending{"req_1", "prov_2"});
   expect_frame(pending, slots_payload(9, K::mark_usage_pending, {"req_1", "prov_2"}, {}));
   EXPECT_EQ(pending.as<writes::MarkUsagePending>().provider_request_id, "prov_2");
-  const writes::Record noted = writes::note_provider_id("req_1", "prov_3");
+  const writes::Record noted = writes::pack(writes::NoteProviderId{"req_1", "prov_3"});
   expect_frame(noted, slots_payload(9, K::note_provider_id, {"req_1", "prov_3"}, {}));
   EXPECT_EQ(noted.as<writes::NoteProviderId>().request_id, "req_1");
   const writes::Record kept = writes::keep_reported("req_1", {{7, 8}, "prov_4"});

@@ -121,10 +121,6 @@ static Status apply_set_states(Db& db, const SetStates& r) {
   return g->run();
 }
 
-Record mark_usage_pending(std::string_view request_id, std::string_view provider_request_id) {
-  return pack(MarkUsagePending{request_id, provider_request_id});
-}
-
 static Status apply_mark_usage_pending(Db& db, const MarkUsagePending& r) {
   auto s = db.cached(
       "UPDATE requests SET state = 'usage_pending',"
@@ -140,11 +136,10 @@ Record book(const UsageEventRow& e) {
                    str(e.finality), e.evidence, e.tokens.input, e.tokens.output, e.booked_at});
 }
 
-Record book_reported(const ReportedEvent& e) {
-  // As book() for a UsageEventRow with source provider, finality reported, no evidence.
-  return pack(Book{e.id, e.allocation_id, e.request_id, e.provider_request_id,
-                   str(core::EventSource::provider), str(core::Finality::reported),
-                   std::string_view(), e.tokens.input, e.tokens.output, e.booked_at});
+Record book_reported(Book e) {
+  e.source = str(core::EventSource::provider);
+  e.finality = str(core::Finality::reported);
+  return pack(e);
 }
 
 static void bind_event(Stmt& st, const Book& r, const core::Tokens& totals) {
@@ -194,16 +189,6 @@ static Status apply_book(Db& db, const Book& r, Sequencer& numbers) {
   return raise_used(db, r.allocation_id, r.input, r.output);
 }
 
-Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
-                         UnixMicros now) {
-  return pack(BookAsDuplicate{request_id, provider_request_id, now});
-}
-
-Record fail_request(std::string_view request_id, std::string_view provider_request_id,
-                    UnixMicros now) {
-  return pack(FailRequest{request_id, provider_request_id, now});
-}
-
 static Status apply_fail_request(Db& db, const FailRequest& r) {
   auto s = db.cached(
       "UPDATE requests SET state = 'failed', finished_at = ?,"
@@ -244,10 +229,6 @@ static Status apply_keep_reported(Db& db, const KeepReported& r) {
   if (!s.ok()) return s.error();
   s->i64(r.input).i64(r.output).text_ref(r.provider_request_id).text_ref(r.request_id);
   return s->run();
-}
-
-Record note_provider_id(const std::string& request_id, const std::string& provider_request_id) {
-  return pack(NoteProviderId{request_id, provider_request_id});
 }
 
 static Status apply_note_provider_id(Db& db, const NoteProviderId& r) {
@@ -405,6 +386,12 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
     if (!provider_request_id.empty()) s->provider_request_id = provider_request_id;
     return Status{};
   };
+  // A request's end recorded without an event: into its start held back, or on its row.
+  auto end = [&](const auto& e, std::string_view state, bool finishes) -> Status {
+    const auto finished_at = finishes ? std::optional(e.finished_at) : std::nullopt;
+    if (auto s = end_held(e.request_id, e.provider_request_id, state, finished_at)) return *s;
+    return apply(db, r);
+  };
   switch (r.kind) {
     case Record::Kind::insert_request: {
       // Numbered now, in record order, though written later (or in its final state).
@@ -429,27 +416,12 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       if (auto s = end_held(b.request_id, b.provider_request_id, "booked", b.booked_at)) return *s;
       return book_request(db, b.request_id, b.provider_request_id, b.booked_at);
     }
-    case Record::Kind::book_as_duplicate: {
-      const auto d = r.as<BookAsDuplicate>();
-      if (auto s = end_held(d.request_id, d.provider_request_id, "booked", d.finished_at)) {
-        return *s;
-      }
-      return apply(db, r);
-    }
-    case Record::Kind::fail_request: {
-      const auto f = r.as<FailRequest>();
-      if (auto s = end_held(f.request_id, f.provider_request_id, "failed", f.finished_at)) {
-        return *s;
-      }
-      return apply(db, r);
-    }
-    case Record::Kind::mark_usage_pending: {
-      const auto m = r.as<MarkUsagePending>();
-      if (auto s = end_held(m.request_id, m.provider_request_id, "usage_pending", std::nullopt)) {
-        return *s;
-      }
-      return apply(db, r);
-    }
+    case Record::Kind::book_as_duplicate:
+      return end(r.as<BookAsDuplicate>(), "booked", true);
+    case Record::Kind::fail_request:
+      return end(r.as<FailRequest>(), "failed", true);
+    case Record::Kind::mark_usage_pending:
+      return end(r.as<MarkUsagePending>(), "usage_pending", false);
     case Record::Kind::note_provider_id: {
       // A start held back and not ended takes the id into its insert (its end, if any,
       // comes later); an ended one is written, and the note applies to it as to any row.

@@ -95,7 +95,9 @@ struct Book {  // a new usage event
   static auto nums(auto& f) { return std::tie(f.input, f.output, f.booked_at); }
 };
 // A change to a request's row. `provider_request_id`: '' keeps the one recorded for
-// fail_request and mark_usage_pending; the others set it as given.
+// fail_request and mark_usage_pending; the others set it as given: book_as_duplicate's
+// (booked without an event of its own) names the allocation's event it repeated, and
+// note_provider_id's is the provider's id on a request still in_flight.
 template <Record::Kind K>
 struct RequestChange {
   static constexpr Record::Kind kind = K;
@@ -266,33 +268,17 @@ class Coalescer {
 // A record's kind read back from the oplog; false for a number this build does not know.
 bool known_kind(int64_t kind);
 
-// Each builder copies its texts into the record (one buffer).
+// Builders from the store's rows; the other kinds are pack()ed from their struct. Each copies
+// its texts into the record (one buffer).
 Record insert_request(const RequestRow& r, std::string_view key_id);
 Record set_states(const std::string& allocation_id, const std::string& agreement_id,
                   core::AllocationState state, core::AgreementState agreement_state);
-Record mark_usage_pending(std::string_view request_id, std::string_view provider_request_id);
 // A new usage event: the request booked, the allocation's used totals raised.
 Record book(const UsageEventRow& e);
-// A provider's report booked by a settlement, the request path's event: its texts are
-// viewed, not held, so that book_reported() copies each once, into the record.
-struct ReportedEvent {
-  std::string_view id;  // evt_…
-  std::string_view allocation_id;
-  std::string_view request_id;
-  std::string_view provider_request_id;
-  core::Tokens tokens;
-  UnixMicros booked_at = 0;
-};
-Record book_reported(const ReportedEvent& e);
-// Booked without an event of its own (duplicate/conflict): its provider_request_id names
-// the allocation's event it repeated.
-Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
-                         UnixMicros now);
-Record fail_request(std::string_view request_id, std::string_view provider_request_id,
-                    UnixMicros now);
+// A provider's report booked by a settlement (the request path's event): `e` with source
+// provider, finality reported.
+Record book_reported(Book e);
 Record insert_conflict(const ConflictRow& c);
-// The provider's id on a request still in_flight (Store::note_provider_id).
-Record note_provider_id(const std::string& request_id, const std::string& provider_request_id);
 // The request's reported_usage (counts it reported that were not booked).
 Record keep_reported(const std::string& request_id, const core::ReportedUsage& reported);
 
