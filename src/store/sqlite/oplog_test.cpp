@@ -513,7 +513,7 @@ TEST(OplogFrame, EachBuildersRecordKeepsItsSlotsAndReadsBackByName) {
   const writes::Record noted = writes::pack(writes::NoteProviderId{"req_1", "prov_3"});
   expect_frame(noted, slots_payload(9, K::note_provider_id, {"req_1", "prov_3"}, {}));
   EXPECT_EQ(noted.as<writes::NoteProviderId>().request_id, "req_1");
-  const writes::Record kept = writes::keep_reported("req_1", {{7, 8}, "prov_4"});
+  const writes::Record kept = writes::pack(writes::KeepReported{"req_1", "prov_4", 7, 8});
   expect_frame(kept, slots_payload(9, K::keep_reported, {"req_1", "prov_4"}, {7, 8}));
   const auto k = kept.as<writes::KeepReported>();
   EXPECT_EQ(k.provider_request_id, "prov_4");

@@ -297,8 +297,10 @@ void SqliteStore::persist(const SettleCommand& cmd, const core::SettlePlan& plan
   } else if (plan.change_state) {
     rows.push_back(writes::pack(writes::MarkUsagePending{id, provider_id}));
   }
-  if (plan.keep_reported)
-    rows.push_back(writes::keep_reported(id, {cmd.usage, cmd.provider_request_id}));
+  if (plan.keep_reported) {
+    rows.push_back(writes::pack(
+        writes::KeepReported{id, cmd.provider_request_id, cmd.usage.input, cmd.usage.output}));
+  }
   if (plan.record_conflict) {
     rows.push_back(writes::insert_conflict(ConflictRow{new_id("cfl"), cmd.allocation_id, id,
                                                        cmd.provider_request_id, cmd.usage,

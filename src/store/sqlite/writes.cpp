@@ -165,8 +165,8 @@ static Status apply_book_event(Db& db, const Book& r, Sequencer& numbers) {
 static Status book_request(Db& db, std::string_view request_id,
                            std::string_view provider_request_id, int64_t finished_at) {
   auto rq = db.cached(
-      "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = "
-      "?");
+      "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ?"
+      " WHERE id = ?");
   if (!rq.ok()) return rq.error();
   rq->i64(finished_at).text_ref(provider_request_id).text_ref(request_id);
   return rq->run();
@@ -216,16 +216,10 @@ static Status apply_insert_conflict(Db& db, const InsertConflict& r) {
   return s->run();
 }
 
-Record keep_reported(const std::string& request_id, const core::ReportedUsage& reported) {
-  return pack(KeepReported{request_id, reported.provider_request_id, reported.counts.input,
-                           reported.counts.output});
-}
-
 static Status apply_keep_reported(Db& db, const KeepReported& r) {
   auto s = db.cached(
-      "UPDATE requests SET reported_input = ?, reported_output = ?, reported_provider_request_id = "
-      "?"
-      " WHERE id = ?");
+      "UPDATE requests SET reported_input = ?, reported_output = ?,"
+      " reported_provider_request_id = ? WHERE id = ?");
   if (!s.ok()) return s.error();
   s->i64(r.input).i64(r.output).text_ref(r.provider_request_id).text_ref(r.request_id);
   return s->run();

@@ -11,16 +11,13 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
-#include <type_traits>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include "base/assert.h"
@@ -110,7 +107,7 @@ using BookAsDuplicate = RequestChange<Record::Kind::book_as_duplicate>;
 using FailRequest = RequestChange<Record::Kind::fail_request>;
 using MarkUsagePending = RequestChange<Record::Kind::mark_usage_pending>;  // finished_at unused
 using NoteProviderId = RequestChange<Record::Kind::note_provider_id>;      // finished_at unused
-struct KeepReported {
+struct KeepReported {  // the request's reported_usage: counts it reported, not booked
   static constexpr Record::Kind kind = Record::Kind::keep_reported;
   std::string_view request_id, provider_request_id;
   int64_t input = 0, output = 0;
@@ -237,7 +234,7 @@ class Coalescer {
     std::string_view provider_request_id;
     size_t op = 0;
     bool written = false;
-    bool ended = false;  // its first end is in `state` (a later record applies to the row)
+    bool ended = false;  // its first end is in `row` (a later record applies to the row)
   };
   struct Event {
     Book row;
@@ -279,8 +276,6 @@ Record book(const UsageEventRow& e);
 // provider, finality reported.
 Record book_reported(Book e);
 Record insert_conflict(const ConflictRow& c);
-// The request's reported_usage (counts it reported that were not booked).
-Record keep_reported(const std::string& request_id, const core::ReportedUsage& reported);
 
 Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
                        core::AllocationState state, const std::string& key_id,
