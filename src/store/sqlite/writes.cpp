@@ -75,18 +75,6 @@ void Sequencer::forget() {
 
 // ---------------------------------------------------------------- journaled records
 
-void Record::set_texts(std::span<const std::string_view> values) {
-  CAIRVA_ASSERT(values.size() <= texts);
-  size_t size = 0;
-  for (const auto v : values) size += v.size();
-  bytes_.clear();
-  bytes_.reserve(size);
-  for (size_t i = 0; i < texts; ++i) {
-    if (i < values.size()) bytes_.append(values[i]);
-    end_[i] = static_cast<uint32_t>(bytes_.size());
-  }
-}
-
 Record insert_request(const RequestRow& r, std::string_view key_id) {
   return pack(InsertRequest{r.id, r.allocation_id, key_id, str(r.state), r.model, r.started_at,
                             r.stream ? 1 : 0, r.hold.input, r.hold.output});
@@ -260,11 +248,6 @@ Status apply(Db& db, const Record& r) {
   }
   return make_error(ErrorCode::internal_error,
                     "oplog: unknown record kind " + std::to_string(static_cast<int>(r.kind)));
-}
-
-bool known_kind(int64_t kind) {
-  return kind >= static_cast<int64_t>(Record::Kind::insert_request) &&
-         kind <= static_cast<int64_t>(Record::Kind::note_provider_id);
 }
 
 // ---------------------------------------------------------------- coalesced application
