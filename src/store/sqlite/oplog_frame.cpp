@@ -54,7 +54,7 @@ bool read_payload(std::string_view p, const RecordFn& each, Status& failed) {
       at += n;
     }
     r.set_texts(texts);
-    for (auto& n : r.num) {
+    for (auto& n : r.num_slots) {
       if (!have(sizeof(int64_t))) return false;
       n = get_at<int64_t>(p, at);
       at += sizeof(int64_t);
@@ -75,19 +75,20 @@ void FrameBuilder::clear() { bytes_.assign(frame_header_bytes, '\0'); }
 // the event loop, twice per request.
 void FrameBuilder::add(int64_t seq, const writes::Record& r) {
   constexpr size_t texts = writes::Record::texts;
-  size_t size = sizeof(int64_t) + 1 + texts * sizeof(uint32_t) + r.num.size() * sizeof(int64_t);
-  for (size_t i = 0; i < texts; ++i) size += r.text(i).size();
+  size_t size =
+      sizeof(int64_t) + 1 + texts * sizeof(uint32_t) + r.num_slots.size() * sizeof(int64_t);
+  for (size_t i = 0; i < texts; ++i) size += r.text_slot(i).size();
   const size_t start = bytes_.size();
   bytes_.resize(start + size);
   char* at = put(bytes_.data() + start, seq);
   *at++ = static_cast<char>(r.kind);
   for (size_t i = 0; i < texts; ++i) {
-    const std::string_view t = r.text(i);
+    const std::string_view t = r.text_slot(i);
     at = put(at, static_cast<uint32_t>(t.size()));
     if (!t.empty()) std::memcpy(at, t.data(), t.size());
     at += t.size();
   }
-  for (const int64_t n : r.num) at = put(at, n);
+  for (const int64_t n : r.num_slots) at = put(at, n);
 }
 
 std::string_view FrameBuilder::seal() {

@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "base/result.h"
-#include "store/sqlite/writes.h"
+#include "store/sqlite/record.h"
 
 namespace cairva::store::sqlite::oplog {
 

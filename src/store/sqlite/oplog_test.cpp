@@ -29,7 +29,7 @@ writes::Record record(std::mt19937_64& rng) {
     for (auto& c : t) c = static_cast<char>(rng());  // any byte, NUL included
   }
   r.set_texts(std::vector<std::string_view>(texts.begin(), texts.end()));
-  for (auto& n : r.num) n = static_cast<int64_t>(rng());  // negative too
+  for (auto& n : r.num_slots) n = static_cast<int64_t>(rng());  // negative too
   return r;
 }
 
@@ -355,7 +355,7 @@ TEST_F(OplogTest, StartDeletesTheReplayedSegments) {
 // The format says CRC-32: logs written by earlier builds (Boost's crc_32_type) still read.
 TEST(OplogFrame, TheChecksumIsTheStandardCrc32) {
   FrameBuilder frame;
-  writes::Record r(writes::Record::Kind::insert_request, {"req_1"}, {42, 0, 0, 0, 0});
+  const writes::Record r = writes::pack(writes::InsertRequest{.id = "req_1", .started_at = 42});
   frame.add(7, r);
   const std::string bytes(frame.seal());
   boost::crc_32_type reference;
@@ -370,7 +370,7 @@ TEST(OplogFrame, TheChecksumIsTheStandardCrc32) {
 // is not this format's, and reading says so rather than skip acknowledged writes.
 TEST(OplogFrame, AnIntactFrameWithUnreadableRecordsIsAnError) {
   FrameBuilder frame;
-  const writes::Record r(writes::Record::Kind::insert_request, {"abc"});
+  const writes::Record r = writes::pack(writes::InsertRequest{.id = "abc"});
   frame.add(1, r);
   const std::string good(frame.seal());
   int calls = 0;
@@ -406,6 +406,143 @@ TEST(OplogFrame, AnIntactFrameWithUnreadableRecordsIsAnError) {
   read = read_frames(bad, count);
   ASSERT_TRUE(read.ok());
   EXPECT_EQ(*read, 0u);
+}
+
+// One record's payload in the layout the format documents (oplog_frame.h), slot by slot:
+// what every earlier build wrote for the same write.
+std::string slots_payload(int64_t seq, writes::Record::Kind kind,
+                          std::vector<std::string_view> texts, std::vector<int64_t> nums) {
+  texts.resize(writes::Record::texts);
+  nums.resize(writes::Record::nums);
+  std::string out(reinterpret_cast<const char*>(&seq), sizeof seq);
+  out += static_cast<char>(kind);
+  for (const auto t : texts) {
+    const auto n = static_cast<uint32_t>(t.size());
+    out.append(reinterpret_cast<const char*>(&n), sizeof n).append(t);
+  }
+  for (const int64_t n : nums) out.append(reinterpret_cast<const char*>(&n), sizeof n);
+  return out;
+}
+
+// `r`'s frame holds `expected` byte for byte, and reads back as `r`.
+void expect_frame(const writes::Record& r, const std::string& expected) {
+  FrameBuilder frame;
+  frame.add(9, r);
+  const std::string bytes(frame.seal());
+  EXPECT_EQ(bytes.substr(frame_header_bytes), expected);
+  std::vector<writes::Record> back;
+  auto read = read_frames(bytes, [&](int64_t seq, writes::Record&& got) {
+    EXPECT_EQ(seq, 9);
+    back.push_back(std::move(got));
+    return Status{};
+  });
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0], r);
+}
+
+// Every kind's record, from its builder or its struct, keeps the slots logs already on disk hold,
+// and reads back through its kind's names.
+TEST(OplogFrame, EachBuildersRecordKeepsItsSlotsAndReadsBackByName) {
+  using K = writes::Record::Kind;
+  const RequestRow request{"req_1", "alloc_1",    core::RequestState::in_flight,
+                           1000,    std::nullopt, "gpt",
+                           true,    {5, 9},       ""};
+  const writes::Record start = writes::insert_request(request, "key_1");
+  expect_frame(
+      start, slots_payload(9, K::insert_request, {"req_1", "alloc_1", "key_1", "in_flight", "gpt"},
+                           {1000, 1, 5, 9}));
+  const auto s = start.as<writes::InsertRequest>();
+  EXPECT_EQ(s.id, "req_1");
+  EXPECT_EQ(s.allocation_id, "alloc_1");
+  EXPECT_EQ(s.key_id, "key_1");
+  EXPECT_EQ(s.state, "in_flight");
+  EXPECT_EQ(s.model, "gpt");
+  EXPECT_EQ(s.started_at, 1000);
+  EXPECT_EQ(s.stream, 1);
+  EXPECT_EQ(s.hold_input, 5);
+  EXPECT_EQ(s.hold_output, 9);
+
+  const UsageEventRow event{"evt_1",
+                            "alloc_1",
+                            "req_1",
+                            "prov_1",
+                            {3, 4},
+                            core::EventSource::reconciliation,
+                            core::Finality::confirmed,
+                            "ev",
+                            2000};
+  const writes::Record booked = writes::book(event);
+  expect_frame(booked,
+               slots_payload(9, K::book,
+                             {"evt_1", "alloc_1", "req_1", "prov_1", core::to_string(event.source),
+                              core::to_string(event.finality), "ev"},
+                             {3, 4, 2000}));
+  const auto b = booked.as<writes::Book>();
+  EXPECT_EQ(b.id, "evt_1");
+  EXPECT_EQ(b.allocation_id, "alloc_1");
+  EXPECT_EQ(b.request_id, "req_1");
+  EXPECT_EQ(b.provider_request_id, "prov_1");
+  EXPECT_EQ(b.source, core::to_string(event.source));
+  EXPECT_EQ(b.finality, core::to_string(event.finality));
+  EXPECT_EQ(b.evidence, "ev");
+  EXPECT_EQ(b.input, 3);
+  EXPECT_EQ(b.output, 4);
+  EXPECT_EQ(b.booked_at, 2000);
+  const writes::Record reported =
+      writes::book_reported({"evt_2", "alloc_1", "req_1", "prov_1", {}, {}, {}, 3, 4, 2000});
+  expect_frame(
+      reported,
+      slots_payload(9, K::book, {"evt_2", "alloc_1", "req_1", "prov_1", "provider", "reported", ""},
+                    {3, 4, 2000}));
+  EXPECT_EQ(reported.as<writes::Book>().source, "provider");
+
+  // The request-row changes share one shape: request id, provider id, finished_at.
+  const writes::Record duplicate = writes::pack(writes::BookAsDuplicate{"req_1", "prov_1", 3000});
+  expect_frame(duplicate, slots_payload(9, K::book_as_duplicate, {"req_1", "prov_1"}, {3000}));
+  EXPECT_EQ(duplicate.as<writes::BookAsDuplicate>().finished_at, 3000);
+  const writes::Record failed = writes::pack(writes::FailRequest{"req_1", "", 3001});
+  expect_frame(failed, slots_payload(9, K::fail_request, {"req_1", ""}, {3001}));
+  const auto f = failed.as<writes::FailRequest>();
+  EXPECT_EQ(f.request_id, "req_1");
+  EXPECT_EQ(f.provider_request_id, "");
+  EXPECT_EQ(f.finished_at, 3001);
+  const writes::Record pending = writes::pack(writes::MarkUsagePending{"req_1", "prov_2"});
+  expect_frame(pending, slots_payload(9, K::mark_usage_pending, {"req_1", "prov_2"}, {}));
+  EXPECT_EQ(pending.as<writes::MarkUsagePending>().provider_request_id, "prov_2");
+  const writes::Record noted = writes::pack(writes::NoteProviderId{"req_1", "prov_3"});
+  expect_frame(noted, slots_payload(9, K::note_provider_id, {"req_1", "prov_3"}, {}));
+  EXPECT_EQ(noted.as<writes::NoteProviderId>().request_id, "req_1");
+  const writes::Record kept = writes::pack(writes::KeepReported{"req_1", "prov_4", 7, 8});
+  expect_frame(kept, slots_payload(9, K::keep_reported, {"req_1", "prov_4"}, {7, 8}));
+  const auto k = kept.as<writes::KeepReported>();
+  EXPECT_EQ(k.provider_request_id, "prov_4");
+  EXPECT_EQ(k.input, 7);
+  EXPECT_EQ(k.output, 8);
+
+  const writes::Record conflict =
+      writes::insert_conflict({"cfl_1", "alloc_1", "req_1", "prov_1", {1, 2}, {3, 4}, 4000});
+  expect_frame(conflict,
+               slots_payload(9, K::insert_conflict, {"cfl_1", "alloc_1", "req_1", "prov_1"},
+                             {1, 2, 3, 4, 4000}));
+  const auto c = conflict.as<writes::InsertConflict>();
+  EXPECT_EQ(c.id, "cfl_1");
+  EXPECT_EQ(c.provider_request_id, "prov_1");
+  EXPECT_EQ(c.reported_output, 2);
+  EXPECT_EQ(c.booked_input, 3);
+  EXPECT_EQ(c.recorded_at, 4000);
+  const writes::Record states = writes::set_states(
+      "alloc_1", "agr_1", core::AllocationState::suspended, core::AgreementState::in_force);
+  expect_frame(states,
+               slots_payload(9, K::set_states,
+                             {"alloc_1", "agr_1", core::to_string(core::AllocationState::suspended),
+                              core::to_string(core::AgreementState::in_force)},
+                             {}));
+  const auto st = states.as<writes::SetStates>();
+  EXPECT_EQ(st.allocation_id, "alloc_1");
+  EXPECT_EQ(st.agreement_id, "agr_1");
+  EXPECT_EQ(st.state, core::to_string(core::AllocationState::suspended));
+  EXPECT_EQ(st.agreement_state, core::to_string(core::AgreementState::in_force));
 }
 
 }  // namespace

@@ -106,7 +106,8 @@ int64_t SqliteStore::sweep_locked(Allocation& a, UnixMicros now) {
   const auto n = static_cast<int64_t>(swept.size());
   if (n > 0) {
     WriteOp op{WriteOp::Kind::durable, {}, {}, {}};
-    for (const auto& id : swept) op.records.push_back(writes::mark_usage_pending(id, ""));
+    for (const auto& id : swept)
+      op.records.push_back(writes::pack(writes::MarkUsagePending{id, ""}));
     writer_->enqueue(std::move(op), Writer::Wake::soon);
   }
   return n;
@@ -291,15 +292,22 @@ void SqliteStore::persist(const SettleCommand& cmd, const core::SettlePlan& plan
   WriteOp::Records rows;
   if (plan.insert_event) {
     const std::string event_id = new_time_ordered_id("evt");
-    rows.push_back(
-        writes::book_reported({event_id, cmd.allocation_id, id, provider_id, cmd.usage, now}));
+    rows.push_back(writes::book_reported({.id = event_id,
+                                          .allocation_id = cmd.allocation_id,
+                                          .request_id = id,
+                                          .provider_request_id = provider_id,
+                                          .input = cmd.usage.input,
+                                          .output = cmd.usage.output,
+                                          .booked_at = now}));
   } else if (plan.change_state && plan.request_state == core::RequestState::failed) {
-    rows.push_back(writes::fail_request(id, provider_id, now));
+    rows.push_back(writes::pack(writes::FailRequest{id, provider_id, now}));
   } else if (plan.change_state) {
-    rows.push_back(writes::mark_usage_pending(id, provider_id));
+    rows.push_back(writes::pack(writes::MarkUsagePending{id, provider_id}));
   }
-  if (plan.keep_reported)
-    rows.push_back(writes::keep_reported(id, {cmd.usage, cmd.provider_request_id}));
+  if (plan.keep_reported) {
+    rows.push_back(writes::pack(
+        writes::KeepReported{id, cmd.provider_request_id, cmd.usage.input, cmd.usage.output}));
+  }
   if (plan.record_conflict) {
     rows.push_back(writes::insert_conflict(ConflictRow{new_id("cfl"), cmd.allocation_id, id,
                                                        cmd.provider_request_id, cmd.usage,
@@ -330,7 +338,7 @@ void SqliteStore::note_provider_id(ProviderIdNote note, Callback<void> done) {
     std::lock_guard lock(alloc->mu);
     if (alloc->ledger.note_provider_id(note.request_id, note.provider_request_id)) {
       WriteOp op{WriteOp::Kind::admission,
-                 {writes::note_provider_id(note.request_id, note.provider_request_id)},
+                 {writes::pack(writes::NoteProviderId{note.request_id, note.provider_request_id})},
                  {},
                  std::move(done)};
       queued = writer_->try_enqueue(std::move(op), Writer::Wake::soon);

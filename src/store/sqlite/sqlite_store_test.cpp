@@ -328,8 +328,8 @@ void write_v1_log(const std::string& database_path,
     auto st = db->prepare("INSERT INTO records VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     ASSERT_TRUE(st.ok());
     st->i64(seq).i64(static_cast<int64_t>(r.kind));
-    for (size_t i = 0; i < writes::Record::texts; ++i) st->text(r.text(i));
-    for (const int64_t n : r.num) st->i64(n);
+    for (size_t i = 0; i < writes::Record::texts; ++i) st->text(r.text_slot(i));
+    for (const int64_t n : r.num_slots) st->i64(n);
     ASSERT_TRUE(st->run().ok());
   }
 }

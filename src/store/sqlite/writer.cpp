@@ -97,7 +97,8 @@ bool Writer::try_enqueue(WriteOp&& op, Wake wake) {
   const int64_t now_us = clock_->monotonic_micros();
   {
     std::lock_guard lock(mu_);
-    if (journal_failing_ || apply_failing_ || stopping_ || queue_.size() >= writer_queue_ops_max) {
+    if (journal_.failing() || apply_.failing() || stopping_ ||
+        queue_.size() >= writer_queue_ops_max) {
       return false;
     }
     queue_.push_back({std::move(op), now_us});
@@ -141,7 +142,7 @@ void Writer::journal_on_this_thread() {
       std::lock_guard lock(mu_);
       if (queue_.empty()) return;  // an earlier turn, or the journal thread, took it
       // Failing (retries), stopping or a full backlog: the journal thread's to handle.
-      if (journal_failing_ || stopping_ || applying_.size() >= apply_backlog_ops_max) {
+      if (journal_.failing() || stopping_ || applying_.size() >= apply_backlog_ops_max) {
         journal_wake_.notify_one();
         return;
       }
@@ -151,7 +152,9 @@ void Writer::journal_on_this_thread() {
     std::lock_guard lock(mu_);
     if (maintenance) maintenance_asked_ = true;
     // More than a batch, a failure (retries, probes) or maintenance: the journal thread's.
-    if (!queue_.empty() || journal_failing_ || maintenance) journal_wake_.notify_one();
+    if (!queue_.empty() || journal_.failing() || maintenance) {
+      journal_wake_.notify_one();
+    }
   }
   for (auto& done : acks) done(Status{});
 }
@@ -190,31 +193,30 @@ int64_t Writer::journaled_through() {
 
 bool Writer::failing() const {
   std::lock_guard lock(mu_);
-  return journal_failing_ || apply_failing_;
+  return journal_.failing() || apply_.failing();
 }
 
 bool Writer::journal_failing() const {
   std::lock_guard lock(mu_);
-  return journal_failing_;
+  return journal_.failing();
 }
 
 WriterStats Writer::stats() const {
   std::lock_guard lock(mu_);
   WriterStats s = stats_;
-  s.queue_depth = static_cast<int64_t>(queue_.size());
   s.apply_backlog = static_cast<int64_t>(applying_.size());
   return s;
 }
 
 void Writer::set_fault_for_testing(bool fail) {
   std::lock_guard lock(mu_);
-  fault_ = fail;
+  testing_.fault = fail;
 }
 
 void Writer::pause_applier_for_testing(bool pause) {
   {
     std::lock_guard lock(mu_);
-    paused_ = pause;
+    testing_.apply_paused = pause;
   }
   apply_wake_.notify_all();
 }
@@ -222,58 +224,69 @@ void Writer::pause_applier_for_testing(bool pause) {
 void Writer::pause_journal_for_testing(bool pause) {
   {
     std::lock_guard lock(mu_);
-    journal_paused_ = pause;
+    testing_.journal_paused = pause;
   }
   journal_wake_.notify_all();
 }
 
-void Writer::clear_failing(bool& failing) {
-  if (!failing) return;
-  failing = false;
-  recovered_.notify_all();
+void Writer::settle_status(Stage stage, const Status& s, int64_t now_us) {
+  StageStatus& st = stage == Stage::journal ? journal_ : apply_;
+  if (st.state == StageState::stopped) return;  // a loop's late turn: the journal has left
+  if (!s.ok()) {
+    st = {StageState::failing, now_us + retry_us};
+  } else if (st.failing()) {
+    st.state = StageState::running;
+    recovered_.notify_all();
+  }
+}
+
+void Writer::probe(Stage stage) {
+  Status s;
+  if (fault()) {
+    s = unavailable("injected write failure");
+  } else if (stage == Stage::journal) {
+    s = log_->probe(next_seq_);
+  } else if (s = database_.exec("BEGIN IMMEDIATE"); s.ok()) {
+    s = finish(database_, database_.exec("UPDATE writer_probe SET at = at + 1 WHERE id = 1"));
+  }
+  const int64_t now_us = clock_->monotonic_micros();
+  std::lock_guard lock(mu_);
+  settle_status(stage, s, now_us);
 }
 
 void Writer::wait_while_failing_for_testing() {
   std::unique_lock lock(mu_);
-  recovered_.wait(lock, [&] { return !journal_failing_ && !apply_failing_; });
+  recovered_.wait(lock, [&] { return !journal_.failing() && !apply_.failing(); });
 }
 
 bool Writer::fault() const {
   std::lock_guard lock(mu_);
-  return fault_;
+  return testing_.fault;
 }
 
 void Writer::run_journal() {
   std::unique_lock lock(mu_);
   for (;;) {
-    if (journal_failing_) {
-      wait_until(*clock_, journal_wake_, lock, journal_retry_at_us_, [&] { return stopping_; });
+    if (journal_.failing()) {
+      wait_until(*clock_, journal_wake_, lock, journal_.retry_at_us, [&] { return stopping_; });
     } else {
       // A loop's turn that failed wakes this thread to take over the retries and probes.
       journal_wake_.wait(lock, [&] {
-        return stopping_ || (!journal_paused_ &&
-                             (journal_failing_ || maintenance_asked_ ||
+        return stopping_ || (!testing_.journal_paused &&
+                             (journal_.failing() || maintenance_asked_ ||
                               (!queue_.empty() && applying_.size() < apply_backlog_ops_max)));
       });
     }
-    if (stopping_ && (queue_.empty() || journal_failing_)) break;
-    const bool probe = journal_failing_ && queue_.empty();
+    const bool failing = journal_.failing();
+    if (stopping_ && (queue_.empty() || failing)) break;
+    const bool probing = failing && queue_.empty();
     maintenance_asked_ = false;
     lock.unlock();
     Acks acks;
     {
       std::lock_guard journal(journal_mu_);
-      if (probe) {
-        // Probe the disk so admissions resume by themselves.
-        const Status s =
-            fault() ? Status(unavailable("injected write failure")) : log_->probe(next_seq_);
-        const int64_t now_us = clock_->monotonic_micros();
-        std::lock_guard relock(mu_);
-        if (s.ok()) {
-          clear_failing(journal_failing_);
-        } else {
-          journal_retry_at_us_ = now_us + retry_us;
-        }
+      if (probing) {
+        probe(Stage::journal);
       } else {
         journal_next_batch(acks);
         if (maintenance_due()) maintain_journal();
@@ -283,7 +296,7 @@ void Writer::run_journal() {
     lock.lock();
   }
   // Stopping: what the journal could not take gets its answer now.
-  journal_stopped_ = true;
+  journal_.state = StageState::stopped;
   Batch rest;
   rest.swap(queue_);
   lock.unlock();
@@ -297,19 +310,23 @@ void Writer::run_apply() {
   Batch batch;  // empty between batches; its capacity is kept
   std::unique_lock lock(mu_);
   for (;;) {
-    if (apply_failing_) {
-      wait_until(*clock_, apply_wake_, lock, apply_retry_at_us_, [&] { return journal_stopped_; });
+    const auto journal_stopped = [&] { return journal_.state == StageState::stopped; };
+    if (apply_.failing()) {
+      wait_until(*clock_, apply_wake_, lock, apply_.retry_at_us, journal_stopped);
     } else {
-      apply_wake_.wait(lock, [&] { return journal_stopped_ || (!paused_ && !applying_.empty()); });
+      apply_wake_.wait(lock, [&] {
+        return journal_stopped() || (!testing_.apply_paused && !applying_.empty());
+      });
       // Linger for a batch worth a commit, unless someone waits for this one.
       const int64_t linger_end_us = clock_->monotonic_micros() + apply_linger_ms * micros_per_ms;
       wait_until(*clock_, apply_wake_, lock, linger_end_us, [&] {
-        return journal_stopped_ || paused_ || waiting_in_apply_ > 0 ||
+        return journal_stopped() || testing_.apply_paused || waiting_in_apply_ > 0 ||
                applying_.size() >= apply_batch_ops_min;
       });
     }
-    if (journal_stopped_ && (applying_.empty() || apply_failing_ || paused_)) break;
-    if (paused_) continue;
+    const bool paused = testing_.apply_paused;
+    if (journal_stopped() && (applying_.empty() || apply_.failing() || paused)) break;
+    if (paused) continue;
     while (!applying_.empty() && batch.size() < apply_batch_ops_max) {
       if (!journaled(applying_.front().op)) --waiting_in_apply_;
       batch.push_back(std::move(applying_.front()));
@@ -318,17 +335,8 @@ void Writer::run_apply() {
     lock.unlock();
     journal_wake_.notify_one();  // room in the backlog
     if (batch.empty()) {
-      Status s = fault() ? Status(unavailable("injected write failure"))
-                         : database_.exec("BEGIN IMMEDIATE");
-      if (s.ok())
-        s = finish(database_, database_.exec("UPDATE writer_probe SET at = at + 1 WHERE id = 1"));
-      const int64_t now_us = clock_->monotonic_micros();
+      probe(Stage::apply);
       lock.lock();
-      if (s.ok()) {
-        clear_failing(apply_failing_);
-      } else {
-        apply_retry_at_us_ = now_us + retry_us;
-      }
       continue;
     }
     Acks unused;  // the applier answers its ops itself
@@ -377,22 +385,15 @@ Status Writer::commit_journal(Batch& batch, size_t& poisoned) {
   return s;
 }
 
-bool Writer::maintenance_due() {
-  int64_t applied;
-  {
-    std::lock_guard lock(mu_);
-    applied = applied_seq_;
-  }
-  return log_->trim_due(applied) || log_->spare_due();
+int64_t Writer::applied_seq() const {
+  std::lock_guard lock(mu_);
+  return applied_seq_;
 }
 
+bool Writer::maintenance_due() { return log_->trim_due(applied_seq()) || log_->spare_due(); }
+
 void Writer::maintain_journal() {
-  int64_t applied;
-  {
-    std::lock_guard lock(mu_);
-    applied = applied_seq_;
-  }
-  log_->trim(applied);  // a failure costs nothing but space: tried again when next due
+  log_->trim(applied_seq());  // a failure costs nothing but space: tried again when next due
   // On failure the next segment is created when it is needed, as without a spare.
   if (log_->spare_due()) (void)log_->prepare_spare();
 }
@@ -455,8 +456,6 @@ void Writer::process(Stage stage, Batch& batch, Acks& acks) {
       if (journaled(bad.op) && stage == Stage::apply) {
         std::fprintf(stderr, "cairva: oplog record %lld not applied: %s\n",
                      static_cast<long long>(bad.last_seq), s.error().message.c_str());
-        std::lock_guard lock(mu_);
-        ++stats_.skipped_records;
       }
       if (!bad.acknowledged && bad.op.done) {
         bad.op.done(make_error(ErrorCode::internal_error, s.error().message));
@@ -486,7 +485,7 @@ void Writer::process(Stage stage, Batch& batch, Acks& acks) {
         stats_.rows += written;
         stats_.max_batch = std::max(stats_.max_batch, written);
       }
-      clear_failing(journal_failing_);
+      settle_status(Stage::journal, Status{}, 0);
       // Only what ends the applier's wait or linger wakes it: a wake-up per journal commit
       // would cost it as much as the commit.
       wake_applier = applying_.empty();
@@ -508,8 +507,7 @@ void Writer::process(Stage stage, Batch& batch, Acks& acks) {
   }
   {
     std::lock_guard lock(mu_);
-    ++stats_.apply_commits;
-    clear_failing(apply_failing_);
+    settle_status(Stage::apply, Status{}, 0);
     applied_seq_ = std::max(applied_seq_, last_seq);
   }
   for (auto& q : batch) {
@@ -524,8 +522,7 @@ void Writer::fail_batch(Stage stage, Batch& batch, const Status& why) {
     // Before any callback below runs: whoever it answers sees the retry already scheduled.
     std::lock_guard lock(mu_);
     ++stats_.failed_batches;
-    (stage == Stage::journal ? journal_failing_ : apply_failing_) = true;
-    (stage == Stage::journal ? journal_retry_at_us_ : apply_retry_at_us_) = now_us + retry_us;
+    settle_status(stage, why, now_us);
   }
   constexpr int64_t ack_wait_us = durable_ack_wait_ms_max * micros_per_ms;
   Batch keep;

@@ -28,7 +28,9 @@
 //    store_unavailable at once: the gateway keeps the provider's report and settles again
 //    (which writes nothing twice), so its client is not kept waiting for the disk;
 //  - `read` ops (lookups, flush barriers) get their own result, whatever the commit did.
-// A stage probes its disk while failing and clears `failing()` by itself on success.
+// Each stage is in one state (StageStatus): running; failing from a failed commit until one
+// succeeds (retrying, or probing its disk when it holds nothing, every writer_retry_ms), so
+// `failing()` clears by itself; stopped (the journal, once closing has drained it).
 // A journaled record the tables refuse for a non-transient reason (a bug) is reported on
 // stderr and skipped, here and at replay, so it cannot stop the records behind it.
 // Every timer (the retries, the applier's linger, the durable acknowledgement's wait) runs on
@@ -53,16 +55,13 @@
 
 namespace cairva::store::sqlite {
 
-// Batch-size statistics, for /metrics and the benchmark report.
+// Batch-size statistics (the store's tests read them).
 struct WriterStats {
-  int64_t commits = 0;          // oplog commits (what requests wait for)
-  int64_t rows = 0;             // journaled ops committed (sum of those batch sizes)
-  int64_t max_batch = 0;        // largest journaled batch committed
-  int64_t failed_batches = 0;   // transactions rolled back by a write failure (both stages)
-  int64_t queue_depth = 0;      // ops waiting for the journal now
-  int64_t apply_commits = 0;    // applier transactions
-  int64_t apply_backlog = 0;    // ops journaled or queued, not yet applied to the tables
-  int64_t skipped_records = 0;  // records the tables refused (bugs; see stderr)
+  int64_t commits = 0;         // oplog commits (what requests wait for)
+  int64_t rows = 0;            // journaled ops committed (sum of those batch sizes)
+  int64_t max_batch = 0;       // largest journaled batch committed
+  int64_t failed_batches = 0;  // transactions rolled back by a write failure (both stages)
+  int64_t apply_backlog = 0;   // ops journaled or queued, not yet applied to the tables
 };
 
 struct WriteOp {
@@ -134,6 +133,19 @@ class Writer {
   // them on the one that took (loop and applier), as costly as the records (writes.h).
   using Batch = boost::container::devector<Queued>;
   enum class Stage : uint8_t { journal, apply };
+  // A stage's state (the top comment); once the journal is stopped, the applier leaves.
+  enum class StageState : uint8_t { running, failing, stopped };
+  struct StageStatus {
+    StageState state = StageState::running;
+    int64_t retry_at_us = 0;  // while failing, on clock_
+    bool failing() const { return state == StageState::failing; }
+  };
+  // What the tests set: every commit fails (`fault`), a stage takes nothing (`paused`).
+  struct TestControls {
+    bool fault = false;
+    bool journal_paused = false;
+    bool apply_paused = false;
+  };
 
   // After an op is queued: the calling loop's run_soon, or the journal thread.
   void schedule_journal(Wake wake);
@@ -144,6 +156,7 @@ class Writer {
   // REQUIRES: journal_mu_ held. Commits the next batch, if any; leaves its
   // acknowledgements in `acks`, to run once journal_mu_ is released.
   void journal_next_batch(Acks& acks);
+  int64_t applied_seq() const;
   // REQUIRES: journal_mu_ held. Applied segments of the log to delete, or its next
   // segment to make ahead.
   bool maintenance_due();
@@ -162,8 +175,12 @@ class Writer {
   // The ops of a batch the disk refused: answered, or kept for the retry.
   void fail_batch(Stage stage, Batch& batch, const Status& why);
   bool fault() const;
-  // REQUIRES: mu_ held. Clears a stage's failing flag and wakes who waits for that.
-  void clear_failing(bool& failing);
+  // A failing stage with nothing to commit tries its disk (REQUIRES for the journal:
+  // journal_mu_ held), so that it clears failing() by itself once the disk is back.
+  void probe(Stage stage);
+  // After a stage's commit or probe (`s`): running again, or failing until the next retry.
+  // REQUIRES: mu_ held.
+  void settle_status(Stage stage, const Status& s, int64_t now_us);
 
   Db database_;  // the applier thread's
   // Held by whichever thread runs the journal (the journal thread, or a loop's turn).
@@ -179,20 +196,15 @@ class Writer {
   mutable std::mutex mu_;
   std::condition_variable journal_wake_;
   std::condition_variable apply_wake_;
-  std::condition_variable recovered_;  // a failing flag cleared
+  std::condition_variable recovered_;  // a stage stopped failing
   Batch queue_;                        // GUARDED_BY(mu_): waiting for the journal
   Batch applying_;                     // GUARDED_BY(mu_): journaled, waiting for the tables
   size_t waiting_in_apply_ = 0;        // GUARDED_BY(mu_): unjournaled ops in applying_
   int64_t applied_seq_ = 0;            // GUARDED_BY(mu_)
-  bool stopping_ = false;              // GUARDED_BY(mu_)
-  bool journal_stopped_ = false;       // GUARDED_BY(mu_)
-  bool journal_failing_ = false;       // GUARDED_BY(mu_)
-  bool apply_failing_ = false;         // GUARDED_BY(mu_)
-  int64_t journal_retry_at_us_ = 0;    // GUARDED_BY(mu_): while journal_failing_, on clock_
-  int64_t apply_retry_at_us_ = 0;      // GUARDED_BY(mu_): while apply_failing_, on clock_
-  bool fault_ = false;                 // GUARDED_BY(mu_)
-  bool paused_ = false;                // GUARDED_BY(mu_)
-  bool journal_paused_ = false;        // GUARDED_BY(mu_)
+  bool stopping_ = false;              // GUARDED_BY(mu_): the destructor runs
+  StageStatus journal_;                // GUARDED_BY(mu_)
+  StageStatus apply_;                  // GUARDED_BY(mu_)
+  TestControls testing_;               // GUARDED_BY(mu_)
   bool maintenance_asked_ = false;     // GUARDED_BY(mu_): a loop's turn found maintenance due
   WriterStats stats_;                  // GUARDED_BY(mu_)
   std::thread journal_thread_;

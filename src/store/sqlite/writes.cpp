@@ -75,121 +75,88 @@ void Sequencer::forget() {
 
 // ---------------------------------------------------------------- journaled records
 
-Record::Record(Kind k, std::initializer_list<std::string_view> values,
-               std::array<int64_t, nums> numbers)
-    : kind(k), num(numbers) {
-  set_texts(std::span<const std::string_view>(values.begin(), values.size()));
-}
-
-void Record::set_texts(std::span<const std::string_view> values) {
-  CAIRVA_ASSERT(values.size() <= texts);
-  size_t size = 0;
-  for (const auto v : values) size += v.size();
-  bytes_.clear();
-  bytes_.reserve(size);
-  for (size_t i = 0; i < texts; ++i) {
-    if (i < values.size()) bytes_.append(values[i]);
-    end_[i] = static_cast<uint32_t>(bytes_.size());
-  }
-}
-
-// Each builder names the positions its statements read; keep the two side by side.
-
 Record insert_request(const RequestRow& r, std::string_view key_id) {
-  // text: id, allocation_id, key_id, state, model; num: started_at, stream, hold in/out
-  return {Record::Kind::insert_request,
-          {r.id, r.allocation_id, key_id, core::to_string(r.state), r.model},
-          {r.started_at, r.stream ? 1 : 0, r.hold.input, r.hold.output, 0}};
+  return pack(InsertRequest{r.id, r.allocation_id, key_id, str(r.state), r.model, r.started_at,
+                            r.stream ? 1 : 0, r.hold.input, r.hold.output});
 }
 
-static Status apply_insert_request(Db& db, const Record& r, Sequencer& numbers) {
-  auto n = numbers.next_start(db, r.text(1));
+static Status apply_insert_request(Db& db, const InsertRequest& r, Sequencer& numbers) {
+  auto n = numbers.next_start(db, r.allocation_id);
   if (!n.ok()) return n.error();
   auto s = db.cached(
       "INSERT INTO requests (id, allocation_id, key_id, state, started_at, model, stream,"
       " hold_input, hold_output, seq, start_ordinal) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return s.error();
-  s->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3)).i64(r.num[0]);
-  s->text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).i64(n->seq).i64(n->ordinal);
+  s->text_ref(r.id).text_ref(r.allocation_id).text_ref(r.key_id).text_ref(r.state);
+  s->i64(r.started_at).text_ref(r.model).i64(r.stream).i64(r.hold_input).i64(r.hold_output);
+  s->i64(n->seq).i64(n->ordinal);
   return s->run();
 }
 
 Record set_states(const std::string& allocation_id, const std::string& agreement_id,
                   core::AllocationState state, core::AgreementState agreement_state) {
-  // text: allocation_id, agreement_id, state, agreement_state
-  return {Record::Kind::set_states,
-          {allocation_id, agreement_id, core::to_string(state), core::to_string(agreement_state)}};
+  return pack(SetStates{allocation_id, agreement_id, str(state), str(agreement_state)});
 }
 
-static Status apply_set_states(Db& db, const Record& r) {
+static Status apply_set_states(Db& db, const SetStates& r) {
   auto a = db.cached("UPDATE allocations SET state = ? WHERE id = ?");
   if (!a.ok()) return a.error();
-  a->text_ref(r.text(2)).text_ref(r.text(0));
+  a->text_ref(r.state).text_ref(r.allocation_id);
   if (Status s = a->run(); !s.ok()) return s;
   auto g = db.cached("UPDATE agreements SET state = ? WHERE id = ?");
   if (!g.ok()) return g.error();
-  g->text_ref(r.text(3)).text_ref(r.text(1));
+  g->text_ref(r.agreement_state).text_ref(r.agreement_id);
   return g->run();
 }
 
-Record mark_usage_pending(std::string_view request_id, std::string_view provider_request_id) {
-  // text: request_id, provider_request_id ('' keeps the one recorded)
-  return {Record::Kind::mark_usage_pending, {request_id, provider_request_id}, {}};
-}
-
-static Status apply_mark_usage_pending(Db& db, const Record& r) {
+static Status apply_mark_usage_pending(Db& db, const MarkUsagePending& r) {
   auto s = db.cached(
       "UPDATE requests SET state = 'usage_pending',"
       " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END"
       " WHERE id = ? AND state = 'in_flight'");
   if (!s.ok()) return s.error();
-  s->text_ref(r.text(1)).text_ref(r.text(1)).text_ref(r.text(0));
+  s->text_ref(r.provider_request_id).text_ref(r.provider_request_id).text_ref(r.request_id);
   return s->run();
 }
 
 Record book(const UsageEventRow& e) {
-  // text: id, allocation_id, request_id, provider_request_id, source, finality, evidence;
-  // num: input, output, booked_at
-  return {Record::Kind::book,
-          {e.id, e.allocation_id, e.request_id, e.provider_request_id, core::to_string(e.source),
-           core::to_string(e.finality), e.evidence},
-          {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
+  return pack(Book{e.id, e.allocation_id, e.request_id, e.provider_request_id, str(e.source),
+                   str(e.finality), e.evidence, e.tokens.input, e.tokens.output, e.booked_at});
 }
 
-Record book_reported(const ReportedEvent& e) {
-  // As book() for a UsageEventRow with source provider, finality reported, no evidence.
-  return {Record::Kind::book,
-          {e.id,
-           e.allocation_id,
-           e.request_id,
-           e.provider_request_id,
-           core::to_string(core::EventSource::provider),
-           core::to_string(core::Finality::reported),
-           {}},
-          {e.tokens.input, e.tokens.output, e.booked_at, 0, 0}};
+Record book_reported(Book e) {
+  e.source = str(core::EventSource::provider);
+  e.finality = str(core::Finality::reported);
+  return pack(e);
 }
 
-static Status apply_book_event(Db& db, const Record& r, Sequencer& numbers) {
-  auto totals = numbers.next_totals(db, r.text(1), {r.num[0], r.num[1]});
+static void bind_event(Stmt& st, const Book& r, const core::Tokens& totals) {
+  st.text_ref(r.id).text_ref(r.allocation_id).text_ref(r.request_id);
+  st.text_ref(r.provider_request_id).i64(r.input).i64(r.output).text_ref(r.source);
+  st.text_ref(r.finality).text_ref(r.evidence).i64(r.booked_at).i64(totals.input);
+  st.i64(totals.output);
+}
+
+static Status apply_book_event(Db& db, const Book& r, Sequencer& numbers) {
+  auto totals = numbers.next_totals(db, r.allocation_id, {r.input, r.output});
   if (!totals.ok()) return totals.error();
   auto ev = db.cached(
       "INSERT INTO usage_events (id, allocation_id, request_id, provider_request_id,"
       " input_tokens, output_tokens, source, finality, evidence, booked_at, cum_input, cum_output)"
       " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
   if (!ev.ok()) return ev.error();
-  ev->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3));
-  ev->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(4)).text_ref(r.text(5)).text_ref(r.text(6)).i64(
-      r.num[2]);
-  ev->i64(totals->input).i64(totals->output);
+  bind_event(*ev, r, *totals);
   return ev->run();
 }
 
-static Status apply_book_request(Db& db, const Record& r) {
+// The request booked: by its own event, or as a duplicate of another.
+static Status book_request(Db& db, std::string_view request_id,
+                           std::string_view provider_request_id, int64_t finished_at) {
   auto rq = db.cached(
-      "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = "
-      "?");
+      "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ?"
+      " WHERE id = ?");
   if (!rq.ok()) return rq.error();
-  rq->i64(r.num[2]).text_ref(r.text(3)).text_ref(r.text(2));
+  rq->i64(finished_at).text_ref(provider_request_id).text_ref(request_id);
   return rq->run();
 }
 
@@ -202,87 +169,55 @@ static Status raise_used(Db& db, std::string_view allocation_id, int64_t input, 
   return al->run();
 }
 
-static Status apply_book(Db& db, const Record& r, Sequencer& numbers) {
+static Status apply_book(Db& db, const Book& r, Sequencer& numbers) {
   if (Status s = apply_book_event(db, r, numbers); !s.ok()) return s;
-  if (Status s = apply_book_request(db, r); !s.ok()) return s;
-  return raise_used(db, r.text(1), r.num[0], r.num[1]);
+  if (Status s = book_request(db, r.request_id, r.provider_request_id, r.booked_at); !s.ok()) {
+    return s;
+  }
+  return raise_used(db, r.allocation_id, r.input, r.output);
 }
 
-Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
-                         UnixMicros now) {
-  // text: request_id, provider_request_id; num: finished_at
-  return {Record::Kind::book_as_duplicate, {request_id, provider_request_id}, {now, 0, 0, 0, 0}};
-}
-
-static Status apply_book_as_duplicate(Db& db, const Record& r) {
-  auto s = db.cached(
-      "UPDATE requests SET state = 'booked', finished_at = ?, provider_request_id = ? WHERE id = "
-      "?");
-  if (!s.ok()) return s.error();
-  s->i64(r.num[0]).text_ref(r.text(1)).text_ref(r.text(0));
-  return s->run();
-}
-
-Record fail_request(std::string_view request_id, std::string_view provider_request_id,
-                    UnixMicros now) {
-  // text: request_id, provider_request_id ('' keeps the one recorded); num: finished_at
-  return {Record::Kind::fail_request, {request_id, provider_request_id}, {now, 0, 0, 0, 0}};
-}
-
-static Status apply_fail_request(Db& db, const Record& r) {
+static Status apply_fail_request(Db& db, const FailRequest& r) {
   auto s = db.cached(
       "UPDATE requests SET state = 'failed', finished_at = ?,"
       " provider_request_id = CASE WHEN ? = '' THEN provider_request_id ELSE ? END WHERE id = ?");
   if (!s.ok()) return s.error();
-  s->i64(r.num[0]).text_ref(r.text(1)).text_ref(r.text(1)).text_ref(r.text(0));
+  s->i64(r.finished_at).text_ref(r.provider_request_id).text_ref(r.provider_request_id);
+  s->text_ref(r.request_id);
   return s->run();
 }
 
 Record insert_conflict(const ConflictRow& c) {
-  // text: id, allocation_id, request_id, provider_request_id;
-  // num: reported in/out, booked in/out, recorded_at
-  return {Record::Kind::insert_conflict,
-          {c.id, c.allocation_id, c.request_id, c.provider_request_id},
-          {c.reported.input, c.reported.output, c.booked.input, c.booked.output, c.recorded_at}};
+  return pack(InsertConflict{c.id, c.allocation_id, c.request_id, c.provider_request_id,
+                             c.reported.input, c.reported.output, c.booked.input, c.booked.output,
+                             c.recorded_at});
 }
 
-static Status apply_insert_conflict(Db& db, const Record& r) {
+static Status apply_insert_conflict(Db& db, const InsertConflict& r) {
   auto s = db.cached(
       "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, reported_input,"
       " reported_output, booked_input, booked_output, recorded_at) VALUES (?,?,?,?,?,?,?,?,?)");
   if (!s.ok()) return s.error();
-  s->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3));
-  s->i64(r.num[0]).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]).i64(r.num[4]);
+  s->text_ref(r.id).text_ref(r.allocation_id).text_ref(r.request_id);
+  s->text_ref(r.provider_request_id).i64(r.reported_input).i64(r.reported_output);
+  s->i64(r.booked_input).i64(r.booked_output).i64(r.recorded_at);
   return s->run();
 }
 
-Record keep_reported(const std::string& request_id, const core::ReportedUsage& reported) {
-  // text: request_id, provider_request_id; num: input, output
-  return {Record::Kind::keep_reported,
-          {request_id, reported.provider_request_id},
-          {reported.counts.input, reported.counts.output, 0, 0, 0}};
-}
-
-static Status apply_keep_reported(Db& db, const Record& r) {
+static Status apply_keep_reported(Db& db, const KeepReported& r) {
   auto s = db.cached(
-      "UPDATE requests SET reported_input = ?, reported_output = ?, reported_provider_request_id = "
-      "?"
-      " WHERE id = ?");
+      "UPDATE requests SET reported_input = ?, reported_output = ?,"
+      " reported_provider_request_id = ? WHERE id = ?");
   if (!s.ok()) return s.error();
-  s->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(1)).text_ref(r.text(0));
+  s->i64(r.input).i64(r.output).text_ref(r.provider_request_id).text_ref(r.request_id);
   return s->run();
 }
 
-Record note_provider_id(const std::string& request_id, const std::string& provider_request_id) {
-  // text: request_id, provider_request_id
-  return {Record::Kind::note_provider_id, {request_id, provider_request_id}, {}};
-}
-
-static Status apply_note_provider_id(Db& db, const Record& r) {
+static Status apply_note_provider_id(Db& db, const NoteProviderId& r) {
   auto s =
       db.cached("UPDATE requests SET provider_request_id = ? WHERE id = ? AND state = 'in_flight'");
   if (!s.ok()) return s.error();
-  s->text_ref(r.text(1)).text_ref(r.text(0));
+  s->text_ref(r.provider_request_id).text_ref(r.request_id);
   return s->run();
 }
 
@@ -291,31 +226,28 @@ Status apply(Db& db, const Record& r) {
   Sequencer numbers;
   switch (r.kind) {
     case Record::Kind::insert_request:
-      return apply_insert_request(db, r, numbers);
+      return apply_insert_request(db, r.as<InsertRequest>(), numbers);
     case Record::Kind::book:
-      return apply_book(db, r, numbers);
-    case Record::Kind::book_as_duplicate:
-      return apply_book_as_duplicate(db, r);
+      return apply_book(db, r.as<Book>(), numbers);
+    case Record::Kind::book_as_duplicate: {
+      const auto d = r.as<BookAsDuplicate>();
+      return book_request(db, d.request_id, d.provider_request_id, d.finished_at);
+    }
     case Record::Kind::fail_request:
-      return apply_fail_request(db, r);
+      return apply_fail_request(db, r.as<FailRequest>());
     case Record::Kind::mark_usage_pending:
-      return apply_mark_usage_pending(db, r);
+      return apply_mark_usage_pending(db, r.as<MarkUsagePending>());
     case Record::Kind::insert_conflict:
-      return apply_insert_conflict(db, r);
+      return apply_insert_conflict(db, r.as<InsertConflict>());
     case Record::Kind::set_states:
-      return apply_set_states(db, r);
+      return apply_set_states(db, r.as<SetStates>());
     case Record::Kind::keep_reported:
-      return apply_keep_reported(db, r);
+      return apply_keep_reported(db, r.as<KeepReported>());
     case Record::Kind::note_provider_id:
-      return apply_note_provider_id(db, r);
+      return apply_note_provider_id(db, r.as<NoteProviderId>());
   }
   return make_error(ErrorCode::internal_error,
                     "oplog: unknown record kind " + std::to_string(static_cast<int>(r.kind)));
-}
-
-bool known_kind(int64_t kind) {
-  return kind >= static_cast<int64_t>(Record::Kind::insert_request) &&
-         kind <= static_cast<int64_t>(Record::Kind::note_provider_id);
 }
 
 // ---------------------------------------------------------------- coalesced application
@@ -367,9 +299,9 @@ Status Coalescer::write(Db& db, std::span<Start* const> rows) {
   auto st = db.cached(insert_requests_sql(rows.size()));
   if (!st.ok()) return st.error();
   for (Start* s : rows) {
-    const Record& r = *s->record;
-    st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(s->state);
-    st->i64(r.num[0]).text_ref(r.text(4)).i64(r.num[1]).i64(r.num[2]).i64(r.num[3]);
+    const InsertRequest& r = s->row;
+    st->text_ref(r.id).text_ref(r.allocation_id).text_ref(r.key_id).text_ref(r.state);
+    st->i64(r.started_at).text_ref(r.model).i64(r.stream).i64(r.hold_input).i64(r.hold_output);
     st->opt_i64(s->finished_at).text_ref(s->provider_request_id);
     st->i64(s->numbers.seq).i64(s->numbers.ordinal);
   }
@@ -390,7 +322,7 @@ Status Coalescer::write(Db& db, std::span<Start* const> rows) {
 }
 
 Status Coalescer::write_now(Db& db, Start& s) {
-  start_of_.erase(s.record->text(0));
+  start_of_.erase(s.row.id);
   Start* one = &s;
   return write(db, std::span<Start* const>(&one, 1));
 }
@@ -398,12 +330,7 @@ Status Coalescer::write_now(Db& db, Start& s) {
 Status Coalescer::write(Db& db, std::span<const Event> rows) {
   auto st = db.cached(insert_events_sql(rows.size()));
   if (!st.ok()) return st.error();
-  for (const Event& e : rows) {
-    const Record& r = *e.record;
-    st->text_ref(r.text(0)).text_ref(r.text(1)).text_ref(r.text(2)).text_ref(r.text(3));
-    st->i64(r.num[0]).i64(r.num[1]).text_ref(r.text(4)).text_ref(r.text(5)).text_ref(r.text(6));
-    st->i64(r.num[2]).i64(e.totals.input).i64(e.totals.output);
-  }
+  for (const Event& e : rows) bind_event(*st, e.row, e.totals);
   Status out = st->run();
   if (out.ok()) return out;
   if (rows.size() == 1) {
@@ -418,8 +345,7 @@ Status Coalescer::write(Db& db, std::span<const Event> rows) {
 
 Status Coalescer::add(Db& db, const Record& r, size_t op) {
   failed_op_ = op;
-  // Settlement records carry the request id and the provider's id at these positions. A
-  // start held back takes its first end into the row it will insert; one already ended
+  // A start held back takes its first end into the row it will insert; one already ended
   // (a late booking after usage_pending, in the same transaction) is written first, and
   // the record then applies to it as to any row.
   auto end_held = [&](std::string_view request_id, std::string_view provider_request_id,
@@ -432,48 +358,54 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
       return std::nullopt;
     }
     s->ended = true;
-    s->state = state;
+    s->row.state = state;
     if (finished_at) s->finished_at = finished_at;
     if (!provider_request_id.empty()) s->provider_request_id = provider_request_id;
     return Status{};
   };
+  // A request's end recorded without an event: into its start held back, or on its row.
+  auto end = [&](const auto& e, std::string_view state, bool finishes) -> Status {
+    const auto finished_at = finishes ? std::optional(e.finished_at) : std::nullopt;
+    if (auto s = end_held(e.request_id, e.provider_request_id, state, finished_at)) return *s;
+    return apply(db, r);
+  };
   switch (r.kind) {
     case Record::Kind::insert_request: {
       // Numbered now, in record order, though written later (or in its final state).
-      auto n = sequencer_.next_start(db, r.text(1));
+      const auto row = r.as<InsertRequest>();
+      auto n = sequencer_.next_start(db, row.allocation_id);
       if (!n.ok()) return n.error();
-      start_of_[r.text(0)] = starts_.size();
-      starts_.push_back({&r, *n, r.text(3), std::nullopt, {}, op, false, false});
+      start_of_[row.id] = starts_.size();
+      starts_.push_back({row, *n, std::nullopt, {}, op, false, false});
       return {};
     }
     case Record::Kind::book: {
-      auto& u = used_[r.text(1)];
-      u.input += r.num[0];
-      u.output += r.num[1];
+      const auto b = r.as<Book>();
+      auto& u = used_[b.allocation_id];
+      u.input += b.input;
+      u.output += b.output;
       u.op = op;
       // Its event is numbered now and inserted at flush(), in booking order: nothing
       // before that reads an event this transaction wrote (the Sequencer counts on).
-      auto totals = sequencer_.next_totals(db, r.text(1), {r.num[0], r.num[1]});
+      auto totals = sequencer_.next_totals(db, b.allocation_id, {b.input, b.output});
       if (!totals.ok()) return totals.error();
-      events_.push_back({&r, *totals, op});
-      if (auto s = end_held(r.text(2), r.text(3), "booked", r.num[2])) return *s;
-      return apply_book_request(db, r);
+      events_.push_back({b, *totals, op});
+      if (auto s = end_held(b.request_id, b.provider_request_id, "booked", b.booked_at)) return *s;
+      return book_request(db, b.request_id, b.provider_request_id, b.booked_at);
     }
     case Record::Kind::book_as_duplicate:
-      if (auto s = end_held(r.text(0), r.text(1), "booked", r.num[0])) return *s;
-      return apply(db, r);
+      return end(r.as<BookAsDuplicate>(), "booked", true);
     case Record::Kind::fail_request:
-      if (auto s = end_held(r.text(0), r.text(1), "failed", r.num[0])) return *s;
-      return apply(db, r);
+      return end(r.as<FailRequest>(), "failed", true);
     case Record::Kind::mark_usage_pending:
-      if (auto s = end_held(r.text(0), r.text(1), "usage_pending", std::nullopt)) return *s;
-      return apply(db, r);
+      return end(r.as<MarkUsagePending>(), "usage_pending", false);
     case Record::Kind::note_provider_id: {
       // A start held back and not ended takes the id into its insert (its end, if any,
       // comes later); an ended one is written, and the note applies to it as to any row.
-      Start* s = held(r.text(0));
+      const auto note = r.as<NoteProviderId>();
+      Start* s = held(note.request_id);
       if (s != nullptr && !s->ended) {
-        s->provider_request_id = r.text(1);
+        s->provider_request_id = note.provider_request_id;
         return {};
       }
       if (s != nullptr) {
@@ -483,7 +415,7 @@ Status Coalescer::add(Db& db, const Record& r, size_t op) {
     }
     case Record::Kind::keep_reported:
       // Its request's row must exist: a start held back is written first, as it stands.
-      if (Start* s = held(r.text(0))) {
+      if (Start* s = held(r.as<KeepReported>().request_id)) {
         if (Status out = write_now(db, *s); !out.ok()) return out;
       }
       return apply(db, r);
@@ -615,18 +547,7 @@ Apply insert_conflicts(std::vector<ConflictRow> rows, std::shared_ptr<int64_t> r
       auto row = seen->step();
       if (!row.ok()) return row.error();
       if (*row) continue;
-      auto s = db.cached(
-          "INSERT INTO conflicts (id, allocation_id, request_id, provider_request_id, "
-          "reported_input,"
-          " reported_output, booked_input, booked_output, recorded_at) VALUES (?,?,?,?,?,?,?,?,?)");
-      if (!s.ok()) return s.error();
-      s->text(c.id).text(c.allocation_id).text(c.request_id).text(c.provider_request_id);
-      s->i64(c.reported.input)
-          .i64(c.reported.output)
-          .i64(c.booked.input)
-          .i64(c.booked.output)
-          .i64(c.recorded_at);
-      if (Status r = s->run(); !r.ok()) return r;
+      if (Status r = apply(db, insert_conflict(c)); !r.ok()) return r;
       ++*recorded;
     }
     return {};

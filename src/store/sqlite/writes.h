@@ -1,8 +1,8 @@
 // The row writes of the embedded store.
 //
-// The request path's writes (admissions, settlements, sweeps, state changes) are Records:
-// plain values the Writer appends to the operation log (oplog.h) — the one durable write a
-// request waits for — and applies to the tables later, in large batches, or replays after
+// The request path's writes (admissions, settlements, sweeps, state changes) are Records
+// (record.h): plain values the Writer appends to the operation log (oplog.h) — the one durable
+// write a request waits for — and applies to the tables later, in large batches, or replays after
 // a crash. Admin creations stay closures (Apply) run inside the applier's transaction.
 // Both are built under the allocation's mutex (values, never references) and run later
 // on the writer's threads.
@@ -11,7 +11,6 @@
 #include <array>
 #include <cstdint>
 #include <functional>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <span>
@@ -22,49 +21,11 @@
 
 #include "store/rows.h"
 #include "store/sqlite/db.h"
+#include "store/sqlite/record.h"
 
 namespace cairva::store::sqlite::writes {
 
 using Apply = std::function<Status(Db&)>;
-
-// One journaled write. The meaning of `text` and `num` is the kind's (writes.cpp pairs each
-// builder with its statements); the oplog stores the fields as they are.
-struct Record {
-  // Stored in the oplog: never renumber, only add.
-  enum class Kind : uint8_t {
-    insert_request = 1,
-    book = 2,
-    book_as_duplicate = 3,
-    fail_request = 4,
-    mark_usage_pending = 5,
-    insert_conflict = 6,
-    set_states = 7,
-    keep_reported = 8,
-    note_provider_id = 9,
-  };
-  static constexpr size_t texts = 7;
-  static constexpr size_t nums = 5;
-  Kind kind = Kind::insert_request;
-  std::array<int64_t, nums> num{};
-
-  Record() = default;
-  // Up to `texts` values; the rest are empty.
-  Record(Kind k, std::initializer_list<std::string_view> values,
-         std::array<int64_t, nums> numbers = {});
-  std::string_view text(size_t i) const {
-    return std::string_view(bytes_).substr(start(i), end_[i] - start(i));
-  }
-  void set_texts(std::span<const std::string_view> values);
-  bool operator==(const Record&) const = default;
-
- private:
-  size_t start(size_t i) const { return i == 0 ? 0 : end_[i - 1]; }
-  // The texts back to back: one allocation per record, not one per text. Records are built
-  // on the event loop and freed on the applier's thread, and a block freed across threads
-  // costs the loop more when its allocator hands it out again.
-  std::string bytes_;
-  std::array<uint32_t, texts> end_{};
-};
 
 // Numbers what the applier writes, in record order (schema.cpp, migration 9): each
 // request's seq and start_ordinal, each event's running totals (cum_input, cum_output).
@@ -131,18 +92,17 @@ class Coalescer {
  private:
   // Views into the caller's records (add()'s contract): no string is copied per request.
   struct Start {
-    const Record* record = nullptr;  // insert_request
+    InsertRequest row;  // its state the first end's, once `ended`
     Sequencer::Start numbers;
-    std::string_view state;
     std::optional<int64_t> finished_at;
     std::string_view provider_request_id;
     size_t op = 0;
     bool written = false;
-    bool ended = false;  // its first end is in `state` (a later record applies to the row)
+    bool ended = false;  // its first end is in `row` (a later record applies to the row)
   };
   struct Event {
-    const Record* record = nullptr;  // book
-    core::Tokens totals;             // the allocation's running totals (cum_input, cum_output)
+    Book row;
+    core::Tokens totals;  // the allocation's running totals (cum_input, cum_output)
     size_t op = 0;
   };
   struct Used {
@@ -166,38 +126,17 @@ class Coalescer {
   size_t failed_op_ = 0;
 };
 
-// A record's kind read back from the oplog; false for a number this build does not know.
-bool known_kind(int64_t kind);
-
-// Each builder copies its texts into the record (one buffer).
+// Builders from the store's rows; the other kinds are pack()ed from their struct. Each copies
+// its texts into the record (one buffer).
 Record insert_request(const RequestRow& r, std::string_view key_id);
 Record set_states(const std::string& allocation_id, const std::string& agreement_id,
                   core::AllocationState state, core::AgreementState agreement_state);
-Record mark_usage_pending(std::string_view request_id, std::string_view provider_request_id);
 // A new usage event: the request booked, the allocation's used totals raised.
 Record book(const UsageEventRow& e);
-// A provider's report booked by a settlement, the request path's event: its texts are
-// viewed, not held, so that book_reported() copies each once, into the record.
-struct ReportedEvent {
-  std::string_view id;  // evt_…
-  std::string_view allocation_id;
-  std::string_view request_id;
-  std::string_view provider_request_id;
-  core::Tokens tokens;
-  UnixMicros booked_at = 0;
-};
-Record book_reported(const ReportedEvent& e);
-// Booked without an event of its own (duplicate/conflict): its provider_request_id names
-// the allocation's event it repeated.
-Record book_as_duplicate(const std::string& request_id, const std::string& provider_request_id,
-                         UnixMicros now);
-Record fail_request(std::string_view request_id, std::string_view provider_request_id,
-                    UnixMicros now);
+// A provider's report booked by a settlement (the request path's event): `e` with source
+// provider, finality reported.
+Record book_reported(Book e);
 Record insert_conflict(const ConflictRow& c);
-// The provider's id on a request still in_flight (Store::note_provider_id).
-Record note_provider_id(const std::string& request_id, const std::string& provider_request_id);
-// The request's reported_usage (counts it reported that were not booked).
-Record keep_reported(const std::string& request_id, const core::ReportedUsage& reported);
 
 Apply insert_agreement(const AgreementRow& a, const std::string& allocation_id,
                        core::AllocationState state, const std::string& key_id,

@@ -83,15 +83,16 @@ std::vector<writes::Record> history(std::mt19937& rng, int steps) {
         book(pick(open), n);
         break;
       case 3:
-        out.push_back(writes::book_as_duplicate(pick(open), "prov_dup", t0_us + n));
+        out.push_back(writes::pack(writes::BookAsDuplicate{pick(open), "prov_dup", t0_us + n}));
         break;
       case 4:
-        out.push_back(writes::fail_request(pick(open), (n % 3) ? "" : "prov_f" + std::to_string(n),
-                                           t0_us + n));
+        out.push_back(writes::pack(writes::FailRequest{
+            pick(open), (n % 3) ? "" : "prov_f" + std::to_string(n), t0_us + n}));
         break;
       case 5: {
         const std::string id = pick(open);
-        out.push_back(writes::mark_usage_pending(id, (n % 2) ? "" : "prov_p" + std::to_string(n)));
+        out.push_back(writes::pack(
+            writes::MarkUsagePending{id, (n % 2) ? "" : "prov_p" + std::to_string(n)}));
         pending.push_back(id);
         break;
       }
@@ -112,7 +113,7 @@ std::vector<writes::Record> history(std::mt19937& rng, int steps) {
         const std::string& id = (!pending.empty() && rng() % 4 == 0)
                                     ? pending[rng() % pending.size()]
                                     : open[rng() % open.size()];
-        out.push_back(writes::note_provider_id(id, "prov_n" + std::to_string(n)));
+        out.push_back(writes::pack(writes::NoteProviderId{id, "prov_n" + std::to_string(n)}));
         break;
       }
     }
