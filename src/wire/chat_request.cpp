@@ -71,8 +71,8 @@ class Inspector {
 
 Status Inspector::run(std::string_view body) {
   inspect::SeenMembers seen;
-  auto read = inspect::named_members<Member>(
-      doc_, body, out_.object_open, member_names, walk_, seen,
+  auto read = inspect::named_members<member_names, Member>(
+      doc_, body, out_.object_open, walk_, seen,
       [&](Member m, std::string_view key, od::value v) { return member(m, key, v); });
   if (!read) return read;
   return inspect::required(seen, member_names, {member_model, member_messages});

@@ -114,8 +114,8 @@ Result<EmbeddingsRequest> read_request(std::string_view body, json::Scratch& scr
   EstimateWalk walk(out.prompt);
   inspect::SeenMembers seen;
   size_t object_open = 0;
-  auto read = inspect::named_members<Member>(
-      doc, body, object_open, member_names, walk, seen,
+  auto read = inspect::named_members<member_names, Member>(
+      doc, body, object_open, walk, seen,
       [&](Member m, std::string_view key, od::value v) -> Status {
         switch (m) {
           case member_model:

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "base/result.h"
 #include "wire/byte_span.h"
@@ -100,20 +101,31 @@ class SeenMembers {
   uint32_t bits_ = 0;
 };
 
+// The index of `key` in `names`, or names.size() when it is none of them. The names are
+// constants, so each comparison compiles to a length check and a fixed-size compare, as a
+// hand-written chain of ifs would.
+template <const auto& names>
+size_t member_index(std::string_view key) {
+  return [key]<size_t... I>(std::index_sequence<I...>) {
+    size_t m = names.size();
+    (void)((key == names[I] ? (m = I, true) : false) || ...);
+    return m;
+  }
+  (std::make_index_sequence<names.size()>{});
+}
+
 // Reads the top-level object as top_level_object does, for an inspector whose members read
-// by name are `names`, in the order of its `Member` enum (names[i] is member i, and
-// names.size() stands for every other key). For each member: fn(member, key, value) for a
-// named one, refused when it appears again (repeated); walk.member(...) for any other, so
-// that every byte is validated and counted. `seen` gets the named members the body holds.
-template <class Member, size_t N, class Fn>
+// by name are `names`, in the order of its `Member` enum (names[i] is member i). For each
+// member: fn(member, key, value) for a named one, refused when it appears again
+// (repeated); walk.member(...) for any other, so that every byte is validated and counted.
+// `seen` gets the named members the body holds.
+template <const auto& names, class Member, class Fn>
 Status named_members(od::document& doc, std::string_view body, size_t& object_open,
-                     const std::array<std::string_view, N>& names, EstimateWalk& walk,
-                     SeenMembers& seen, Fn&& fn) {
-  static_assert(N <= SeenMembers::members_max);
+                     EstimateWalk& walk, SeenMembers& seen, Fn&& fn) {
+  static_assert(names.size() <= SeenMembers::members_max);
   return top_level_object(doc, body, object_open, [&](std::string_view key, od::value v) -> Status {
-    size_t m = 0;
-    while (m < N && key != names[m]) ++m;
-    if (m == N) return checked(walk.member(key, v, member_depth));
+    const size_t m = member_index<names>(key);
+    if (m == names.size()) return checked(walk.member(key, v, member_depth));
     if (seen.has(m)) return Status(repeated(key));
     seen.add(m);
     return fn(static_cast<Member>(m), key, v);

@@ -119,8 +119,8 @@ Result<MessagesRequest> read_request(std::string_view body, json::Scratch& scrat
   Inspector inspector(scratch.base(), out);
   inspect::SeenMembers seen;
   size_t object_open = 0;  // nothing is inserted: every edit replaces a value
-  auto read = inspect::named_members<Member>(
-      doc, body, object_open, member_names, inspector.walk(), seen,
+  auto read = inspect::named_members<member_names, Member>(
+      doc, body, object_open, inspector.walk(), seen,
       [&](Member m, std::string_view key, od::value v) { return inspector.member(m, key, v); });
   if (!read) return read.error();
   if (auto s = inspect::required(seen, member_names, {member_model, member_messages}); !s)

@@ -108,8 +108,8 @@ Result<ResponsesRequest> read_request(std::string_view body, json::Scratch& scra
   ResponsesRequest out;
   Inspector inspector(scratch.base(), out);
   inspect::SeenMembers seen;
-  auto read = inspect::named_members<Member>(
-      doc, body, out.object_open, member_names, inspector.walk(), seen,
+  auto read = inspect::named_members<member_names, Member>(
+      doc, body, out.object_open, inspector.walk(), seen,
       [&](Member m, std::string_view key, od::value v) { return inspector.member(m, key, v); });
   if (!read) return read.error();
   if (auto s = inspect::required(seen, member_names, {member_model}); !s) return s.error();
