@@ -18,7 +18,6 @@ namespace cairva::mock_provider {
 namespace {
 
 namespace net = boost::asio;
-constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 constexpr int64_t cache_creation_tokens_default = 2;
 constexpr int64_t cache_read_tokens_default = 4;

@@ -16,7 +16,6 @@ namespace cairva::mock_provider {
 namespace {
 
 namespace net = boost::asio;
-constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 // What the supplier-account errors (status=401/403/429) name, for tests to look for.
 constexpr std::string_view mock_supplier_org = "org-MockSupplier7Q2";

@@ -8,7 +8,9 @@
 #include <simdjson.h>
 
 #include <atomic>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -26,6 +28,9 @@ namespace cairva::mock_provider {
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using Request = bhttp::request<bhttp::string_body>;
+
+// Completion token for awaited operations: the error code and result as a tuple, no throw.
+inline constexpr auto nothrow = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 inline constexpr int64_t prompt_tokens_default = 10;
 inline constexpr int64_t completion_tokens_default = 7;

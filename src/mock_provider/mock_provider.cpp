@@ -36,7 +36,6 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 constexpr size_t mock_body_bytes_max = size_t{32} << 20;
 
