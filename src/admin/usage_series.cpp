@@ -11,9 +11,6 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr int64_t minute_us = 60 * micros_per_second;
-constexpr int64_t hour_us = 60 * minute_us;
-constexpr int64_t day_us = 24 * hour_us;
 // A series without `from`: this many buckets, the last one holding `to`.
 constexpr int64_t usage_buckets_default = 24;
 static_assert(usage_buckets_default <= store::usage_buckets_max);
@@ -32,11 +29,11 @@ Result<UsageRequest> usage_request(const Query& q, const std::string& allocation
   out.bucket = non_empty(q, "bucket").value_or("hour");
   int64_t bucket_us = 0;
   if (out.bucket == "minute") {
-    bucket_us = minute_us;
+    bucket_us = micros_per_minute;
   } else if (out.bucket == "hour") {
-    bucket_us = hour_us;
+    bucket_us = micros_per_hour;
   } else if (out.bucket == "day") {
-    bucket_us = day_us;
+    bucket_us = micros_per_day;
   } else {
     return make_error(ErrorCode::invalid_request,
                       "bucket: must be minute, hour or day, got " + out.bucket);

@@ -16,7 +16,14 @@ namespace cairva {
 // Microseconds since 1970-01-01T00:00:00Z.
 using UnixMicros = int64_t;
 
-inline constexpr int64_t micros_per_second = 1'000'000;
+// Time units, named once for every layer.
+inline constexpr int64_t micros_per_milli = 1'000;
+inline constexpr int64_t millis_per_second = 1'000;
+inline constexpr int64_t micros_per_second = millis_per_second * micros_per_milli;
+inline constexpr int64_t micros_per_minute = 60 * micros_per_second;
+inline constexpr int64_t micros_per_hour = 60 * micros_per_minute;
+inline constexpr int64_t micros_per_day = 24 * micros_per_hour;
+static_assert(micros_per_second == 1'000'000);
 
 // Thread-safe clock. `now()` is wall time (what is stored and shown);
 // `monotonic()` is for measuring intervals.

@@ -12,6 +12,8 @@
 #include <optional>
 #include <set>
 
+#include "store/url.h"
+
 namespace cairva::config {
 namespace {
 
@@ -27,8 +29,6 @@ constexpr int64_t connections_max_max = 10'000'000;
 constexpr int64_t body_bytes_in_flight_max_max = int64_t{1} << 40;
 // Config files are a few hundred bytes; this only stops reading something absurd.
 constexpr size_t config_file_bytes_max = size_t{1} << 20;
-
-constexpr std::string_view sqlite_scheme = "sqlite://";
 
 // Collects the first error as "SOURCE: KEY: problem".
 class Checker {
@@ -231,8 +231,8 @@ void load_admin(Checker& c, const toml::table& root, Config& cfg) {
 }  // namespace
 
 bool valid_store_url(std::string_view url) {
-  if (url.starts_with(sqlite_scheme)) return url.size() > sqlite_scheme.size();
-  return url.starts_with("postgresql://") || url.starts_with("postgres://");
+  if (const auto path = store::sqlite_path(url)) return !path->empty();
+  return store::is_postgres_url(url);
 }
 
 namespace {

@@ -173,7 +173,6 @@ RateResets rate_resets(const AllocationSnapshot& snap, UnixMicros now) {
 
 int64_t millis_rounded_up(int64_t us) {
   CAIRVA_ASSERT(us >= 0);
-  constexpr int64_t micros_per_milli = micros_per_second / 1000;
   return (us + micros_per_milli - 1) / micros_per_milli;
 }
 

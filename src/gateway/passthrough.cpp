@@ -5,6 +5,7 @@
 #include "base/time.h"
 #include "gateway/flow.h"
 #include "gateway/store_await.h"
+#include "wire/api_paths.h"
 #include "wire/limits.h"
 #include "wire/models.h"
 
@@ -26,8 +27,6 @@ using UnbilledFlow = Flow<wire::ChatCodec>;
 Task<bool> provider_unconfigured(ClientExchange& ex, const store::KeyGrant& grant) {
   return ex.send_error(ErrorCode::provider_unavailable, unconfigured_message(grant));
 }
-
-constexpr std::string_view responses_prefix = "/v1/responses/";
 
 // A response id as providers make them (resp_…, UUIDs): letters, digits, '_' and '-'. Any
 // other byte could change the path the provider reads ("..", "%2F"), so such an id is
@@ -85,7 +84,7 @@ Task<bool> response_object(const Gateway& gw, upstream::Upstream& upstream, Clie
   if (!in_service.status) co_return in_service.keep;
   // The session routed only /v1/responses/{id} and /v1/responses/{id}/input_items here.
   const std::string_view path = target.substr(0, target.find('?'));
-  const std::string_view rest = path.substr(responses_prefix.size());
+  const std::string_view rest = path.substr(wire::responses_prefix.size());
   const std::string id(rest.substr(0, rest.find('/')));
   const std::string_view suffix = rest.substr(id.size());  // "" or "/input_items"
   bool owned = false;

@@ -30,7 +30,6 @@ void add_rate_headers(http::MessageHead& h, const core::AllocationSnapshot& rate
 
 void add_anthropic_rate_reset_headers(http::MessageHead& h, const core::AllocationSnapshot& rate) {
   if (rate.as_of == 0) return;
-  constexpr int64_t micros_per_milli = micros_per_second / 1000;
   const core::RateResets resets = core::rate_resets(rate, rate.as_of);
   auto at = [&rate](int64_t us) {
     return rate.as_of + core::millis_rounded_up(us) * micros_per_milli;

@@ -28,6 +28,7 @@
 #include "http/message_reader.h"
 #include "render/entity_json.h"
 #include "upstream/connection.h"
+#include "wire/api_paths.h"
 #include "wire/limits.h"
 
 namespace cairva::gateway {
@@ -103,9 +104,8 @@ Route route_of(std::string_view target, bhttp::verb method, bool& method_ok) {
       return e.route;
     }
   }
-  constexpr std::string_view responses_prefix = "/v1/responses/";
-  if (path.starts_with(responses_prefix) && path.size() > responses_prefix.size()) {
-    const std::string_view rest = path.substr(responses_prefix.size());
+  if (path.starts_with(wire::responses_prefix) && path.size() > wire::responses_prefix.size()) {
+    const std::string_view rest = path.substr(wire::responses_prefix.size());
     const auto slash = rest.find('/');
     if (slash == std::string_view::npos) {
       method_ok = get || method == bhttp::verb::delete_;

@@ -18,7 +18,6 @@ namespace cairva::mock_provider {
 namespace {
 
 namespace net = boost::asio;
-constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 constexpr int64_t cache_creation_tokens_default = 2;
 constexpr int64_t cache_read_tokens_default = 4;
@@ -55,11 +54,6 @@ LastFields& last_fields() {
   return f;
 }
 
-std::string_view path_of(const Request& req) {
-  const std::string_view target = req.target();
-  return target.substr(0, target.find('?'));
-}
-
 struct MessagesFacts {
   std::string model = "mock";
   bool stream = false;
@@ -67,16 +61,7 @@ struct MessagesFacts {
 };
 
 bool read_facts(const std::string& body, MessagesFacts& out) {
-  thread_local simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(body);
-  simdjson::ondemand::document doc;
-  if (parser.iterate(padded).get(doc)) return false;
-  simdjson::ondemand::object obj;
-  if (doc.get_object().get(obj)) return false;
-  for (auto field : obj) {
-    std::string_view key;
-    if (field.unescaped_key().get(key)) return false;
-    auto value = field.value();
+  return each_member(body, [&](std::string_view key, auto value) {
     if (key == "model") {
       std::string_view m;
       if (!value.get_string().get(m)) out.model = std::string(m);
@@ -87,8 +72,8 @@ bool read_facts(const std::string& body, MessagesFacts& out) {
       int64_t v = 0;
       if (!value.get_int64().get(v)) out.max_tokens = v;
     }
-  }
-  return true;
+    return true;
+  });
 }
 
 // What one answer reports: its id and its usage counts as JSON number text.
@@ -260,30 +245,14 @@ net::awaitable<bool> messages(beast::tcp_stream& stream, const Request& req) {
   if (f.max_tokens < 1) co_return co_await bad_body(stream, req, "max_tokens: Field required");
   const Switches sw = parse_switches(f.model);
   co_await sleep_ms(sw.delay_ms);
-  if (sw.oversize && !f.stream) {
-    // A header announcing 1 TiB and a few bytes of it, then the connection closes.
-    const std::string head = "HTTP/1.1 " + std::to_string(sw.status) +
-                             " X\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(oversize_announced_bytes) + "\r\n\r\n{\"id\":";
-    (void)co_await net::async_write(stream, net::buffer(head), nothrow);
-    co_return false;
-  }
+  if (sw.oversize && !f.stream) co_return co_await write_oversize(stream, sw.status);
   if (sw.status != 200) co_return co_await scripted(stream, req, sw, f.model);
   const Plan p = plan_for(sw, f);
   if (f.stream)
     co_return co_await stream_reply(stream, sw, f, p, req.version()) && req.keep_alive();
   if (sw.malformed) co_return co_await reply(stream, req, 200, "{\"id\": truncated", sw);
   const std::string body = message_body(sw, f, p);
-  if (sw.reset_after >= 0) {
-    // The headers and the first reset-after bytes of the body, then a reset.
-    const std::string head =
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-        std::to_string(body.size()) + "\r\n\r\n" +
-        body.substr(0, std::min<size_t>(body.size(), static_cast<size_t>(sw.reset_after)));
-    (void)co_await net::async_write(stream, net::buffer(head), nothrow);  // reset either way
-    reset(stream);
-    co_return false;
-  }
+  if (sw.reset_after >= 0) co_return co_await write_then_reset(stream, body, sw.reset_after);
   co_return co_await reply(stream, req, 200, body, sw);
 }
 

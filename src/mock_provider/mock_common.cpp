@@ -16,7 +16,6 @@ namespace cairva::mock_provider {
 namespace {
 
 namespace net = boost::asio;
-constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 // What the supplier-account errors (status=401/403/429) name, for tests to look for.
 constexpr std::string_view mock_supplier_org = "org-MockSupplier7Q2";
@@ -125,6 +124,24 @@ void reset(beast::tcp_stream& stream) {
   boost::system::error_code ignored;
   stream.socket().set_option(net::socket_base::linger(true, 0), ignored);
   stream.socket().close(ignored);
+}
+
+net::awaitable<bool> write_oversize(beast::tcp_stream& stream, int status) {
+  const std::string head = "HTTP/1.1 " + std::to_string(status) +
+                           " X\r\nContent-Type: application/json\r\nContent-Length: " +
+                           std::to_string(oversize_announced_bytes) + "\r\n\r\n{\"id\":";
+  (void)co_await net::async_write(stream, net::buffer(head), nothrow);
+  co_return false;
+}
+
+net::awaitable<bool> write_then_reset(beast::tcp_stream& stream, std::string_view body,
+                                      int64_t reset_after) {
+  std::string head = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n";
+  head.append(body.substr(0, std::min<size_t>(body.size(), static_cast<size_t>(reset_after))));
+  (void)co_await net::async_write(stream, net::buffer(head), nothrow);  // reset either way
+  reset(stream);
+  co_return false;
 }
 
 net::awaitable<bool> json_reply(beast::tcp_stream& stream, unsigned version, bool keep_alive,

@@ -5,8 +5,12 @@
 // Internal to cairva_mock_provider. Everything here is safe from any event loop's thread.
 #pragma once
 
+#include <simdjson.h>
+
 #include <atomic>
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -24,6 +28,9 @@ namespace cairva::mock_provider {
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using Request = bhttp::request<bhttp::string_body>;
+
+// Completion token for awaited operations: the error code and result as a tuple, no throw.
+inline constexpr auto nothrow = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 inline constexpr int64_t prompt_tokens_default = 10;
 inline constexpr int64_t completion_tokens_default = 7;
@@ -69,6 +76,32 @@ struct Switches {
   std::string prompt, completion;
 };
 
+// A request target's path: what precedes any '?'.
+inline std::string_view path_of(const Request& req) {
+  const std::string_view target = req.target();
+  return target.substr(0, target.find('?'));
+}
+
+// Runs fn(key, value) on each top-level member of the JSON object `body`, in order, while
+// fn returns true (`value` is a simdjson_result: reading a wrong type is an error, not a
+// throw). False when `body` is not a JSON object or fn returned false. The fake reads only
+// the members it answers by; refusing bad input is the gateway's job.
+template <class Fn>
+bool each_member(const std::string& body, Fn&& fn) {
+  thread_local simdjson::ondemand::parser parser;
+  simdjson::padded_string padded(body);
+  simdjson::ondemand::document doc;
+  if (parser.iterate(padded).get(doc)) return false;
+  simdjson::ondemand::object obj;
+  if (doc.get_object().get(obj)) return false;
+  for (auto field : obj) {
+    std::string_view key;
+    if (field.unescaped_key().get(key)) return false;
+    if (!fn(key, field.value())) return false;
+  }
+  return true;
+}
+
 // The switches after a '?' in `model`.
 Switches parse_switches(std::string_view model);
 
@@ -94,6 +127,15 @@ std::string error_body(int status);
 // Answers the status=N switch: its error body, with Retry-After on a 429.
 boost::asio::awaitable<bool> scripted_error(beast::tcp_stream& stream, const Request& req,
                                             const Switches& sw);
+
+// oversize: a head announcing oversize_announced_bytes with `status` and a few bytes of
+// the body, then the connection closes: a gateway that read on would see a cut-off body,
+// one that checked the length refuses first. Returns false: the connection must close.
+boost::asio::awaitable<bool> write_oversize(beast::tcp_stream& stream, int status);
+// reset-after=N on a body that is not streamed: the head and the first N bytes of `body`,
+// then a TCP reset. Returns false: the connection is gone.
+boost::asio::awaitable<bool> write_then_reset(beast::tcp_stream& stream, std::string_view body,
+                                              int64_t reset_after);
 
 // Streams `events` (each a whole SSE event) with the switches' faults: cut-after,
 // reset-after, truncate-after, split, chunk-delay-ms, after the response head (with

@@ -36,7 +36,6 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
-constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 constexpr size_t mock_body_bytes_max = size_t{32} << 20;
 
@@ -49,17 +48,8 @@ struct ChatFacts {
 };
 
 bool read_facts(const std::string& body, ChatFacts& out) {
-  thread_local simdjson::ondemand::parser parser;
-  simdjson::padded_string padded(body);
-  simdjson::ondemand::document doc;
-  if (parser.iterate(padded).get(doc)) return false;
-  simdjson::ondemand::object obj;
-  if (doc.get_object().get(obj)) return false;
   int64_t max_tokens = -1, max_completion = -1;
-  for (auto field : obj) {
-    std::string_view key;
-    if (field.unescaped_key().get(key)) return false;
-    auto value = field.value();
+  const bool read = each_member(body, [&](std::string_view key, auto value) {
     if (key == "model") {
       std::string_view m;
       if (!value.get_string().get(m)) out.model = std::string(m);
@@ -82,7 +72,9 @@ bool read_facts(const std::string& body, ChatFacts& out) {
         if (!so["include_usage"].get_bool().get(b)) out.include_usage = b;
       }
     }
-  }
+    return true;
+  });
+  if (!read) return false;
   out.limit = max_completion >= 0 ? max_completion : max_tokens;
   return true;
 }
@@ -171,15 +163,7 @@ net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_
   }
   const Switches sw = parse_switches(facts.model);
   co_await sleep_ms(sw.delay_ms);
-  if (sw.oversize && !facts.stream) {
-    // A header announcing 1 TiB and a few bytes of it, then the connection closes: a gateway
-    // that read on would see a cut-off body, one that checked the length refuses first.
-    const std::string head = "HTTP/1.1 " + std::to_string(sw.status) +
-                             " X\r\nContent-Type: application/json\r\nContent-Length: " +
-                             std::to_string(oversize_announced_bytes) + "\r\n\r\n{\"id\":";
-    (void)co_await net::async_write(stream, net::buffer(head), nothrow);
-    co_return false;
-  }
+  if (sw.oversize && !facts.stream) co_return co_await write_oversize(stream, sw.status);
   if (sw.status != 200) co_return co_await scripted_error(stream, req, sw);
   if (facts.stream)
     co_return co_await stream_reply(stream, sw, facts, req.version()) && req.keep_alive();
@@ -187,15 +171,8 @@ net::awaitable<bool> chat(beast::tcp_stream& stream, http::request<http::string_
     co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200,
                                   "{\"id\": truncated");
   if (sw.reset_after >= 0) {
-    // Non-streaming: the headers and the first reset-after bytes of the body, then a reset.
     const std::string body = completion_body(sw, facts);
-    const std::string head =
-        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
-        std::to_string(body.size()) + "\r\n\r\n" +
-        body.substr(0, std::min<size_t>(body.size(), static_cast<size_t>(sw.reset_after)));
-    (void)co_await net::async_write(stream, net::buffer(head), nothrow);  // reset either way
-    reset(stream);
-    co_return false;
+    co_return co_await write_then_reset(stream, body, sw.reset_after);
   }
   co_return co_await json_reply(stream, req.version(), req.keep_alive(), 200,
                                 completion_body(sw, facts), sw.header_id);

@@ -13,6 +13,7 @@
 
 #include "base/ids.h"
 #include "base/time.h"
+#include "wire/api_paths.h"
 
 namespace cairva::mock_provider {
 namespace {
@@ -20,8 +21,8 @@ namespace {
 namespace net = boost::asio;
 namespace od = simdjson::ondemand;
 
-constexpr std::string_view responses_path = "/v1/responses";
-constexpr std::string_view responses_prefix = "/v1/responses/";
+using wire::responses_path;
+using wire::responses_prefix;
 // Responses kept for GET/DELETE /v1/responses/{id}: the oldest go first beyond this.
 constexpr size_t stored_responses_max = 10000;
 // Components of each embedding unless the request asks for `dimensions` (at most the max).
@@ -29,11 +30,6 @@ constexpr int64_t embedding_dimensions_default = 8;
 constexpr int64_t embedding_dimensions_max = 4096;
 // Every response's created_at, as chat's `created`.
 constexpr int64_t created_at_s = 1700000000;
-
-std::string_view path_of(const Request& req) {
-  const std::string_view target = req.target();
-  return target.substr(0, target.find('?'));
-}
 
 net::awaitable<bool> bad_request(beast::tcp_stream& stream, const Request& req,
                                  std::string_view why) {
@@ -116,16 +112,7 @@ std::string items_of(od::value v) {
 }
 
 bool read_responses_facts(const std::string& body, ResponsesFacts& out) {
-  thread_local od::parser parser;
-  simdjson::padded_string padded(body);
-  od::document doc;
-  if (parser.iterate(padded).get(doc)) return false;
-  od::object obj;
-  if (doc.get_object().get(obj)) return false;
-  for (auto field : obj) {
-    std::string_view key;
-    if (field.unescaped_key().get(key)) return false;
-    auto value = field.value();
+  return each_member(body, [&](std::string_view key, auto value) {
     std::string_view s;
     bool b = false;
     int64_t n = 0;
@@ -140,8 +127,8 @@ bool read_responses_facts(const std::string& body, ResponsesFacts& out) {
       if (value.get(input)) return false;
       out.input_items = items_of(input);
     }
-  }
-  return true;
+    return true;
+  });
 }
 
 struct ResponseText {
@@ -367,17 +354,8 @@ bool read_embedding_input(od::value v, EmbeddingsFacts& out) {
 }
 
 bool read_embeddings_facts(const std::string& body, EmbeddingsFacts& out) {
-  thread_local od::parser parser;
-  simdjson::padded_string padded(body);
-  od::document doc;
-  if (parser.iterate(padded).get(doc)) return false;
-  od::object obj;
-  if (doc.get_object().get(obj)) return false;
   bool input = false;
-  for (auto field : obj) {
-    std::string_view key;
-    if (field.unescaped_key().get(key)) return false;
-    auto value = field.value();
+  const bool read = each_member(body, [&](std::string_view key, auto value) {
     std::string_view s;
     int64_t n = 0;
     if (key == "model" && !value.get_string().get(s))
@@ -391,8 +369,9 @@ bool read_embeddings_facts(const std::string& body, EmbeddingsFacts& out) {
       if (value.get(v)) return false;
       input = read_embedding_input(v, out);
     }
-  }
-  return input;
+    return true;
+  });
+  return read && input;
 }
 
 // A deterministic unit vector for `text`: the same input always embeds the same.

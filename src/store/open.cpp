@@ -6,29 +6,20 @@
 #include "store/postgres/schema.h"
 #include "store/sqlite/schema.h"
 #include "store/sqlite/sqlite_store.h"
+#include "store/url.h"
 
 namespace cairva::store {
-namespace {
-
-constexpr std::string_view sqlite_scheme = "sqlite://";
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-}  // namespace
-
 Result<std::unique_ptr<Store>> open_store(const StoreOptions& options,
                                           std::shared_ptr<const Clock> clock) {
   const std::string& url = options.url;
-  if (starts_with(url, sqlite_scheme)) {
-    const std::string path = url.substr(sqlite_scheme.size());
-    if (path.empty())
+  if (const auto path = sqlite_path(url)) {
+    if (path->empty())
       return make_error(ErrorCode::invalid_request, "store.url: sqlite:// needs a file path");
-    auto s = sqlite::SqliteStore::open(path, options, std::move(clock));
+    auto s = sqlite::SqliteStore::open(std::string(*path), options, std::move(clock));
     if (!s.ok()) return s.error();
     return std::unique_ptr<Store>(std::move(s).value());
   }
-  if (starts_with(url, "postgresql://") || starts_with(url, "postgres://")) {
-    // libpq takes the URI as is (postgres:// and postgresql:// both).
+  if (is_postgres_url(url)) {
     auto s = pg::PostgresStore::open(options, std::move(clock));
     if (!s.ok()) return s.error();
     return std::unique_ptr<Store>(std::move(s).value());
@@ -38,11 +29,10 @@ Result<std::unique_ptr<Store>> open_store(const StoreOptions& options,
 }
 
 Result<AuditReport> audit_store(const StoreOptions& options, std::shared_ptr<const Clock> clock) {
-  if (starts_with(options.url, sqlite_scheme)) {
-    const std::string path = options.url.substr(sqlite_scheme.size());
-    if (path.empty())
+  if (const auto path = sqlite_path(options.url)) {
+    if (path->empty())
       return make_error(ErrorCode::invalid_request, "store.url: sqlite:// needs a file path");
-    return sqlite::SqliteStore::audit_file(path, options, clock);
+    return sqlite::SqliteStore::audit_file(std::string(*path), options, clock);
   }
   StoreOptions read_only = options;
   read_only.migrate = false;

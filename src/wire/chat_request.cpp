@@ -1,5 +1,6 @@
 #include "wire/chat_request.h"
 
+#include <array>
 #include <string>
 
 #include "base/assert.h"
@@ -21,32 +22,23 @@ using inspect::invalid;
 using inspect::malformed;
 using inspect::member_depth;
 
-// Members read by name; a second occurrence is refused because providers keep the last
-// one and admission must hold for exactly what the provider will read.
-enum Member : unsigned {
-  member_model = 1u << 0,
-  member_messages = 1u << 1,
-  member_tools = 1u << 2,
-  member_n = 1u << 3,
-  member_stream = 1u << 4,
-  member_stream_options = 1u << 5,
-  member_max_tokens = 1u << 6,
-  member_max_completion_tokens = 1u << 7,
-  member_service_tier = 1u << 8,
+// Members read by name: member_names[m] is member m.
+enum Member : size_t {
+  member_model,
+  member_messages,
+  member_tools,
+  member_n,
+  member_stream,
+  member_stream_options,
+  member_max_tokens,
+  member_max_completion_tokens,
+  member_service_tier,
+  member_count,
 };
-
-Member member_of(std::string_view key) {
-  if (key == "model") return member_model;
-  if (key == "messages") return member_messages;
-  if (key == "tools") return member_tools;
-  if (key == "n") return member_n;
-  if (key == "stream") return member_stream;
-  if (key == "stream_options") return member_stream_options;
-  if (key == "max_tokens") return member_max_tokens;
-  if (key == "max_completion_tokens") return member_max_completion_tokens;
-  if (key == "service_tier") return member_service_tier;
-  return Member{0};
-}
+constexpr auto member_names =
+    std::to_array<std::string_view>({"model", "messages", "tools", "n", "stream", "stream_options",
+                                     "max_tokens", "max_completion_tokens", "service_tier"});
+static_assert(member_names.size() == member_count);
 
 // Depth of messages' entries, for the nesting bound (the top-level object is depth 1).
 constexpr int message_depth = 3;
@@ -78,21 +70,12 @@ class Inspector {
 };
 
 Status Inspector::run(std::string_view body) {
-  unsigned seen = 0;
-  auto read = inspect::top_level_object(
-      doc_, body, out_.object_open, [&](std::string_view key, od::value v) -> Status {
-        const Member m = member_of(key);
-        if (m != 0) {
-          if (seen & m)
-            return invalid("member \"" + std::string(key) + "\" appears more than once");
-          seen |= m;
-        }
-        return member(m, key, v);
-      });
+  inspect::SeenMembers seen;
+  auto read = inspect::named_members<member_names, Member>(
+      doc_, body, out_.object_open, walk_, seen,
+      [&](Member m, std::string_view key, od::value v) { return member(m, key, v); });
   if (!read) return read;
-  if (!(seen & member_model)) return invalid("model is required");
-  if (!(seen & member_messages)) return invalid("messages is required");
-  return {};
+  return inspect::required(seen, member_names, {member_model, member_messages});
 }
 
 Status Inspector::member(Member m, std::string_view key, od::value v) {
@@ -130,6 +113,7 @@ Status Inspector::member(Member m, std::string_view key, od::value v) {
       walk_.key(key);
       return inspect::optional_string(v, "service_tier", walk_, out_.service_tier);
     case member_tools:  // read by name only to refuse a repeated one; counted as any member
+    case member_count:
       break;
   }
   return checked(walk_.member(key, v, member_depth));
@@ -168,8 +152,7 @@ Status Inspector::stream_options(od::value v) {
     out_.stream_options_has_members = true;
     if (key != "include_usage") return checked(walk_.member(key, value, member_depth + 1));
     walk_.key(key);
-    if (seen_include_usage)
-      return invalid("member \"stream_options.include_usage\" appears more than once");
+    if (seen_include_usage) return inspect::repeated("stream_options.include_usage");
     seen_include_usage = true;
     out_.include_usage_value = scalar_span(value);
     return inspect::boolean(value, "stream_options.include_usage", out_.include_usage);

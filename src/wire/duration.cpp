@@ -2,11 +2,12 @@
 
 #include <charconv>
 
+#include "base/time.h"
+
 namespace cairva::wire {
 namespace {
 
-constexpr int64_t ms_per_second = 1000;
-constexpr int64_t ms_per_minute = 60 * ms_per_second;
+constexpr int64_t ms_per_minute = 60 * millis_per_second;
 constexpr int64_t ms_per_hour = 60 * ms_per_minute;
 
 }  // namespace
@@ -18,7 +19,7 @@ DurationText duration_text(int64_t ms) {
   auto number = [&](int64_t v) { at = std::to_chars(at, end, v).ptr; };
   if (ms <= 0) {
     ms = 0;
-  } else if (ms < ms_per_second) {
+  } else if (ms < millis_per_second) {
     number(ms);
     *at++ = 'm';
     *at++ = 's';
@@ -35,11 +36,11 @@ DurationText duration_text(int64_t ms) {
     number(minutes);
     *at++ = 'm';
   }
-  number(ms % ms_per_minute / ms_per_second);
-  if (int64_t fraction = ms % ms_per_second; fraction > 0) {
+  number(ms % ms_per_minute / millis_per_second);
+  if (int64_t fraction = ms % millis_per_second; fraction > 0) {
     *at++ = '.';
     // Three digits (5 ms is ".005"), then the trailing zeros dropped.
-    for (int64_t unit = ms_per_second / 10; unit > 0 && fraction > 0; unit /= 10) {
+    for (int64_t unit = millis_per_second / 10; unit > 0 && fraction > 0; unit /= 10) {
       *at++ = static_cast<char>('0' + fraction / unit);
       fraction %= unit;
     }

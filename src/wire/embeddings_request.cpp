@@ -1,5 +1,7 @@
 #include "wire/embeddings_request.h"
 
+#include <array>
+
 #include "wire/estimate_walk.h"
 #include "wire/inspect.h"
 #include "wire/json.h"
@@ -11,30 +13,25 @@ namespace od = json::od;
 using inspect::checked;
 using inspect::invalid;
 using inspect::malformed;
-using inspect::member_depth;
 
 constexpr std::string_view input_must =
     "input must be a string, an array of strings, an array of token integers or an array of token "
     "arrays";
 
-// Members read by name; a second occurrence is refused (providers keep the last one).
-enum Member : unsigned {
-  member_model = 1u << 0,
-  member_input = 1u << 1,
-  member_stream = 1u << 2,
+// Members read by name: member_names[m] is member m.
+enum Member : size_t {
+  member_model,
+  member_input,
+  member_stream,
+  member_count,
 };
+constexpr auto member_names = std::to_array<std::string_view>({"model", "input", "stream"});
+static_assert(member_names.size() == member_count);
 
 // The Embeddings API has no stream: a client asking for one would wait for events that never
 // come (and OpenAI refuses the argument), so it is refused here rather than forwarded.
 constexpr std::string_view no_stream =
     "stream: embeddings are not streamed; remove \"stream\" or set it to false";
-
-Member member_of(std::string_view key) {
-  if (key == "model") return member_model;
-  if (key == "input") return member_input;
-  if (key == "stream") return member_stream;
-  return Member{0};
-}
 
 // One token: an integer >= 0.
 Status token(od::value& v) {
@@ -115,16 +112,11 @@ Result<EmbeddingsRequest> read_request(std::string_view body, json::Scratch& scr
   if (auto e = scratch.iterate(body).get(doc)) return malformed(e);
   EmbeddingsRequest out;
   EstimateWalk walk(out.prompt);
-  unsigned seen = 0;
+  inspect::SeenMembers seen;
   size_t object_open = 0;
-  auto read = inspect::top_level_object(
-      doc, body, object_open, [&](std::string_view key, od::value v) -> Status {
-        const Member m = member_of(key);
-        if (m != 0) {
-          if (seen & m)
-            return invalid("member \"" + std::string(key) + "\" appears more than once");
-          seen |= m;
-        }
+  auto read = inspect::named_members<member_names, Member>(
+      doc, body, object_open, walk, seen,
+      [&](Member m, std::string_view key, od::value v) -> Status {
         switch (m) {
           case member_model:
             walk.key(key);  // the model's name is the one string that does not count (SPEC §4)
@@ -138,12 +130,14 @@ Result<EmbeddingsRequest> read_request(std::string_view body, json::Scratch& scr
             if (stream) return invalid(std::string(no_stream));
             return {};
           }
+          case member_count:
+            break;
         }
-        return checked(walk.member(key, v, member_depth));
+        return {};
       });
   if (!read) return read.error();
-  if (!(seen & member_model)) return invalid("model is required");
-  if (!(seen & member_input)) return invalid("input is required");
+  if (auto s = inspect::required(seen, member_names, {member_model, member_input}); !s)
+    return s.error();
   return out;
 }
 

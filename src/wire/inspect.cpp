@@ -6,6 +6,10 @@ Error invalid(std::string message) {
   return make_error(ErrorCode::invalid_request, std::move(message));
 }
 
+Error repeated(std::string_view name) {
+  return invalid("member \"" + std::string(name) + "\" appears more than once");
+}
+
 Error malformed(simdjson::error_code e) {
   if (e == simdjson::DEPTH_ERROR) return invalid("request body is nested too deeply");
   return invalid("request body is not valid JSON: " + std::string(json::reason(e)));

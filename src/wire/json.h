@@ -10,10 +10,14 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace cairva::wire::json {
 
 namespace od = simdjson::ondemand;
+
+// Depth of a top-level member's value (the top-level object is depth 1).
+inline constexpr int member_depth = 2;
 
 // A parser plus a padded copy of the document it iterates. On-Demand reads up to
 // SIMDJSON_PADDING bytes past the end, and the strings we are given (Beast bodies, SSE
@@ -68,6 +72,27 @@ simdjson::error_code validate(od::value v, int depth);
 simdjson::error_code read_string(od::value& v, std::string_view& out);
 // A member's name, the same way. REQUIRES: as for count_string.
 simdjson::error_code read_key(od::field& f, std::string_view& out);
+
+// Reads `data` as one JSON object: fn(doc, key, value) for each member in order, up to the
+// first false, then refuses bytes after the object. False when `data` is not one valid JSON
+// object or fn returned false. What SSE event scanners share: an event they cannot read
+// whole passes through untouched.
+template <class Fn>
+bool scan_object(Scratch& scratch, std::string_view data, Fn&& fn) {
+  od::document doc;
+  if (scratch.iterate(data).get(doc)) return false;
+  od::object obj;
+  if (doc.get_object().get(obj)) return false;
+  for (auto entry : obj) {
+    od::field field;
+    if (std::move(entry).get(field)) return false;
+    std::string_view key;
+    if (read_key(field, key)) return false;
+    if (!fn(doc, key, field.value())) return false;
+  }
+  const char* next = nullptr;
+  return doc.current_location().get(next) != simdjson::SUCCESS;  // nothing after the object
+}
 
 // Adds the code points of string value `v`, once unescaped, to `chars`, consuming it. The
 // escapes are checked as simdjson's unescaping checks them (STRING_ERROR), but counted in

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "wire/codec.h"
+#include "wire/completion_body.h"
 #include "wire/errors.h"
 #include "wire/json.h"
 #include "wire/limits.h"
@@ -14,12 +15,7 @@ namespace {
 namespace od = json::od;
 using simdjson::error_code;
 
-constexpr int member_depth = 2;
-
-Error malformed(std::string_view why) {
-  return make_error(ErrorCode::provider_unavailable,
-                    "provider response is not a valid JSON object: " + std::string(why));
-}
+using json::member_depth;
 
 // One count of a usage object into `slot`: an integer in [0, usage_tokens_max] replaces
 // it, null leaves it (not reported here), anything else marks the counts invalid. Consumes
@@ -126,32 +122,22 @@ error_code read_started_message(od::value v, EventScan& out, MessageUsageCounts&
 // object (the event then passes through untouched, its counts unread).
 bool scan_event(json::Scratch& scratch, std::string_view data, EventScan& out,
                 MessageUsageCounts& counts) {
-  od::document doc;
-  if (scratch.iterate(data).get(doc)) return false;
-  od::object obj;
-  if (doc.get_object().get(obj)) return false;
-  for (auto entry : obj) {
-    od::field field;
-    if (std::move(entry).get(field)) return false;
-    std::string_view key;
-    if (json::read_key(field, key)) return false;
-    out.has_members = true;
-    od::value value = field.value();
-    std::string_view text;
-    error_code e = simdjson::SUCCESS;
-    if (key == "type" && value.get_string().get(text) == simdjson::SUCCESS) {
-      out.type.assign(text);
-    } else if (key == "message") {
-      e = read_started_message(value, out, counts);
-    } else if (key == "usage") {
-      e = read_usage_counts(value, member_depth, counts);
-    } else {
-      e = json::validate(value, member_depth);
-    }
-    if (e) return false;
-  }
-  const char* next = nullptr;
-  return doc.current_location().get(next) != simdjson::SUCCESS;  // nothing after the object
+  return json::scan_object(
+      scratch, data, [&](od::document&, std::string_view key, od::value value) {
+        out.has_members = true;
+        std::string_view text;
+        error_code e = simdjson::SUCCESS;
+        if (key == "type" && value.get_string().get(text) == simdjson::SUCCESS) {
+          out.type.assign(text);
+        } else if (key == "message") {
+          e = read_started_message(value, out, counts);
+        } else if (key == "usage") {
+          e = read_usage_counts(value, member_depth, counts);
+        } else {
+          e = json::validate(value, member_depth);
+        }
+        return !e;
+      });
 }
 
 // Appends `piece` of an event's data to an event being rebuilt as one data line. Data
@@ -177,63 +163,20 @@ std::optional<core::Tokens> MessageUsageCounts::tokens() const {
 }
 
 Result<CompletionInfo> read_message(std::string_view body) {
-  return json::with_scratch(body.size(), [&](json::Scratch& scratch) -> Result<CompletionInfo> {
-    od::document doc;
-    if (auto e = scratch.iterate(body).get(doc)) return malformed(json::reason(e));
-    const char* base = scratch.base();  // only now: iterate may have moved the buffer
-    od::object obj;
-    if (auto e = doc.get_object().get(obj)) return malformed(json::reason(e));
-    CompletionInfo out;
-    CompletionLayout& layout = out.layout;
-    MessageUsageCounts counts;
-    bool usage_seen = false;
-    for (auto entry : obj) {
-      od::field field;
-      if (auto e = std::move(entry).get(field)) return malformed(json::reason(e));
-      std::string_view key;
-      if (auto e = json::read_key(field, key)) return malformed(json::reason(e));
-      layout.has_members = true;
-      od::value value = field.value();
-      const json::SpanStart start = json::span_start(value, base);
-      error_code e = simdjson::SUCCESS;
-      std::string_view id;
-      if (key == "usage") {
-        if (usage_seen) counts.invalid = true;  // repeated: which one counts is ambiguous
-        usage_seen = true;
-        e = read_usage_counts(value, member_depth, counts);
-      } else if (key == "id" && value.get_string().get(id) == simdjson::SUCCESS) {
-        out.id.assign(id);
-      } else {
-        e = json::validate(value, member_depth);
-      }
-      if (e) return malformed(json::reason(e));
-      if (key == "usage" || key == "usage_source") {
-        size_t end = 0;
-        if (auto err = json::span_end(start, doc, base, end)) return malformed(json::reason(err));
-        (key == "usage" ? layout.usage_value : layout.usage_source_value) =
-            ByteSpan{start.offset, end - start.offset};
-      }
-    }
-    const char* next = nullptr;
-    if (doc.current_location().get(next) == simdjson::SUCCESS)
-      return malformed("bytes after the object");
-    const std::string_view trimmed = json::trim_right(body);
-    if (trimmed.empty() || trimmed.back() != '}') return malformed("no closing brace");
-    layout.close = trimmed.size() - 1;
-    if (usage_seen) out.usage = counts.tokens();
-    return out;
+  MessageUsageCounts counts;
+  bool usage_seen = false;
+  auto read = read_completion_body(body, [&](od::value& usage, CompletionInfo&) {
+    if (usage_seen) counts.invalid = true;  // repeated: which one counts is ambiguous
+    usage_seen = true;
+    return read_usage_counts(usage, member_depth, counts);
   });
+  if (read && usage_seen) read->usage = counts.tokens();
+  return read;
 }
 
 bool MessagesStreamRelay::feed(std::string_view bytes, std::string& out) {
   if (finished_) return true;
-  parser_.push(bytes);
-  for (;;) {
-    auto next = parser_.next();
-    if (!next) return false;
-    if (!next->has_value()) return true;
-    if (!relay(**next, out)) return false;
-  }
+  return relay_events(parser_, bytes, [&](const SseEvent& event) { return relay(event, out); });
 }
 
 bool MessagesStreamRelay::pass(std::string_view bytes, std::string& out) {

@@ -1,6 +1,7 @@
 #include "wire/messages_request.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -19,26 +20,19 @@ using inspect::checked;
 using inspect::invalid;
 using inspect::member_depth;
 
-// Members read by name; a second occurrence is refused because providers keep the last
-// one and admission must hold for exactly what the provider will read.
-enum Member : unsigned {
-  member_model = 1u << 0,
-  member_messages = 1u << 1,
-  member_stream = 1u << 2,
-  member_max_tokens = 1u << 3,
-  member_thinking = 1u << 4,
-  member_service_tier = 1u << 5,
+// Members read by name: member_names[m] is member m.
+enum Member : size_t {
+  member_model,
+  member_messages,
+  member_stream,
+  member_max_tokens,
+  member_thinking,
+  member_service_tier,
+  member_count,
 };
-
-Member member_of(std::string_view key) {
-  if (key == "model") return member_model;
-  if (key == "messages") return member_messages;
-  if (key == "stream") return member_stream;
-  if (key == "max_tokens") return member_max_tokens;
-  if (key == "thinking") return member_thinking;
-  if (key == "service_tier") return member_service_tier;
-  return Member{0};
-}
+constexpr auto member_names = std::to_array<std::string_view>(
+    {"model", "messages", "stream", "max_tokens", "thinking", "service_tier"});
+static_assert(member_names.size() == member_count);
 
 // Depth of messages' entries and of thinking's members (the top-level object is depth 1).
 constexpr int element_depth = 3;
@@ -47,6 +41,7 @@ class Inspector {
  public:
   Inspector(const char* base, MessagesRequest& out) : base_(base), out_(out), walk_(out.prompt) {}
 
+  EstimateWalk& walk() { return walk_; }
   Status member(Member m, std::string_view key, od::value v);
 
  private:
@@ -59,7 +54,6 @@ class Inspector {
 };
 
 Status Inspector::member(Member m, std::string_view key, od::value v) {
-  if (m == 0) return checked(walk_.member(key, v, member_depth));
   walk_.key(key);
   switch (m) {
     case member_model:  // the model's name is the one string that does not count (SPEC §4)
@@ -75,6 +69,8 @@ Status Inspector::member(Member m, std::string_view key, od::value v) {
       return thinking(v);
     case member_service_tier:
       return inspect::optional_string(v, "service_tier", walk_, out_.service_tier);
+    case member_count:
+      break;
   }
   return {};
 }
@@ -108,7 +104,7 @@ Status Inspector::thinking(od::value v) {
   return inspect::each_member(obj, [&](std::string_view key, od::value value) -> Status {
     if (key != "budget_tokens") return checked(walk_.member(key, value, element_depth));
     walk_.key(key);
-    if (seen_budget) return invalid("member \"thinking.budget_tokens\" appears more than once");
+    if (seen_budget) return inspect::repeated("thinking.budget_tokens");
     seen_budget = true;
     out_.budget_tokens_value = inspect::scalar_span(value, base_);
     return inspect::limit(value, "thinking.budget_tokens", output_tokens_per_choice_max,
@@ -121,21 +117,14 @@ Result<MessagesRequest> read_request(std::string_view body, json::Scratch& scrat
   if (auto e = scratch.iterate(body).get(doc)) return inspect::malformed(e);
   MessagesRequest out;
   Inspector inspector(scratch.base(), out);
-  unsigned seen = 0;
+  inspect::SeenMembers seen;
   size_t object_open = 0;  // nothing is inserted: every edit replaces a value
-  auto read = inspect::top_level_object(
-      doc, body, object_open, [&](std::string_view key, od::value v) -> Status {
-        const Member m = member_of(key);
-        if (m != 0) {
-          if (seen & m)
-            return invalid("member \"" + std::string(key) + "\" appears more than once");
-          seen |= m;
-        }
-        return inspector.member(m, key, v);
-      });
+  auto read = inspect::named_members<member_names, Member>(
+      doc, body, object_open, inspector.walk(), seen,
+      [&](Member m, std::string_view key, od::value v) { return inspector.member(m, key, v); });
   if (!read) return read.error();
-  if (!(seen & member_model)) return invalid("model is required");
-  if (!(seen & member_messages)) return invalid("messages is required");
+  if (auto s = inspect::required(seen, member_names, {member_model, member_messages}); !s)
+    return s.error();
   return out;
 }
 

@@ -17,7 +17,7 @@ namespace {
 
 namespace od = json::od;
 
-constexpr int member_depth = 2;
+using json::member_depth;
 
 enum class EventKind : uint8_t {
   other,     // passed through unread (deltas, items, parts...)
@@ -85,31 +85,22 @@ bool scan_response(od::document& doc, const char* base, od::value v, EventScan& 
 // Reads an event's data: its type and, for a response object under "response", what
 // scan_response reads. False when the data is not one JSON object.
 bool scan_event(json::Scratch& scratch, std::string_view data, EventScan& out) {
-  od::document doc;
-  if (scratch.iterate(data).get(doc)) return false;
-  const char* base = scratch.base();  // only now: iterate may have moved the buffer
-  od::object obj;
-  if (doc.get_object().get(obj)) return false;
-  for (auto entry : obj) {
-    od::field field;
-    if (std::move(entry).get(field)) return false;
-    std::string_view key;
-    if (json::read_key(field, key)) return false;
-    od::value value = field.value();
-    od::json_type type;
-    if (value.type().get(type)) return false;
-    std::string_view text;
-    if (key == "type" && type == od::json_type::string) {
-      if (value.get_string().get(text)) return false;
-      out.type.assign(text);
-    } else if (key == "response" && type == od::json_type::object && !out.has_response) {
-      if (!scan_response(doc, base, value, out)) return false;
-    } else if (json::validate(value, member_depth)) {
-      return false;
-    }
-  }
-  const char* next = nullptr;
-  return doc.current_location().get(next) != simdjson::SUCCESS;  // nothing after the object
+  return json::scan_object(
+      scratch, data, [&](od::document& doc, std::string_view key, od::value value) {
+        od::json_type type;
+        if (value.type().get(type)) return false;
+        std::string_view text;
+        if (key == "type" && type == od::json_type::string) {
+          if (value.get_string().get(text)) return false;
+          out.type.assign(text);
+        } else if (key == "response" && type == od::json_type::object && !out.has_response) {
+          // scratch.base() only now: iterate may have moved the buffer.
+          if (!scan_response(doc, scratch.base(), value, out)) return false;
+        } else if (json::validate(value, member_depth)) {
+          return false;
+        }
+        return true;
+      });
 }
 
 // Appends `piece` of an event's data to an event rebuilt as one data line: data joined
@@ -150,13 +141,10 @@ std::string tagged_terminal(std::string_view name, std::string_view data, const 
 
 bool ResponsesStreamRelay::feed(std::string_view bytes, std::string& out) {
   if (finished_) return true;
-  parser_.push(bytes);
-  for (;;) {
-    auto next = parser_.next();
-    if (!next) return false;
-    if (!next->has_value()) return true;
-    relay(**next, out);
-  }
+  return relay_events(parser_, bytes, [&](const SseEvent& event) {
+    relay(event, out);
+    return true;
+  });
 }
 
 void ResponsesStreamRelay::relay(const SseEvent& event, std::string& out) {

@@ -1,5 +1,6 @@
 #include "wire/responses_request.h"
 
+#include <array>
 #include <vector>
 
 #include "base/assert.h"
@@ -17,26 +18,19 @@ using inspect::checked;
 using inspect::invalid;
 using inspect::member_depth;
 
-// Members read by name; a second occurrence is refused because providers keep the last
-// one and admission must hold for exactly what the provider will read.
-enum Member : unsigned {
-  member_model = 1u << 0,
-  member_input = 1u << 1,
-  member_stream = 1u << 2,
-  member_max_output_tokens = 1u << 3,
-  member_service_tier = 1u << 4,
-  member_background = 1u << 5,
+// Members read by name: member_names[m] is member m.
+enum Member : size_t {
+  member_model,
+  member_input,
+  member_stream,
+  member_max_output_tokens,
+  member_service_tier,
+  member_background,
+  member_count,
 };
-
-Member member_of(std::string_view key) {
-  if (key == "model") return member_model;
-  if (key == "input") return member_input;
-  if (key == "stream") return member_stream;
-  if (key == "max_output_tokens") return member_max_output_tokens;
-  if (key == "service_tier") return member_service_tier;
-  if (key == "background") return member_background;
-  return Member{0};
-}
+constexpr auto member_names = std::to_array<std::string_view>(
+    {"model", "input", "stream", "max_output_tokens", "service_tier", "background"});
+static_assert(member_names.size() == member_count);
 
 // Depth of input's entries (the top-level object is depth 1).
 constexpr int item_depth = 3;
@@ -45,6 +39,7 @@ class Inspector {
  public:
   Inspector(const char* base, ResponsesRequest& out) : base_(base), out_(out), walk_(out.prompt) {}
 
+  EstimateWalk& walk() { return walk_; }
   Status member(Member m, std::string_view key, od::value v);
 
  private:
@@ -56,7 +51,6 @@ class Inspector {
 };
 
 Status Inspector::member(Member m, std::string_view key, od::value v) {
-  if (m == 0) return checked(walk_.member(key, v, member_depth));
   walk_.key(key);
   switch (m) {
     case member_model:  // the model's name is the one string that does not count (SPEC §4)
@@ -78,6 +72,8 @@ Status Inspector::member(Member m, std::string_view key, od::value v) {
       if (background) return invalid("background responses are not supported");
       return {};
     }
+    case member_count:
+      break;
   }
   return {};
 }
@@ -111,19 +107,12 @@ Result<ResponsesRequest> read_request(std::string_view body, json::Scratch& scra
   if (auto e = scratch.iterate(body).get(doc)) return inspect::malformed(e);
   ResponsesRequest out;
   Inspector inspector(scratch.base(), out);
-  unsigned seen = 0;
-  auto read = inspect::top_level_object(
-      doc, body, out.object_open, [&](std::string_view key, od::value v) -> Status {
-        const Member m = member_of(key);
-        if (m != 0) {
-          if (seen & m)
-            return invalid("member \"" + std::string(key) + "\" appears more than once");
-          seen |= m;
-        }
-        return inspector.member(m, key, v);
-      });
+  inspect::SeenMembers seen;
+  auto read = inspect::named_members<member_names, Member>(
+      doc, body, out.object_open, inspector.walk(), seen,
+      [&](Member m, std::string_view key, od::value v) { return inspector.member(m, key, v); });
   if (!read) return read.error();
-  if (!(seen & member_model)) return invalid("model is required");
+  if (auto s = inspect::required(seen, member_names, {member_model}); !s) return s.error();
   return out;
 }
 

@@ -106,7 +106,7 @@ namespace {
 
 namespace od = json::od;
 
-constexpr int member_depth = 2;
+using json::member_depth;
 constexpr std::string_view usage_source_provider = ",\"usage_source\":\"provider\"";
 
 // What one chunk says, and where its usage member sits in its data.
@@ -202,13 +202,10 @@ std::pair<size_t, size_t> member_cut(std::string_view data, size_t begin, size_t
 
 bool StreamRelay::feed(std::string_view bytes, std::string& out) {
   if (finished_) return true;
-  parser_.push(bytes);
-  for (;;) {
-    auto next = parser_.next();
-    if (!next) return false;
-    if (!next->has_value()) return true;
-    relay(**next, out);
-  }
+  return relay_events(parser_, bytes, [&](const SseEvent& event) {
+    relay(event, out);
+    return true;
+  });
 }
 
 void StreamRelay::relay(const SseEvent& event, std::string& out) {

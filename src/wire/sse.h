@@ -55,6 +55,20 @@ class SseParser {
   bool returned_ = false;  // data_ belongs to the event last returned
 };
 
+// Pushes `bytes` into `parser` and hands each event it completes to relay(event), which
+// returns false to stop. True when every complete event was relayed; false when the parser
+// refused an event (sse_event_bytes_max) or relay stopped.
+template <class Relay>
+bool relay_events(SseParser& parser, std::string_view bytes, Relay&& relay) {
+  parser.push(bytes);
+  for (;;) {
+    auto next = parser.next();
+    if (!next) return false;
+    if (!next->has_value()) return true;
+    if (!relay(**next)) return false;
+  }
+}
+
 // Relays one provider stream to one client (SPEC §5). For each event it appends to `out`
 // what the client must receive:
 // - the provider's bytes unchanged, for most events;

@@ -27,8 +27,6 @@ Error invalid(std::string message) {
   return make_error(ErrorCode::invalid_request, std::move(message));
 }
 
-size_t page(size_t limit) { return std::clamp<size_t>(limit, 1, list_page_rows_max); }
-
 // Up to `limit` rows of `r` (which selected limit + 1) as a page.
 template <class T, class Parse>
 Result<Paged<T>> collect(const PgResult& r, size_t limit, Parse parse) {
@@ -92,7 +90,7 @@ std::string array_literal(const std::vector<UnixMicros>& values) {
 
 Result<Paged<RequestRow>> PostgresStore::list_requests(const RequestFilter& f) {
   return with_connection<Paged<RequestRow>>([&](Connection& c) -> Result<Paged<RequestRow>> {
-    const size_t limit = page(f.limit);
+    const size_t limit = page_rows(f.limit);
     const int64_t from = f.from.value_or(int64_min);
     const int64_t to = f.to.value_or(int64_max);
     PgResult pos;
@@ -138,7 +136,7 @@ Result<Paged<RequestRow>> PostgresStore::list_requests(const RequestFilter& f) {
 
 Result<Paged<UsageEventRow>> PostgresStore::list_events(const EventFilter& f) {
   return with_connection<Paged<UsageEventRow>>([&](Connection& c) -> Result<Paged<UsageEventRow>> {
-    const size_t limit = page(f.limit);
+    const size_t limit = page_rows(f.limit);
     const int64_t from = f.from.value_or(int64_min);
     const int64_t to = f.to.value_or(int64_max);
     PgResult pos;
@@ -185,7 +183,7 @@ Result<Paged<UsageEventRow>> PostgresStore::list_events(const EventFilter& f) {
 
 Result<Paged<ConflictRow>> PostgresStore::list_conflicts(const ConflictFilter& f) {
   return with_connection<Paged<ConflictRow>>([&](Connection& c) -> Result<Paged<ConflictRow>> {
-    const size_t limit = page(f.limit);
+    const size_t limit = page_rows(f.limit);
     PgResult pos;
     if (f.after) {
       auto p = position(c, sql::conflict_position, *f.after, "conflict");
@@ -216,7 +214,7 @@ Result<Paged<ConflictRow>> PostgresStore::list_conflicts(const ConflictFilter& f
 
 Result<Paged<AgreementRow>> PostgresStore::list_agreements(const PageFilter& f) {
   return with_connection<Paged<AgreementRow>>([&](Connection& c) -> Result<Paged<AgreementRow>> {
-    const size_t limit = page(f.limit);
+    const size_t limit = page_rows(f.limit);
     int64_t after = 0;
     if (f.after) {
       auto p = position(c, sql::agreement_position, *f.after, "agreement");
@@ -229,15 +227,12 @@ Result<Paged<AgreementRow>> PostgresStore::list_agreements(const PageFilter& f) 
   });
 }
 
-// Rows of the allocation listing read per query when a state filter may skip many of them.
-constexpr size_t allocation_filter_chunk_rows = list_page_rows_max;
-
 // The supplier and buyer filters apply in the query; the state filter to the effective state
 // computed from each row, reading further rows until the page is full.
 Result<Paged<AllocationStatus>> PostgresStore::list_allocations_page(const AllocationFilter& f) {
   return with_connection<Paged<AllocationStatus>>(
       [&](Connection& c) -> Result<Paged<AllocationStatus>> {
-        const size_t limit = page(f.limit);
+        const size_t limit = page_rows(f.limit);
         const size_t chunk =
             f.state ? std::max(limit + 1, allocation_filter_chunk_rows) : limit + 1;
         int64_t after = 0;
@@ -286,7 +281,7 @@ Result<Paged<ApiKeyRow>> PostgresStore::list_keys(const std::string& allocation_
     if (!known.ok()) return known.error();
     if (rows(*known) == 0)
       return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
-    const size_t limit = page(f.limit);
+    const size_t limit = page_rows(f.limit);
     int64_t after = 0;
     if (f.after) {
       auto p = position(c, sql::key_position, *f.after, "key");

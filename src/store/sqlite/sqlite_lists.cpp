@@ -21,8 +21,6 @@ Error invalid(std::string message) {
   return make_error(ErrorCode::invalid_request, std::move(message));
 }
 
-size_t page(size_t limit) { return std::clamp<size_t>(limit, 1, list_page_rows_max); }
-
 // Steps `s` (which selects at most limit + 1 rows) into a page.
 template <class T, class Parse>
 Result<Paged<T>> collect(Stmt& s, size_t limit, Parse parse) {
@@ -82,7 +80,7 @@ std::string index_for(const std::optional<core::RequestState>& state, bool one_a
 
 Result<Paged<RequestRow>> SqliteStore::list_requests(const RequestFilter& f) {
   return read<Paged<RequestRow>>([&](Db& db) -> Result<Paged<RequestRow>> {
-    const size_t limit = page(f.limit);
+    const size_t limit = page_rows(f.limit);
     const int64_t from = f.from.value_or(time_min);
     const int64_t to = f.to.value_or(time_max);
     const std::string table =
@@ -125,7 +123,7 @@ Result<Paged<RequestRow>> SqliteStore::list_requests(const RequestFilter& f) {
 
 Result<Paged<UsageEventRow>> SqliteStore::list_events(const EventFilter& f) {
   return read<Paged<UsageEventRow>>([&](Db& db) -> Result<Paged<UsageEventRow>> {
-    const size_t limit = page(f.limit);
+    const size_t limit = page_rows(f.limit);
     const int64_t from = f.from.value_or(time_min);
     const int64_t to = f.to.value_or(time_max);
     auto p =
@@ -164,7 +162,7 @@ Result<Paged<UsageEventRow>> SqliteStore::list_events(const EventFilter& f) {
 
 Result<Paged<ConflictRow>> SqliteStore::list_conflicts(const ConflictFilter& f) {
   return read<Paged<ConflictRow>>([&](Db& db) -> Result<Paged<ConflictRow>> {
-    const size_t limit = page(f.limit);
+    const size_t limit = page_rows(f.limit);
     int64_t after_seq = 0;
     if (f.after) {
       auto p = position(db, "SELECT allocation_id, seq FROM conflicts WHERE id = ?", *f.after,
@@ -202,15 +200,12 @@ Result<Paged<ConflictRow>> SqliteStore::list_conflicts(const ConflictFilter& f) 
   });
 }
 
-// Rows of the allocation listing read per query when a state filter may skip many of them.
-constexpr size_t allocation_filter_chunk_rows = list_page_rows_max;
-
 // Agreements and allocations: the allocations table's written order gives the ids (the
 // supplier and buyer filters applied there); memory (authoritative for states and numbers)
 // gives the rows, and the state filter. A row written but not yet in memory (its creation is
 // finishing) ends the page there: the next page starts with it.
 Result<Paged<AllocationStatus>> SqliteStore::list_allocations_page(const AllocationFilter& f) {
-  const size_t limit = page(f.limit);
+  const size_t limit = page_rows(f.limit);
   // Without a state filter every row read is shown: one read of limit + 1 rows decides.
   const size_t chunk = f.state ? std::max(limit + 1, allocation_filter_chunk_rows) : limit + 1;
   struct Listed {
@@ -276,7 +271,7 @@ Result<Paged<AllocationStatus>> SqliteStore::list_allocations_page(const Allocat
 }
 
 Result<Paged<AgreementRow>> SqliteStore::list_agreements(const PageFilter& f) {
-  const size_t limit = page(f.limit);
+  const size_t limit = page_rows(f.limit);
   auto ids = read<Paged<std::string>>([&](Db& db) -> Result<Paged<std::string>> {
     int64_t after = 0;
     if (f.after) {
@@ -311,7 +306,7 @@ Result<Paged<ApiKeyRow>> SqliteStore::list_keys(const std::string& allocation_id
   if (!find(allocation_id))
     return make_error(ErrorCode::not_found, "allocation not found: " + allocation_id);
   return read<Paged<ApiKeyRow>>([&](Db& db) -> Result<Paged<ApiKeyRow>> {
-    const size_t limit = page(f.limit);
+    const size_t limit = page_rows(f.limit);
     int64_t after = 0;
     if (f.after) {
       auto p =
