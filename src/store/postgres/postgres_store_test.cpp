@@ -867,7 +867,13 @@ TEST_F(PostgresStoreTest, AMigrationOlderRunningGatewaysCannotUseWaitsUntilTheyS
             " serving this database (they cannot use it): stop them, then start this cairva "
             "(nothing was changed)");
   EXPECT_EQ(testing::query_i64(schema_.url(), "SELECT max(version) FROM schema_migrations"), 1);
-  old_gateway->reset();  // the old gateway stops
+  // The old gateway stops. Its lock is released in its session before it disconnects: a
+  // closed connection's backend frees the lock when it exits, after PQfinish returns.
+  ASSERT_TRUE((*old_gateway)
+                  ->exec("SELECT pg_advisory_unlock_shared(hashtext(current_schema() || "
+                         "':cairva-gateway'), 1)")
+                  .ok());
+  old_gateway->reset();
 
   ASSERT_TRUE(migrate(**setup, 4).ok());
   auto schema4_gateway = Connection::open(schema_.url());

@@ -20,8 +20,7 @@ Error unavailable(const std::string& why) {
 
 bool journaled(const WriteOp& op) { return !op.records.empty(); }
 
-constexpr int64_t micros_per_ms = micros_per_second / 1000;
-constexpr int64_t retry_us = writer_retry_ms * micros_per_ms;
+constexpr int64_t retry_us = writer_retry_ms * micros_per_milli;
 
 // Waits on `cv`, `lock` held, until `ready()` or `clock`'s monotonic time reaches
 // `deadline_us`; returns ready(). Each wait lasts at most the time left on the clock, so a
@@ -318,7 +317,7 @@ void Writer::run_apply() {
         return journal_stopped() || (!testing_.apply_paused && !applying_.empty());
       });
       // Linger for a batch worth a commit, unless someone waits for this one.
-      const int64_t linger_end_us = clock_->monotonic_micros() + apply_linger_ms * micros_per_ms;
+      const int64_t linger_end_us = clock_->monotonic_micros() + apply_linger_ms * micros_per_milli;
       wait_until(*clock_, apply_wake_, lock, linger_end_us, [&] {
         return journal_stopped() || testing_.apply_paused || waiting_in_apply_ > 0 ||
                applying_.size() >= apply_batch_ops_min;
@@ -524,7 +523,7 @@ void Writer::fail_batch(Stage stage, Batch& batch, const Status& why) {
     ++stats_.failed_batches;
     settle_status(stage, why, now_us);
   }
-  constexpr int64_t ack_wait_us = durable_ack_wait_ms_max * micros_per_ms;
+  constexpr int64_t ack_wait_us = durable_ack_wait_ms_max * micros_per_milli;
   Batch keep;
   for (auto& q : batch) {
     if (stage == Stage::apply && journaled(q.op)) {
