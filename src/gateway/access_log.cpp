@@ -112,8 +112,8 @@ void number(std::string& out, std::string_view key, int64_t v, bool json) {
 // "12.345": milliseconds with three decimals.
 void latency(std::string& out, int64_t us, bool json) {
   out.append(json ? ",\"latency_ms\":" : " latency_ms=");
-  append_int(out, us / 1000);
-  const auto frac = static_cast<int>(us % 1000);
+  append_int(out, us / micros_per_milli);
+  const auto frac = static_cast<int>(us % micros_per_milli);
   const char digits[4] = {'.', static_cast<char>('0' + frac / 100),
                           static_cast<char>('0' + frac / 10 % 10),
                           static_cast<char>('0' + frac % 10)};
@@ -125,15 +125,17 @@ void latency(std::string& out, int64_t us, bool json) {
 void append_time(std::string& out, UnixMicros t) {
   thread_local int64_t cached_second = -1;
   thread_local std::string cached;  // "2026-11-30T19:12:08"
-  const int64_t ms = t >= 0 ? t / 1000 : (t - 999) / 1000;
-  const int64_t second = ms >= 0 ? ms / 1000 : (ms - 999) / 1000;
+  // Floor division: a time before 1970 rounds down, as its text does.
+  const int64_t ms = t >= 0 ? t / micros_per_milli : (t - micros_per_milli + 1) / micros_per_milli;
+  const int64_t second =
+      ms >= 0 ? ms / millis_per_second : (ms - millis_per_second + 1) / millis_per_second;
   if (second != cached_second || cached.empty()) {
     cached = format_rfc3339(second * micros_per_second);
     cached.pop_back();  // its 'Z'
     cached_second = second;
   }
   out.append(cached);
-  const auto frac = static_cast<int>(ms - second * 1000);
+  const auto frac = static_cast<int>(ms - second * millis_per_second);
   const char digits[5] = {'.', static_cast<char>('0' + frac / 100),
                           static_cast<char>('0' + frac / 10 % 10),
                           static_cast<char>('0' + frac % 10), 'Z'};
