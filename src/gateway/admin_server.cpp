@@ -8,6 +8,7 @@
 #include "base/ids.h"
 #include "console/assets.h"
 #include "gateway/console_http.h"
+#include "http/executor.h"
 #include "http/limits.h"
 #include "http/linger.h"
 #include "http/message_reader.h"
@@ -42,7 +43,7 @@ bool framed_by_chunked(const bhttp::request_parser<bhttp::string_body>& parser) 
 net::awaitable<void> admin_session(admin::AdminApi& api, const AdminSessionOptions& options,
                                    net::ip::tcp::socket socket,
                                    std::shared_ptr<http::Connection> connection) {
-  constexpr auto nothrow = net::as_tuple(net::use_awaitable);
+  using http::nothrow;
   beast::tcp_stream stream(std::move(socket));
   connection->on_shed([&stream] { stream.close(); });
   beast::flat_buffer buffer;

@@ -26,6 +26,8 @@ using Task = boost::asio::awaitable<T, Executor>;
 // error code and result as a tuple.
 inline constexpr boost::asio::use_awaitable_t<Executor> use_task;
 inline constexpr auto task_nothrow = boost::asio::as_tuple(use_task);
+// The same for coroutines on the default executor (the admin listener, the mock provider).
+inline constexpr auto nothrow = boost::asio::as_tuple(boost::asio::use_awaitable);
 
 // The same connection on `ex`'s type: listeners hand out default-executor sockets. The
 // descriptor moves; nothing is pending on it yet. A connection that failed meanwhile comes

@@ -13,12 +13,11 @@
 #include <limits>
 #include <memory>
 
+#include "http/executor.h"
 #include "http/limits.h"
 
 namespace cairva::http {
 namespace {
-
-constexpr auto nothrow = net::as_tuple(net::use_awaitable);
 
 bool out_of_descriptors(const boost::system::error_code& ec) {
   return ec == net::error::no_descriptors || ec == net::error::no_buffer_space ||

@@ -23,14 +23,15 @@
 #include <string_view>
 #include <vector>
 
+#include "http/executor.h"
+
 namespace cairva::mock_provider {
 
 namespace beast = boost::beast;
 namespace bhttp = beast::http;
 using Request = bhttp::request<bhttp::string_body>;
 
-// Completion token for awaited operations: the error code and result as a tuple, no throw.
-inline constexpr auto nothrow = boost::asio::as_tuple(boost::asio::use_awaitable);
+using http::nothrow;
 
 inline constexpr int64_t prompt_tokens_default = 10;
 inline constexpr int64_t completion_tokens_default = 7;
