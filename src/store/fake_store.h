@@ -7,6 +7,7 @@
 
 #include "base/ids.h"
 #include "store/store.h"
+#include "store/validate.h"
 
 namespace cairva::store::testing {
 
@@ -52,15 +53,7 @@ class FakeStore final : public store::Store {
       return make_error(ErrorCode::invalid_request,
                         "provider " + a.provider + " is not configured");
     }
-    store::AgreementRow row{new_id("agr"),
-                            a.supplier,
-                            a.buyer,
-                            a.provider,
-                            a.models,
-                            a.terms,
-                            core::AgreementState::in_force,
-                            1};
-    row.service_tiers = a.service_tiers;
+    store::AgreementRow row = store::new_agreement_row(a, 1);
     agreements_[row.id] = row;
     store::AllocationStatus alloc;
     alloc.id = new_id("alloc");

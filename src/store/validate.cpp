@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include "base/ids.h"
+
 namespace cairva::store {
 namespace {
 Error invalid(std::string message) {
@@ -51,6 +53,19 @@ std::string redacted_store_url(std::string_view url) {
     out.replace(value, (end == std::string::npos ? out.size() : end) - value, "***");
   }
   return out;
+}
+
+AgreementRow new_agreement_row(const NewAgreement& a, UnixMicros now) {
+  AgreementRow row{new_id("agr"),
+                   a.supplier,
+                   a.buyer,
+                   a.provider,
+                   a.models,
+                   a.terms,
+                   core::AgreementState::in_force,
+                   now};
+  row.service_tiers = a.service_tiers;
+  return row;
 }
 
 Result<core::Tokens> reconciled_usage(const Reconciliation& r,

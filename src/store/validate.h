@@ -15,6 +15,9 @@ namespace cairva::store {
 // ends_at <= starts_at, a non-positive limit or allowance, an empty model name.
 Status validate_new_agreement(const NewAgreement& a, const std::vector<std::string>& providers);
 
+// The row of a new agreement (a fresh agr_ id, in force), created at `now`.
+AgreementRow new_agreement_row(const NewAgreement& a, UnixMicros now);
+
 // The counts a reconciliation books: its own, or with `use_reported` the request's
 // reported_usage (invalid_request when the request has none).
 Result<core::Tokens> reconciled_usage(const Reconciliation& r,

@@ -52,15 +52,7 @@ Result<CreatedAgreement> PostgresStore::create_agreement(const NewAgreement& a) 
     auto now = now_on(c, injected_now());
     if (!now.ok()) return now.error();
     CreatedAgreement out;
-    out.agreement = AgreementRow{new_id("agr"),
-                                 a.supplier,
-                                 a.buyer,
-                                 a.provider,
-                                 a.models,
-                                 a.terms,
-                                 core::AgreementState::in_force,
-                                 *now};
-    out.agreement.service_tiers = a.service_tiers;
+    out.agreement = new_agreement_row(a, *now);
     const std::string alloc_id = new_id("alloc");
     out.key_id = new_id("key");
     out.key_secret = new_secret();

@@ -26,15 +26,7 @@ Result<CreatedAgreement> SqliteStore::create_agreement(const NewAgreement& a) {
   if (Status v = validate_new_agreement(a, options_.providers); !v.ok()) return v.error();
   const UnixMicros now = clock_->now();
   CreatedAgreement out;
-  out.agreement = AgreementRow{new_id("agr"),
-                               a.supplier,
-                               a.buyer,
-                               a.provider,
-                               a.models,
-                               a.terms,
-                               core::AgreementState::in_force,
-                               now};
-  out.agreement.service_tiers = a.service_tiers;
+  out.agreement = new_agreement_row(a, now);
   const std::string alloc_id = new_id("alloc");
   out.key_id = new_id("key");
   out.key_secret = new_secret();
