@@ -22,7 +22,7 @@ BUILD_PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git ca-certificates curl
   libboost-system1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libssl-dev openssl
-  libsimdjson-dev libmimalloc-dev libisal-dev libsqlite3-dev libpq-dev libpq5
+  libsimdjson-dev libmimalloc-dev libisal-dev libxxhash-dev libsqlite3-dev libpq-dev libpq5
   libtomlplusplus-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )

@@ -1,7 +1,12 @@
-// SHA-256 of a string, and a 96-bit digest (its first 12 bytes) for sets that must tell
-// strings apart without keeping them: two different strings share a digest with
-// probability 2^-96, and among n strings the chance of any shared digest is about
-// n^2 / 2^97 (~6e-12 at a billion, ~6e-18 at a million).
+// SHA-256 of a string (what key secrets are stored as), and a 96-bit digest for sets that
+// must tell strings apart without keeping them: the first 96 bits of XXH3's 128-bit hash.
+// Two different strings share a digest with probability ~2^-96, and among n strings the
+// chance of any shared digest is about n^2 / 2^97 (~6e-12 at a billion, ~6e-18 at a
+// million). XXH3 is not a cryptographic hash: someone who chose the strings could make two
+// collide. The digests key the provider request ids an allocation booked
+// (core/booked_ids.h); those ids come from the supplier's provider, not from buyers, and a
+// collision would only make a request usage_pending with a recorded conflict, never book it
+// free. The digests live in memory only, so the function may change between versions.
 #pragma once
 
 #include <array>
