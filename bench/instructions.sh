@@ -4,6 +4,8 @@
 # steps where CPU time per request is within the noise. Kernel work (TCP) is not counted.
 #   bench/instructions.sh                              # build-release/cairva
 #   CAIRVA_INSTR_BIN=/tmp/cairva-B bench/instructions.sh
+#   CAIRVA_INSTR_SIM="--cache-sim=yes --branch-sim=yes --LL=524288,8,64" bench/instructions.sh
+#                                                      # also simulate caches (L2 as LL) and branches
 # Prints instructions per request for the whole process and per thread, and keeps the
 # callgrind output for callgrind_annotate in $CAIRVA_INSTR_OUT (default /tmp/cairva-instr).
 set -euo pipefail
@@ -18,8 +20,9 @@ mkdir -p "$OUT"; rm -f "$OUT"/callgrind.out*
 export CAIRVA_ADMIN_TOKEN=instr-admin-token
 . bench/one_gateway.sh
 # Instrumentation starts off: start-up and the warm-up are not counted.
+# shellcheck disable=SC2086  # CAIRVA_INSTR_SIM is a list of options
 start_one_gateway "$BIN" normal 1 600 \
-  valgrind --tool=callgrind --instr-atstart=no --separate-threads=yes --callgrind-out-file="$OUT/callgrind.out.%p" "$BIN" serve
+  valgrind --tool=callgrind ${CAIRVA_INSTR_SIM:-} --instr-atstart=no --separate-threads=yes --callgrind-out-file="$OUT/callgrind.out.%p" "$BIN" serve
 CAIRVA_BENCH_KEY=$KEY wrk -t1 -c"$CONNS" -d3s -s bench/chat.lua http://127.0.0.1:$GW_PORT >/dev/null
 mock_requests() { curl -s http://127.0.0.1:$MOCK_PORT/mock/stats | sed -n 's/.*"requests":\([0-9]*\).*/\1/p'; }
 callgrind_control -i on "$GW_PID" >/dev/null 2>&1

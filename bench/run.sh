@@ -24,14 +24,12 @@ STREAM_DELAY_MS=${CAIRVA_BENCH_STREAM_DELAY_MS:-1000}
 STREAM_ARGS=${CAIRVA_BENCH_STREAM_ARGS:-}  # more bench/stream_load options, e.g. its ramp's
 
 [ -n "${CAIRVA_BENCH_NO_SETUP:-}" ] || ./scripts/setup.sh >/dev/null
-# GCC 12 at -O3 reports false -Wrestrict (std::string::insert) and -Wmismatched-new-delete
-# (Asio coroutine frames); -g keeps symbols for perf.
-cmake -S . -B build-release -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="-g" >/dev/null
 MICRO=${CAIRVA_BENCH_MICRO:-1}
 targets="cairva stream_load"
 [ "$MICRO" != 1 ] || targets="$targets wire_bench core_bench pg_admit_bench"
+# The release build as packages ship it (profile-guided, LTO; symbols kept for perf).
 # shellcheck disable=SC2086  # one word per target
-ninja -C build-release -j2 $targets >/dev/null
+CAIRVA_JOBS=2 ./scripts/build-release.sh build-release $targets >/dev/null
 # 10,000 streams hold 20,000 sockets in the gateway (client + provider side).
 ulimit -n "$(ulimit -Hn)"
 BIN=${CAIRVA_BENCH_BIN:-$PWD/build-release/cairva}  # another build to compare, e.g. an older commit's

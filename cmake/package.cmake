@@ -7,6 +7,9 @@ if(NOT TARGET cairva)
   return()
 endif()
 
+# Installing (and so cpack) takes the executable as built and builds nothing else: the
+# release build (scripts/build-release.sh) builds the executable alone.
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY TRUE)
 install(TARGETS cairva RUNTIME DESTINATION bin)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/cairva.service DESTINATION lib/systemd/system)
 install(FILES ${PROJECT_SOURCE_DIR}/packaging/cairva.toml DESTINATION /etc/cairva)
