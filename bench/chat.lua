@@ -5,6 +5,10 @@ wrk.headers["Content-Type"] = "application/json"
 local key = os.getenv("CAIRVA_BENCH_KEY")
 if key and key ~= "" then wrk.headers["Authorization"] = "Bearer " .. key end
 wrk.body = '{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello in five words."}],"max_tokens":64}'
+-- CAIRVA_BENCH_STREAM=1: the same completion streamed, with its usage in the last chunk.
+if os.getenv("CAIRVA_BENCH_STREAM") == "1" then
+  wrk.body = wrk.body:sub(1, -2) .. ',"stream":true,"stream_options":{"include_usage":true}}'
+end
 
 local non2xx = 0
 response = function(status, headers, body)

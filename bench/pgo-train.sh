@@ -14,9 +14,9 @@ export CAIRVA_ADMIN_TOKEN=pgo-train-admin-token
 . bench/one_gateway.sh
 start_one_gateway "$BIN" normal 1 600 "$BIN" serve
 # 32 connections on one event loop: the concurrency of the benchmark's middle point.
-for script in chat.lua chat_stream.lua; do
-  CAIRVA_BENCH_KEY=$KEY wrk -t1 -c32 -d"${SECONDS_}s" -s "bench/$script" \
-    "http://127.0.0.1:$GW_PORT" | grep -E '^(Requests/sec|  Non-2xx)' | sed "s/^/pgo-train: $script: /"
+for stream in 0 1; do
+  CAIRVA_BENCH_STREAM=$stream CAIRVA_BENCH_KEY=$KEY wrk -t1 -c32 -d"${SECONDS_}s" -s bench/chat.lua \
+    "http://127.0.0.1:$GW_PORT" | grep -E '^(Requests/sec|  Non-2xx)' | sed "s/^/pgo-train: stream=$stream: /"
 done
 kill -TERM "$GW_PID"
 wait "$GW_PID" || { echo "pgo-train: the gateway did not exit cleanly (see $work/log)" >&2; exit 1; }
