@@ -1,5 +1,6 @@
 #include "store/postgres/codec.h"
 
+#include "base/ids.h"
 #include "store/postgres/statements.h"
 
 namespace cairva::store::pg {
@@ -132,6 +133,22 @@ std::vector<std::string> split_models(const std::string& s) {
     start = nl + 1;
   }
   return out;
+}
+
+Params conflict_params(std::string_view allocation_id, std::string_view request_id,
+                       std::string_view provider_request_id, const core::Tokens& reported,
+                       const core::Tokens& booked, int64_t at) {
+  Params p;
+  p.text(new_id("cfl"))
+      .text(allocation_id)
+      .text(request_id)
+      .text(provider_request_id)
+      .i64(reported.input)
+      .i64(reported.output)
+      .i64(booked.input)
+      .i64(booked.output)
+      .i64(at);
+  return p;
 }
 
 }  // namespace cairva::store::pg

@@ -2,7 +2,9 @@
 // Values read from the database are input: a bad one is an Error, never an assertion.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -26,6 +28,12 @@ UnixMicros parse_counts(const PGresult* r, int row, int offset, core::Allocation
 Result<RequestRow> parse_request(const PGresult* r, int row);
 Result<UsageEventRow> parse_event(const PGresult* r, int row);
 Result<AgreementRow> parse_agreement(const PGresult* r, int row);
+
+// sql::insert_conflict's parameters for a new conflict: the counts a provider reported
+// for `request_id` under an id already booked with `booked`, recorded at `at`.
+Params conflict_params(std::string_view allocation_id, std::string_view request_id,
+                       std::string_view provider_request_id, const core::Tokens& reported,
+                       const core::Tokens& booked, int64_t at);
 
 // The models (and service_tiers) allow-list as stored: newline-separated.
 std::string join_models(const std::vector<std::string>& models);

@@ -410,16 +410,9 @@ Result<bool> PostgresStore::record_conflict_on(Connection& c, ConflictRow row) {
   }
   auto now = c.run(sql::read_now, Params().opt_i64(injected_now()));
   if (!now.ok()) return now.error();
-  auto ins = c.run(sql::insert_conflict, Params()
-                                             .text(new_id("cfl"))
-                                             .text(row.allocation_id)
-                                             .text(row.request_id)
-                                             .text(row.provider_request_id)
-                                             .i64(row.reported.input)
-                                             .i64(row.reported.output)
-                                             .i64(row.booked.input)
-                                             .i64(row.booked.output)
-                                             .i64(get_i64(now->get(), 0, 0)));
+  auto ins = c.run(sql::insert_conflict,
+                   conflict_params(row.allocation_id, row.request_id, row.provider_request_id,
+                                   row.reported, row.booked, get_i64(now->get(), 0, 0)));
   if (!ins.ok()) return ins.error();
   if (Status s = tx.commit(); !s.ok()) return s.error();
   return true;

@@ -518,16 +518,9 @@ Result<std::vector<SettleResult>> PostgresStore::decide_settlements(
       rq->second.open.reported = core::ReportedUsage{cmd.usage, cmd.provider_request_id};
     }
     if (plan.record_conflict) {
-      w.add(sql::insert_conflict, Params()
-                                      .text(new_id("cfl"))
-                                      .text(allocation_id)
-                                      .text(cmd.request_id)
-                                      .text(cmd.provider_request_id)
-                                      .i64(cmd.usage.input)
-                                      .i64(cmd.usage.output)
-                                      .i64(plan.booked_counts.input)
-                                      .i64(plan.booked_counts.output)
-                                      .i64(now));
+      w.add(sql::insert_conflict,
+            conflict_params(allocation_id, cmd.request_id, cmd.provider_request_id, cmd.usage,
+                            plan.booked_counts, now));
     }
     rq->second.state = plan.request_state;
   }
