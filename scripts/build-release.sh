@@ -5,7 +5,7 @@
 # that profile, and linked with LTO. The event loop's code is larger than its instruction
 # cache; the profile lays out the hot paths together and moves the cold ones aside.
 #   scripts/build-release.sh [DIR [TARGET...]]     # default: build-release cairva
-# Needs wrk (scripts/setup.sh installs it with the test tools). Without ccache: it cannot
+# Needs what scripts/setup.sh --build installs (wrk among it). Without ccache: it cannot
 # tell which profile an object was compiled with.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -17,9 +17,10 @@ esac
 # Building and running: CMakeLists.txt's find_package list (GoogleTest and Google Benchmark
 # too: the build configures the tests with the executable), git for the version info,
 # curl and ca-certificates for scripts/run.sh and the providers' TLS, Node (below) for the
-# web console's build (src/console/CMakeLists.txt runs console/build.mjs).
+# web console's build (src/console/CMakeLists.txt runs console/build.mjs), wrk and python3
+# for the release build's training run (scripts/build-release.sh, bench/one_gateway.sh).
 BUILD_PACKAGES=(
-  build-essential cmake ninja-build ccache pkg-config git ca-certificates curl
+  build-essential cmake ninja-build ccache pkg-config git ca-certificates curl wrk python3
   libboost-system1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libssl-dev openssl
   libsimdjson-dev libmimalloc-dev libisal-dev libxxhash-dev libsqlite3-dev libpq-dev libpq5
@@ -28,13 +29,13 @@ BUILD_PACKAGES=(
 )
 # The rest has a user each: the tests (scripts/test.sh: a PostgreSQL server, pg_dump, Node
 # below; nginx for packaging/nginx's `nginx -t`, prometheus for `promtool check rules`, jq
-# for docs/operations.md's commands), bench/ (sqlite3, wrk, nginx, gnuplot, perf, valgrind), fuzz/ (clang, its
+# for docs/operations.md's commands), bench/ (sqlite3, nginx, gnuplot, perf, valgrind), fuzz/ (clang, its
 # sanitizer runtimes), scripts/lint.sh (clang-format, clang-tidy) or the console's browser
 # test (chromium, driven by puppeteer-core: tests/e2e/console.test.mjs).
 TEST_PACKAGES=(
   sqlite3
   postgresql-15 postgresql-client-15 chromium
-  wrk nginx-light gnuplot-nox linux-perf valgrind jq prometheus
+  nginx-light gnuplot-nox linux-perf valgrind jq prometheus
   clang-14 libclang-rt-14-dev clang-format-14 clang-tidy-14
 )
 PACKAGES=("${BUILD_PACKAGES[@]}")
